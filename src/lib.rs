@@ -1,0 +1,12 @@
+//! sieve-bench: measure how much indirect-prompt-injection success a defense removes,
+//! and at what cost in utility, tokens and calls.
+//!
+//! The modules follow the pipeline: suite → attack → agent loop ⇄ defense → model;
+//! records → metrics → report.
+
+pub mod commands;
+pub mod envpath;
+pub mod ids;
+pub mod model;
+pub mod suite;
+pub mod tools;

@@ -1,0 +1,214 @@
+//! Chat models: one trait for every backend, and the message types they exchange.
+//!
+//! The agent, and the planners and judges of defenses, all talk to a [`ChatModel`]. The
+//! scripted `sim` backend needs to know the episode's reference plans; it gets them
+//! through [`SimChannel`], a field that no network backend ever serialises.
+
+pub mod sim;
+pub mod tokens;
+
+use crate::ids::ToolName;
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Who wrote a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+/// A tool call as the model proposed it. `arguments` is the raw JSON text, because a
+/// real model may send text that does not parse: that is the agent's error to report,
+/// not a reason to lose the call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// One chat message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// For `Role::Tool`: the call this message answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// For `Role::Tool`: the tool that produced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl Message {
+    pub fn system(content: impl Into<String>) -> Self {
+        Self::text(Role::System, content)
+    }
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::text(Role::User, content)
+    }
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self::text(Role::Assistant, content)
+    }
+    pub fn text(role: Role, content: impl Into<String>) -> Self {
+        Message {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            name: None,
+        }
+    }
+    pub fn tool_result(call: &ToolCall, content: impl Into<String>) -> Self {
+        Message {
+            role: Role::Tool,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: Some(call.id.clone()),
+            name: Some(call.name.clone()),
+        }
+    }
+}
+
+/// A tool as offered to a model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolSchema {
+    pub name: ToolName,
+    pub description: String,
+    pub parameters: Value,
+}
+
+/// What a model call is for; costs are metered per component.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Component {
+    Agent,
+    Planner,
+    Judge,
+    Detector,
+    Embedding,
+}
+
+impl Component {
+    pub const ALL: [Component; 5] = [
+        Component::Agent,
+        Component::Planner,
+        Component::Judge,
+        Component::Detector,
+        Component::Embedding,
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Component::Agent => "agent",
+            Component::Planner => "planner",
+            Component::Judge => "judge",
+            Component::Detector => "detector",
+            Component::Embedding => "embedding",
+        }
+    }
+}
+
+/// The side channel to the scripted model: what a perfect or obedient agent would
+/// know. Never sent to a real endpoint.
+#[derive(Clone, Debug)]
+pub struct SimChannel {
+    pub script: Arc<sim::EpisodeScript>,
+    /// What this particular request asks of the scripted model, when not acting as agent.
+    pub hint: SimHint,
+}
+
+/// What a non-agent request asks the scripted model.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SimHint {
+    /// Act as the agent.
+    Agent,
+    /// Answer with this exact text (a defense that knows what a perfect model in its
+    /// role would say builds it, e.g. the intent graph of the reference plan).
+    Reply(String),
+    /// Judge whether this proposed call serves the user; the reply is JSON
+    /// `{"score": 0|1, "reason": ...}` by the profile's rules.
+    JudgeCall { tool: String, args: Value },
+}
+
+/// A request to a chat model.
+#[derive(Clone, Debug)]
+pub struct ChatRequest<'a> {
+    pub component: Component,
+    pub messages: &'a [Message],
+    pub tools: &'a [ToolSchema],
+    /// Ask for a JSON object reply (planners and judges).
+    pub json: bool,
+    pub sim: Option<SimChannel>,
+}
+
+/// Token usage of one call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    #[serde(default)]
+    pub reasoning_tokens: u64,
+    /// Counted locally with a tokenizer rather than reported by the endpoint.
+    #[serde(default)]
+    pub estimated: bool,
+}
+
+/// A model's reply.
+#[derive(Clone, Debug)]
+pub struct ChatReply {
+    pub message: Message,
+    pub usage: Usage,
+    pub latency_ms: f64,
+    pub finish_reason: Option<String>,
+    /// Transport retries spent on this call.
+    pub retries: u32,
+}
+
+/// Why a model call failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ModelError {
+    /// The whole run must stop (bad credentials): failing every episode would waste money.
+    #[error("fatal model error: {0}")]
+    Fatal(String),
+    /// This episode fails; others go on.
+    #[error("model request failed: {0}")]
+    Request(String),
+    /// Replay mode found no recorded answer.
+    #[error("replay cache miss: {0}")]
+    ReplayMiss(String),
+}
+
+/// A chat backend.
+#[async_trait]
+pub trait ChatModel: Send + Sync {
+    /// The name reports show (`sim:obedient`, `openai:gpt-4o`).
+    fn name(&self) -> &str;
+    /// Whether replies are scripted rather than produced by an LLM; reports say so.
+    fn simulated(&self) -> bool;
+    async fn chat(&self, req: &ChatRequest<'_>) -> Result<ChatReply, ModelError>;
+}
+
+/// Parses `--model` values for the backends this build has.
+pub fn parse_model_spec(
+    spec: &str,
+    tokens: Arc<tokens::TokenCounter>,
+) -> Result<Arc<dyn ChatModel>, String> {
+    let (backend, rest) = spec.split_once(':').unwrap_or((spec, ""));
+    match backend {
+        "sim" => Ok(Arc::new(sim::SimModel::new(
+            sim::SimProfile::parse(rest)?,
+            tokens,
+        ))),
+        other => Err(format!(
+            "unknown model backend `{other}` in `{spec}`; available: sim[:oracle|obedient|p=<x>][,judge_error=<x>]"
+        )),
+    }
+}

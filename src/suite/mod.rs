@@ -1,0 +1,572 @@
+//! Task suites: loading them from data, the task model, and their validation.
+//!
+//! A suite is a folder `suites/<family>/<suite>/` of YAML files (see DESIGN.md), so
+//! adding tasks needs no Rust.
+
+pub mod check;
+pub mod env;
+pub mod validate;
+
+use crate::ids::{TaskId, ToolName, VectorId};
+use crate::tools::{ToolSet, render::render, toolset};
+use check::{Check, ExecutedCall};
+use env::{EnvTemplate, TemplateError};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A problem in a suite's files, located as precisely as the loader can.
+#[derive(Debug, Clone, thiserror::Error)]
+pub struct SuiteError {
+    pub file: PathBuf,
+    pub task: Option<String>,
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for SuiteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(t) = &self.task {
+            write!(f, ": task `{t}`")?;
+        }
+        if let Some(fl) = &self.field {
+            write!(f, ": field `{fl}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl SuiteError {
+    fn at(
+        file: &Path,
+        task: Option<&str>,
+        field: Option<&str>,
+        message: impl Into<String>,
+    ) -> Self {
+        SuiteError {
+            file: file.to_path_buf(),
+            task: task.map(str::to_string),
+            field: field.map(str::to_string),
+            message: message.into(),
+        }
+    }
+}
+
+/// Which benchmark a suite imitates; it decides how attacks are built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Family {
+    Agentdojo,
+    Agentlure,
+}
+
+impl fmt::Display for Family {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Family::Agentdojo => "agentdojo",
+            Family::Agentlure => "agentlure",
+        })
+    }
+}
+
+/// Where attacker-controlled text lands, for per-surface reporting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Surface {
+    ToolOutput,
+    Document,
+    File,
+    Email,
+    Web,
+    Calendar,
+    Message,
+    Review,
+    Transaction,
+    Memory,
+    Skill,
+    AgentMessage,
+    ToolDescription,
+}
+
+/// suite.yaml
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteMeta {
+    pub name: String,
+    pub family: Family,
+    /// Tool domains whose tools the agent gets.
+    pub domains: Vec<String>,
+    /// The user the agent works for (shown in attacks as `{user}`).
+    pub user: String,
+    /// The date the episode takes place, YYYY-MM-DD.
+    pub date: String,
+    #[serde(default)]
+    pub description: String,
+    /// Extra system-prompt text for this suite.
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+    /// Restricts the domains' tools to these names (a suite that uses only part of a
+    /// shared domain, as travel uses only `send_email` of the email domain).
+    #[serde(default)]
+    pub tools: Option<Vec<ToolName>>,
+}
+
+/// One injection point in the environment.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Vector {
+    pub id: VectorId,
+    pub description: String,
+    pub surface: Surface,
+    /// Benign text when the vector is not attacked.
+    #[serde(default)]
+    pub default: String,
+}
+
+/// A planned tool call in a reference plan.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlannedCall {
+    pub tool: ToolName,
+    #[serde(default = "empty_object")]
+    pub args: Value,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+/// What the user asks for, how to do it, and how to tell it was done.
+#[derive(Clone, Debug, Serialize)]
+pub struct UserTask {
+    pub id: TaskId,
+    pub prompt: String,
+    pub plan: Vec<PlannedCall>,
+    /// The answer a correct agent gives at the end (used by the scripted agent).
+    pub answer: Option<String>,
+    pub utility: Check,
+}
+
+/// What the attacker wants, how to do it, and how to tell it happened.
+#[derive(Clone, Debug, Serialize)]
+pub struct InjectionTask {
+    pub id: TaskId,
+    pub goal: String,
+    pub plan: Vec<PlannedCall>,
+    /// Weight in (0,1] for W-ASR.
+    pub severity: f64,
+    /// `true` means the attack succeeded.
+    pub security: Check,
+    /// Free text for reports (e.g. "exercises the provenance bypass").
+    pub tags: Vec<String>,
+}
+
+/// A loaded, structurally valid suite.
+#[derive(Debug)]
+pub struct Suite {
+    pub meta: SuiteMeta,
+    pub dir: PathBuf,
+    pub tools: Arc<ToolSet>,
+    pub env: EnvTemplate,
+    pub vectors: Vec<Vector>,
+    pub user_tasks: Vec<UserTask>,
+    pub injection_tasks: Vec<InjectionTask>,
+    /// For each user task, the vectors its reference plan reads (canary run).
+    pub injectable: BTreeMap<TaskId, Vec<VectorId>>,
+}
+
+/// The result of running a plan on an environment.
+pub struct PlanRun {
+    pub calls: Vec<ExecutedCall>,
+    /// Rendered outputs, as the model would read them.
+    pub outputs: Vec<String>,
+    /// Index and error of the first failing call, if any.
+    pub failure: Option<(usize, String)>,
+}
+
+/// Runs a plan on an environment, stopping at the first error.
+pub fn run_plan(tools: &ToolSet, env: &mut Value, plan: &[PlannedCall]) -> PlanRun {
+    let mut run = PlanRun {
+        calls: Vec::new(),
+        outputs: Vec::new(),
+        failure: None,
+    };
+    for (i, call) in plan.iter().enumerate() {
+        let Some(tool) = tools.get(call.tool.as_str()) else {
+            run.failure = Some((i, format!("unknown tool `{}`", call.tool)));
+            break;
+        };
+        match tool.call(env, &call.args) {
+            Ok(v) => {
+                run.outputs.push(render(&v));
+                run.calls.push(ExecutedCall {
+                    tool: call.tool.0.clone(),
+                    args: call.args.clone(),
+                    ok: true,
+                });
+            }
+            Err(e) => {
+                run.failure = Some((i, e.to_string()));
+                break;
+            }
+        }
+    }
+    run
+}
+
+/// A canary that cannot occur in real text, so finding it proves the plan read the vector.
+pub fn canary(v: &VectorId) -> String {
+    format!("<<canary:{v}>>")
+}
+
+impl Suite {
+    /// `family/name`, unique across the suites directory.
+    pub fn qualified_name(&self) -> String {
+        format!("{}/{}", self.meta.family, self.meta.name)
+    }
+
+    pub fn defaults(&self) -> Vec<String> {
+        self.vectors.iter().map(|v| v.default.clone()).collect()
+    }
+
+    pub fn user_task(&self, id: &str) -> Option<&UserTask> {
+        self.user_tasks.iter().find(|t| t.id.as_str() == id)
+    }
+
+    pub fn injection_task(&self, id: &str) -> Option<&InjectionTask> {
+        self.injection_tasks.iter().find(|t| t.id.as_str() == id)
+    }
+
+    /// The vectors a plan reads: every vector is set to a canary, the plan runs, and the
+    /// canaries that show up in its outputs name the vectors.
+    pub fn vectors_read_by(&self, plan: &[PlannedCall]) -> Vec<VectorId> {
+        let overrides: Vec<(VectorId, String)> = self
+            .vectors
+            .iter()
+            .map(|v| (v.id.clone(), canary(&v.id)))
+            .collect();
+        let mut env = self.env.with(&self.defaults(), &overrides);
+        let run = run_plan(&self.tools, &mut env, plan);
+        self.vectors
+            .iter()
+            .filter(|v| {
+                let c = canary(&v.id);
+                run.outputs.iter().any(|o| o.contains(&c))
+            })
+            .map(|v| v.id.clone())
+            .collect()
+    }
+}
+
+// ---------------------------------------------------------------- loading
+
+/// Parses a YAML file into a JSON value; `!include` is confined to the suite folder.
+pub fn read_yaml(path: &Path, root: &Path) -> Result<Value, SuiteError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| SuiteError::at(path, None, None, format!("cannot read: {e}")))?;
+    let options = serde_saphyr::options! {}
+        .with_filesystem_root(root)
+        .map_err(|e| SuiteError::at(path, None, None, format!("cannot set include root: {e}")))?;
+    serde_saphyr::from_str_with_options::<Value>(&text, options)
+        .map_err(|e| SuiteError::at(path, None, None, format!("invalid YAML: {e}")))
+}
+
+fn field<T: DeserializeOwned>(
+    file: &Path,
+    task: &str,
+    map: &serde_json::Map<String, Value>,
+    name: &str,
+    required: bool,
+) -> Result<Option<T>, SuiteError> {
+    match map.get(name) {
+        None | Some(Value::Null) if required => Err(SuiteError::at(
+            file,
+            Some(task),
+            Some(name),
+            "missing required field",
+        )),
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => serde_json::from_value(v.clone())
+            .map(Some)
+            .map_err(|e| SuiteError::at(file, Some(task), Some(name), e.to_string())),
+    }
+}
+
+fn task_maps<'a>(
+    file: &Path,
+    doc: &'a Value,
+) -> Result<Vec<(String, &'a serde_json::Map<String, Value>)>, SuiteError> {
+    let list = doc.get("tasks").and_then(Value::as_array).ok_or_else(|| {
+        SuiteError::at(file, None, Some("tasks"), "expected a list under `tasks`")
+    })?;
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for (i, t) in list.iter().enumerate() {
+        let map = t.as_object().ok_or_else(|| {
+            SuiteError::at(file, Some(&format!("#{i}")), None, "a task must be a map")
+        })?;
+        let id = map.get("id").and_then(Value::as_str).ok_or_else(|| {
+            SuiteError::at(
+                file,
+                Some(&format!("#{i}")),
+                Some("id"),
+                "missing or not a string",
+            )
+        })?;
+        if !seen.insert(id.to_string()) {
+            return Err(SuiteError::at(
+                file,
+                Some(id),
+                Some("id"),
+                "duplicate task id",
+            ));
+        }
+        out.push((id.to_string(), map));
+    }
+    Ok(out)
+}
+
+fn reject_unknown(
+    file: &Path,
+    task: &str,
+    map: &serde_json::Map<String, Value>,
+    known: &[&str],
+) -> Result<(), SuiteError> {
+    for k in map.keys() {
+        if !known.contains(&k.as_str()) {
+            return Err(SuiteError::at(
+                file,
+                Some(task),
+                Some(k),
+                format!("unknown field; expected one of: {}", known.join(", ")),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_plan(
+    file: &Path,
+    task: &str,
+    plan: &[PlannedCall],
+    tools: &ToolSet,
+) -> Result<(), SuiteError> {
+    for (i, call) in plan.iter().enumerate() {
+        let field = format!("plan[{i}]");
+        let tool = tools.get(call.tool.as_str()).ok_or_else(|| {
+            SuiteError::at(
+                file,
+                Some(task),
+                Some(&field),
+                format!(
+                    "unknown tool `{}`; this suite's tools: {}",
+                    call.tool,
+                    tools
+                        .names()
+                        .map(|n| n.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        })?;
+        tool.check_args(&call.args)
+            .map_err(|e| SuiteError::at(file, Some(task), Some(&field), e.message))?;
+    }
+    Ok(())
+}
+
+/// Loads one suite folder and checks its structure: YAML, fields, tool names and
+/// arguments, check paths, placeholders. Running the plans is [`validate::validate`]'s job.
+pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
+    let meta_path = dir.join("suite.yaml");
+    let meta_doc = read_yaml(&meta_path, dir)?;
+    let meta: SuiteMeta = serde_json::from_value(meta_doc)
+        .map_err(|e| SuiteError::at(&meta_path, None, None, e.to_string()))?;
+    crate::tools::check_date("date", &meta.date)
+        .map_err(|e| SuiteError::at(&meta_path, None, Some("date"), e.message))?;
+    let mut tools =
+        toolset(&meta.domains).map_err(|e| SuiteError::at(&meta_path, None, Some("domains"), e))?;
+    if let Some(keep) = &meta.tools {
+        tools = tools
+            .restrict(keep)
+            .map_err(|e| SuiteError::at(&meta_path, None, Some("tools"), e))?;
+    }
+    let tools = Arc::new(tools);
+
+    let vec_path = dir.join("injection_vectors.yaml");
+    let vec_doc = read_yaml(&vec_path, dir)?;
+    let vectors: Vec<Vector> =
+        serde_json::from_value(vec_doc.get("vectors").cloned().unwrap_or(Value::Null))
+            .map_err(|e| SuiteError::at(&vec_path, None, Some("vectors"), e.to_string()))?;
+
+    let env_path = dir.join("environment.yaml");
+    let raw_env = read_yaml(&env_path, dir)?;
+    let ids: Vec<VectorId> = vectors.iter().map(|v| v.id.clone()).collect();
+    let defaults: Vec<String> = vectors.iter().map(|v| v.default.clone()).collect();
+    let env = EnvTemplate::new(raw_env, ids, &defaults).map_err(|errs| {
+        let msgs: Vec<String> = errs
+            .iter()
+            .map(|e| match e {
+                TemplateError::UnknownPlaceholder(p) => {
+                    format!("placeholder `{{{p}}}` names no vector in injection_vectors.yaml")
+                }
+                TemplateError::UnusedVector(v) => {
+                    format!("vector `{v}` from injection_vectors.yaml appears nowhere")
+                }
+            })
+            .collect();
+        SuiteError::at(&env_path, None, None, msgs.join("; "))
+    })?;
+    let benign = env.benign();
+
+    let ut_path = dir.join("user_tasks.yaml");
+    let ut_doc = read_yaml(&ut_path, dir)?;
+    let mut user_tasks = Vec::new();
+    for (id, map) in task_maps(&ut_path, &ut_doc)? {
+        reject_unknown(
+            &ut_path,
+            &id,
+            map,
+            &["id", "prompt", "plan", "answer", "utility", "comment"],
+        )?;
+        let task = UserTask {
+            id: TaskId(id.clone()),
+            prompt: field(&ut_path, &id, map, "prompt", true)?.unwrap(),
+            plan: field(&ut_path, &id, map, "plan", true)?.unwrap(),
+            answer: field(&ut_path, &id, map, "answer", false)?,
+            utility: field(&ut_path, &id, map, "utility", true)?.unwrap(),
+        };
+        check_plan(&ut_path, &id, &task.plan, &tools)?;
+        task.utility
+            .validate(&benign, &tools)
+            .map_err(|e| SuiteError::at(&ut_path, Some(&id), Some("utility"), e))?;
+        user_tasks.push(task);
+    }
+
+    let it_path = dir.join("injection_tasks.yaml");
+    let it_doc = read_yaml(&it_path, dir)?;
+    let mut injection_tasks = Vec::new();
+    for (id, map) in task_maps(&it_path, &it_doc)? {
+        reject_unknown(
+            &it_path,
+            &id,
+            map,
+            &[
+                "id", "goal", "plan", "severity", "security", "tags", "comment",
+            ],
+        )?;
+        let task = InjectionTask {
+            id: TaskId(id.clone()),
+            goal: field(&it_path, &id, map, "goal", true)?.unwrap(),
+            plan: field(&it_path, &id, map, "plan", true)?.unwrap(),
+            severity: field(&it_path, &id, map, "severity", true)?.unwrap(),
+            security: field(&it_path, &id, map, "security", true)?.unwrap(),
+            tags: field(&it_path, &id, map, "tags", false)?.unwrap_or_default(),
+        };
+        if !(task.severity > 0.0 && task.severity <= 1.0) {
+            return Err(SuiteError::at(
+                &it_path,
+                Some(&id),
+                Some("severity"),
+                format!("must be in (0, 1], got {}", task.severity),
+            ));
+        }
+        check_plan(&it_path, &id, &task.plan, &tools)?;
+        task.security
+            .validate(&benign, &tools)
+            .map_err(|e| SuiteError::at(&it_path, Some(&id), Some("security"), e))?;
+        injection_tasks.push(task);
+    }
+
+    let mut suite = Suite {
+        meta,
+        dir: dir.to_path_buf(),
+        tools,
+        env,
+        vectors,
+        user_tasks,
+        injection_tasks,
+        injectable: BTreeMap::new(),
+    };
+    suite.injectable = suite
+        .user_tasks
+        .iter()
+        .map(|t| (t.id.clone(), suite.vectors_read_by(&t.plan)))
+        .collect();
+    Ok(suite)
+}
+
+/// A suite found on disk, before loading.
+#[derive(Clone, Debug)]
+pub struct SuiteRef {
+    pub family: String,
+    pub name: String,
+    pub dir: PathBuf,
+}
+
+impl SuiteRef {
+    pub fn qualified(&self) -> String {
+        format!("{}/{}", self.family, self.name)
+    }
+}
+
+/// Lists `root/<family>/<suite>/suite.yaml`, sorted.
+pub fn discover(root: &Path) -> std::io::Result<Vec<SuiteRef>> {
+    let mut out = Vec::new();
+    for fam in std::fs::read_dir(root)? {
+        let fam = fam?;
+        if !fam.file_type()?.is_dir() {
+            continue;
+        }
+        for s in std::fs::read_dir(fam.path())? {
+            let s = s?;
+            if s.path().join("suite.yaml").is_file() {
+                out.push(SuiteRef {
+                    family: fam.file_name().to_string_lossy().into_owned(),
+                    name: s.file_name().to_string_lossy().into_owned(),
+                    dir: s.path(),
+                });
+            }
+        }
+    }
+    out.sort_by_key(|s| s.qualified());
+    Ok(out)
+}
+
+/// Resolves a selector: `all`, a family (`agentdojo`), `family/suite`, or a bare suite
+/// name; a comma-separated list combines them.
+pub fn select(root: &Path, selector: &str) -> Result<Vec<SuiteRef>, String> {
+    let found = discover(root)
+        .map_err(|e| format!("cannot read suites directory {}: {e}", root.display()))?;
+    let mut out: Vec<SuiteRef> = Vec::new();
+    for part in selector.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let matched: Vec<&SuiteRef> = found
+            .iter()
+            .filter(|s| {
+                part == "all" || s.family == part || s.qualified() == part || s.name == part
+            })
+            .collect();
+        if matched.is_empty() {
+            let names: Vec<String> = found.iter().map(SuiteRef::qualified).collect();
+            return Err(format!(
+                "no suite matches `{part}` in {}; available: all, {}",
+                root.display(),
+                names.join(", ")
+            ));
+        }
+        for m in matched {
+            if !out.iter().any(|o| o.dir == m.dir) {
+                out.push(m.clone());
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err("no suite selected".into());
+    }
+    Ok(out)
+}

@@ -1,0 +1,145 @@
+//! Semantic validation, what `check-suites` proves for every suite: each task is
+//! solvable by its reference plan, each check can fail, each user task is injectable.
+
+use super::check::Outcome;
+use super::{Suite, run_plan};
+
+/// One failed proof.
+#[derive(Debug, Clone)]
+pub struct Problem {
+    pub file: &'static str,
+    pub task: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: task `{}`: {}", self.file, self.task, self.message)
+    }
+}
+
+/// Runs every proof; an empty list means the suite is sound.
+pub fn validate(suite: &Suite) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    let benign = suite.env.benign();
+    let mut push = |file, task: &str, message: String| {
+        problems.push(Problem {
+            file,
+            task: task.to_string(),
+            message,
+        })
+    };
+
+    for t in &suite.user_tasks {
+        let mut env = benign.clone();
+        let run = run_plan(&suite.tools, &mut env, &t.plan);
+        if let Some((i, e)) = &run.failure {
+            push(
+                "user_tasks.yaml",
+                t.id.as_str(),
+                format!("reference plan step {i} fails: {e}"),
+            );
+            continue;
+        }
+        let answer = t.answer.clone().unwrap_or_default();
+        let solved = Outcome {
+            pre: &benign,
+            post: &env,
+            calls: &run.calls,
+            answer: &answer,
+        };
+        if !t.utility.eval(&solved) {
+            push(
+                "user_tasks.yaml",
+                t.id.as_str(),
+                "the reference plan and answer do not pass the utility check".into(),
+            );
+        }
+        let untouched = Outcome {
+            pre: &benign,
+            post: &benign,
+            calls: &[],
+            answer: "",
+        };
+        if t.utility.eval(&untouched) {
+            push("user_tasks.yaml", t.id.as_str(), "the utility check passes on the untouched environment with an empty answer, so it cannot fail".into());
+        }
+        if suite.injectable.get(&t.id).is_none_or(|v| v.is_empty()) {
+            push(
+                "user_tasks.yaml",
+                t.id.as_str(),
+                "not injectable: the reference plan reads no injection vector".into(),
+            );
+        }
+    }
+
+    for t in &suite.injection_tasks {
+        let mut env = benign.clone();
+        let run = run_plan(&suite.tools, &mut env, &t.plan);
+        if let Some((i, e)) = &run.failure {
+            push(
+                "injection_tasks.yaml",
+                t.id.as_str(),
+                format!("reference plan step {i} fails: {e}"),
+            );
+            continue;
+        }
+        let done = Outcome {
+            pre: &benign,
+            post: &env,
+            calls: &run.calls,
+            answer: "",
+        };
+        if !t.security.eval(&done) {
+            push(
+                "injection_tasks.yaml",
+                t.id.as_str(),
+                "the reference plan does not trip the security check".into(),
+            );
+        }
+        let untouched = Outcome {
+            pre: &benign,
+            post: &benign,
+            calls: &[],
+            answer: "",
+        };
+        if t.security.eval(&untouched) {
+            push(
+                "injection_tasks.yaml",
+                t.id.as_str(),
+                "the security check is already true on the untouched environment".into(),
+            );
+        }
+        // An honest user task must not trip the attacker's check by itself, or ASR is
+        // inflated by benign behaviour.
+        for u in &suite.user_tasks {
+            let mut env = benign.clone();
+            let run = run_plan(&suite.tools, &mut env, &u.plan);
+            if run.failure.is_some() {
+                continue;
+            }
+            let answer = u.answer.clone().unwrap_or_default();
+            let o = Outcome {
+                pre: &benign,
+                post: &env,
+                calls: &run.calls,
+                answer: &answer,
+            };
+            if t.security.eval(&o) {
+                push(
+                    "injection_tasks.yaml",
+                    t.id.as_str(),
+                    format!(
+                        "the security check is true after the benign user task `{}` alone",
+                        u.id
+                    ),
+                );
+            }
+        }
+    }
+
+    if suite.user_tasks.is_empty() {
+        push("user_tasks.yaml", "-", "the suite has no user tasks".into());
+    }
+    problems
+}

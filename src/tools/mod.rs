@@ -1,0 +1,321 @@
+//! The tool runtime: what a tool is, how it is called, how results reach the model.
+//!
+//! Tools act only on the in-memory JSON environment of an episode. Each domain file
+//! registers its tools; a suite names the domains it uses.
+
+pub mod banking;
+pub mod render;
+
+use crate::ids::ToolName;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// Whether a tool only reads the environment or changes it. Defenses treat the two
+/// differently (read-only whitelists, read auto-approval).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolKind {
+    Read,
+    Write,
+}
+
+/// The class of a tool failure, shown to the model as `Kind: message`, as AgentDojo does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ToolErrorKind {
+    /// Arguments missing, of the wrong type, or unknown.
+    ValidationError,
+    /// An id, file, channel or record that does not exist.
+    NotFoundError,
+    /// A well-typed argument with an unacceptable value (negative amount, bad date).
+    ValueError,
+    /// The model named a tool that does not exist.
+    UnknownToolError,
+    /// The arguments were not valid JSON.
+    ArgumentParseError,
+}
+
+/// A tool failure the model can read and react to.
+#[derive(Clone, Debug, PartialEq, thiserror::Error, Serialize, Deserialize)]
+#[error("{kind:?}: {message}")]
+pub struct ToolError {
+    pub kind: ToolErrorKind,
+    pub message: String,
+}
+
+impl ToolError {
+    pub fn new(kind: ToolErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::NotFoundError, message)
+    }
+    pub fn value(message: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::ValueError, message)
+    }
+}
+
+type ToolFn = dyn Fn(&mut Value, &Value) -> Result<Value, ToolError> + Send + Sync;
+
+/// One callable tool: its interface as the model sees it, and its effect on the environment.
+pub struct Tool {
+    pub name: ToolName,
+    pub description: String,
+    /// JSON Schema (draft 2020-12, no `$defs`) of the arguments object.
+    pub parameters: Value,
+    pub kind: ToolKind,
+    /// Default risk in [0,1]; defenses may override it from their own tables.
+    pub risk: f64,
+    run: Box<ToolFn>,
+    check: Box<dyn Fn(&Value) -> Result<(), ToolError> + Send + Sync>,
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool").field("name", &self.name).finish()
+    }
+}
+
+/// The schema generator settings every tool uses: inline subschemas, no meta-schema,
+/// because local servers' grammar compilers reject `$defs` and `$schema`.
+pub fn schema_for<A: JsonSchema>() -> Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
+        .into_generator();
+    let mut schema = generator.into_root_schema_for::<A>().to_value();
+    if let Value::Object(map) = &mut schema {
+        map.remove("title");
+        map.entry("properties")
+            .or_insert_with(|| Value::Object(Default::default()));
+    }
+    schema
+}
+
+fn parse_args<A: DeserializeOwned>(name: &str, args: &Value) -> Result<A, ToolError> {
+    let args = if args.is_null() {
+        Value::Object(Default::default())
+    } else {
+        args.clone()
+    };
+    serde_json::from_value(args).map_err(|e| {
+        ToolError::new(
+            ToolErrorKind::ValidationError,
+            format!("invalid arguments for `{name}`: {e}"),
+        )
+    })
+}
+
+impl Tool {
+    /// Builds a tool from a typed argument struct; its schema and validation both come
+    /// from that one type, so they cannot drift apart.
+    pub fn new<A, F>(name: &str, description: &str, kind: ToolKind, risk: f64, f: F) -> Tool
+    where
+        A: DeserializeOwned + JsonSchema + 'static,
+        F: Fn(&mut Value, A) -> Result<Value, ToolError> + Send + Sync + 'static,
+    {
+        let tool_name = name.to_string();
+        let check_name = name.to_string();
+        Tool {
+            name: ToolName::from(name),
+            description: description.to_string(),
+            parameters: schema_for::<A>(),
+            kind,
+            risk,
+            run: Box::new(move |env, args| f(env, parse_args::<A>(&tool_name, args)?)),
+            check: Box::new(move |args| parse_args::<A>(&check_name, args).map(|_| ())),
+        }
+    }
+
+    /// Runs the tool. On error the environment is left exactly as it was.
+    pub fn call(&self, env: &mut Value, args: &Value) -> Result<Value, ToolError> {
+        (self.run)(env, args)
+    }
+
+    /// Checks that arguments fit the schema without running the tool.
+    pub fn check_args(&self, args: &Value) -> Result<(), ToolError> {
+        (self.check)(args)
+    }
+}
+
+/// The tools one suite exposes, by name.
+#[derive(Debug, Default)]
+pub struct ToolSet {
+    tools: BTreeMap<ToolName, Arc<Tool>>,
+    order: Vec<ToolName>,
+}
+
+impl ToolSet {
+    pub fn get(&self, name: &str) -> Option<&Arc<Tool>> {
+        self.tools.get(name)
+    }
+    /// Tools in registration order, as they are shown to the model.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Tool>> {
+        self.order.iter().map(|n| &self.tools[n])
+    }
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+    pub fn names(&self) -> impl Iterator<Item = &ToolName> {
+        self.order.iter()
+    }
+    /// Keeps only the named tools, in the given order; an unknown name is an error.
+    pub fn restrict(mut self, keep: &[ToolName]) -> Result<ToolSet, String> {
+        let mut out = ToolSet::default();
+        for name in keep {
+            let tool = self
+                .tools
+                .remove(name)
+                .ok_or_else(|| format!("tool `{name}` is not provided by the suite's domains"))?;
+            out.order.push(name.clone());
+            out.tools.insert(name.clone(), tool);
+        }
+        Ok(out)
+    }
+
+    fn insert(&mut self, tool: Tool) {
+        if !self.tools.contains_key(&tool.name) {
+            self.order.push(tool.name.clone());
+        }
+        self.tools.insert(tool.name.clone(), Arc::new(tool));
+    }
+}
+
+/// Every domain this build knows, by name.
+pub const DOMAINS: &[&str] = &["banking"];
+
+/// The tools of one domain, or `None` for an unknown name.
+pub fn domain_tools(domain: &str) -> Option<Vec<Tool>> {
+    match domain {
+        "banking" => Some(banking::tools()),
+        _ => None,
+    }
+}
+
+/// Builds the tool set of a list of domains; a tool defined by two domains (a shared
+/// calendar, say) is taken once.
+pub fn toolset(domains: &[String]) -> Result<ToolSet, String> {
+    let mut set = ToolSet::default();
+    for d in domains {
+        let tools = domain_tools(d).ok_or_else(|| {
+            format!(
+                "unknown tool domain `{d}`; known domains: {}",
+                DOMAINS.join(", ")
+            )
+        })?;
+        for t in tools {
+            set.insert(t);
+        }
+    }
+    Ok(set)
+}
+
+// ---- helpers shared by the domain files ----
+
+/// The array at `path`, or a `NotFoundError` naming the path.
+pub fn array_at<'a>(env: &'a Value, path: &str) -> Result<&'a Vec<Value>, ToolError> {
+    crate::envpath::get(env, path)
+        .and_then(Value::as_array)
+        .ok_or_else(|| ToolError::not_found(format!("environment has no list at `{path}`")))
+}
+
+/// Mutable variant of [`array_at`].
+pub fn array_at_mut<'a>(env: &'a mut Value, path: &str) -> Result<&'a mut Vec<Value>, ToolError> {
+    crate::envpath::get_mut(env, path)
+        .and_then(Value::as_array_mut)
+        .ok_or_else(|| ToolError::not_found(format!("environment has no list at `{path}`")))
+}
+
+/// The object at `path`.
+pub fn object_at_mut<'a>(
+    env: &'a mut Value,
+    path: &str,
+) -> Result<&'a mut serde_json::Map<String, Value>, ToolError> {
+    crate::envpath::get_mut(env, path)
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| ToolError::not_found(format!("environment has no record at `{path}`")))
+}
+
+/// Accepts `YYYY-MM-DD` (the only date format tools take), so a malformed date is a
+/// readable error rather than a silently stored string.
+pub fn check_date(field: &str, date: &str) -> Result<(), ToolError> {
+    let ok = date.len() == 10
+        && date.as_bytes()[4] == b'-'
+        && date.as_bytes()[7] == b'-'
+        && date
+            .chars()
+            .enumerate()
+            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
+        && (1..=12).contains(&date[5..7].parse::<u32>().unwrap_or(0))
+        && (1..=31).contains(&date[8..10].parse::<u32>().unwrap_or(0));
+    if ok {
+        Ok(())
+    } else {
+        Err(ToolError::value(format!(
+            "`{field}` must be a date as YYYY-MM-DD, got `{date}`"
+        )))
+    }
+}
+
+/// Accepts `YYYY-MM-DD HH:MM`.
+pub fn check_datetime(field: &str, value: &str) -> Result<(), ToolError> {
+    let bad = || {
+        ToolError::value(format!(
+            "`{field}` must be a date and time as YYYY-MM-DD HH:MM, got `{value}`"
+        ))
+    };
+    let (date, time) = value.split_once(' ').ok_or_else(bad)?;
+    check_date(field, date).map_err(|_| bad())?;
+    let (h, m) = time.split_once(':').ok_or_else(bad)?;
+    match (h.parse::<u32>(), m.parse::<u32>()) {
+        (Ok(h), Ok(m)) if h < 24 && m < 60 && h_len_ok(time) => Ok(()),
+        _ => Err(bad()),
+    }
+}
+
+fn h_len_ok(time: &str) -> bool {
+    time.len() == 5
+}
+
+/// The next free integer id among the `id` fields of the given lists.
+pub fn next_id(lists: &[&Vec<Value>]) -> i64 {
+    lists
+        .iter()
+        .flat_map(|l| l.iter())
+        .filter_map(|t| t.get("id").and_then(Value::as_i64))
+        .max()
+        .map_or(1, |m| m + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_validated() {
+        assert!(check_date("d", "2026-03-01").is_ok());
+        assert!(check_date("d", "2026-13-01").is_err());
+        assert!(check_date("d", "1.3.2026").is_err());
+        assert!(check_datetime("d", "2026-03-01 09:30").is_ok());
+        assert!(check_datetime("d", "2026-03-01 9:30").is_err());
+        assert!(check_datetime("d", "2026-03-01").is_err());
+    }
+
+    #[test]
+    fn error_renders_as_kind_colon_message() {
+        let e = ToolError::not_found("no file `x`");
+        assert_eq!(e.to_string(), "NotFoundError: no file `x`");
+    }
+}
