@@ -297,10 +297,9 @@ fn field<T: DeserializeOwned>(
     }
 }
 
-fn task_maps<'a>(
-    file: &Path,
-    doc: &'a Value,
-) -> Result<Vec<(String, &'a serde_json::Map<String, Value>)>, SuiteError> {
+type TaskMap = serde_json::Map<String, Value>;
+
+fn task_maps<'a>(file: &Path, doc: &'a Value) -> Result<Vec<(String, &'a TaskMap)>, SuiteError> {
     let list = doc.get("tasks").and_then(Value::as_array).ok_or_else(|| {
         SuiteError::at(file, None, Some("tasks"), "expected a list under `tasks`")
     })?;

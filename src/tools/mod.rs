@@ -63,6 +63,7 @@ impl ToolError {
 }
 
 type ToolFn = dyn Fn(&mut Value, &Value) -> Result<Value, ToolError> + Send + Sync;
+type ArgCheckFn = dyn Fn(&Value) -> Result<(), ToolError> + Send + Sync;
 
 /// One callable tool: its interface as the model sees it, and its effect on the environment.
 pub struct Tool {
@@ -74,7 +75,7 @@ pub struct Tool {
     /// Default risk in [0,1]; defenses may override it from their own tables.
     pub risk: f64,
     run: Box<ToolFn>,
-    check: Box<dyn Fn(&Value) -> Result<(), ToolError> + Send + Sync>,
+    check: Box<ArgCheckFn>,
 }
 
 impl fmt::Debug for Tool {
