@@ -4,9 +4,16 @@
 //! The modules follow the pipeline: suite → attack → agent loop ⇄ defense → model;
 //! records → metrics → report.
 
+pub mod agent;
+pub mod attack;
 pub mod commands;
+pub mod defense;
+pub mod embed;
 pub mod envpath;
 pub mod ids;
+pub mod metrics;
 pub mod model;
+pub mod report;
+pub mod runner;
 pub mod suite;
 pub mod tools;

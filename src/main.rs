@@ -1,7 +1,8 @@
 //! Command-line entry point: parses arguments and dispatches to `sieve_bench::commands`.
 
-use clap::{Parser, Subcommand, ValueEnum};
-use sieve_bench::commands::{self, CliError, Paths};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use sieve_bench::commands::{self, CliError, Paths, run::RunArgs};
+use sieve_bench::report::compare::Thresholds;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -35,6 +36,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Run episodes and print the summary table. Rerunning the same command resumes.
+    Run(RunCli),
     /// Prove every suite sound: reference plans solve their tasks, checks can fail,
     /// every user task is injectable. Exits 2 on any problem.
     CheckSuites {
@@ -47,22 +50,186 @@ enum Command {
         #[arg(value_enum)]
         what: ListWhat,
     },
+    /// Re-render a run's table and summary files from its episodes.jsonl alone.
+    Report {
+        /// The run directory (what `run --out` names).
+        run: PathBuf,
+    },
+    /// Compare two runs per suite × attack × defense; exit 1 when a threshold is crossed.
+    Compare {
+        /// The baseline run directory.
+        base: PathBuf,
+        /// The new run directory.
+        new: PathBuf,
+        /// Fail when ASR rises by more than this many percentage points in any row.
+        #[arg(long, value_name = "PTS")]
+        max_asr_increase: Option<f64>,
+        /// Fail when BU or UA falls by more than this many percentage points in any row.
+        #[arg(long, value_name = "PTS")]
+        max_utility_drop: Option<f64>,
+    },
 }
 
 #[derive(ValueEnum, Clone, Debug)]
 enum ListWhat {
     Suites,
+    Attacks,
+    Defenses,
+    Models,
+}
+
+#[derive(Args, Debug)]
+struct RunCli {
+    /// Suites: `all`, a family (`agentdojo`), `family/suite`, or a suite name; comma-separated.
+    #[arg(long, default_value = "all")]
+    suite: String,
+    /// Attacks by name or alias, comma-separated; `all`; or `none` for clean episodes only.
+    #[arg(long, default_value = "important")]
+    attack: String,
+    /// Defenses, comma-separated (see `list defenses`).
+    #[arg(long, default_value = "none")]
+    defense: String,
+    /// The agent's model: `sim:obedient` (default), `sim:oracle`, `sim:p=<x>` (see `list models`).
+    #[arg(long, default_value = "sim:obedient")]
+    model: String,
+    /// Model for defenses' planners (default: --model).
+    #[arg(long)]
+    planner_model: Option<String>,
+    /// Model for defenses' judges (default: --model).
+    #[arg(long)]
+    judge_model: Option<String>,
+    /// Number of seeds per episode.
+    #[arg(long, default_value_t = 1)]
+    seeds: u64,
+    /// First seed; seeds are seed, seed+1, ….
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Episodes in flight at once.
+    #[arg(long, default_value_t = 8)]
+    concurrency: usize,
+    /// Cap on agent model turns per episode; an episode that reaches it ends unsolved.
+    #[arg(long, default_value_t = 30)]
+    max_steps: usize,
+    /// Only these user task ids (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    user_tasks: Option<Vec<String>>,
+    /// Only these injection task ids (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    injection_tasks: Option<Vec<String>>,
+    /// Skip the no-attack episodes (clean utility will be missing).
+    #[arg(long)]
+    no_clean: bool,
+    /// Write the run into this directory (default: results/<run-id>/).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Run only shard k of n of the matrix (`k/n`, 0-based), for array jobs.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<String>,
+    /// Do not print the table.
+    #[arg(long)]
+    quiet: bool,
+}
+
+fn run_command(paths: &Paths, r: RunCli) -> Result<(), CliError> {
+    let shard = r
+        .shard
+        .as_deref()
+        .map(commands::run::parse_shard)
+        .transpose()
+        .map_err(CliError::bad_input)?;
+    let args = RunArgs {
+        suite: r.suite,
+        attack: r.attack,
+        defense: r.defense,
+        model: r.model,
+        planner_model: r.planner_model,
+        judge_model: r.judge_model,
+        seeds: r.seeds,
+        seed: r.seed,
+        concurrency: r.concurrency,
+        max_steps: r.max_steps,
+        user_tasks: r.user_tasks,
+        injection_tasks: r.injection_tasks,
+        out: r.out,
+        results_dir: PathBuf::from("results"),
+        shard,
+        clean: !r.no_clean,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError {
+            code: 1,
+            message: format!("cannot start the async runtime: {e}"),
+        })?;
+    let report = runtime.block_on(commands::run::run(paths, args))?;
+    if !r.quiet {
+        print!("{}", sieve_bench::report::table(&report.summary));
+    }
+    let o = &report.outcome;
+    eprintln!(
+        "{} episode(s) run, {} already recorded, {} errored; results in {}",
+        o.ran,
+        o.skipped,
+        o.errored,
+        report.out.display()
+    );
+    if o.dropped_partial_line {
+        eprintln!(
+            "note: a half-written last line from an interrupted run was dropped; that episode ran again"
+        );
+    }
+    if let Some(f) = &o.fatal {
+        return Err(CliError {
+            code: 1,
+            message: format!("run stopped: {f}"),
+        });
+    }
+    if o.interrupted {
+        return Err(CliError {
+            code: 130,
+            message: "interrupted; rerun the same command to resume".into(),
+        });
+    }
+    Ok(())
 }
 
 fn dispatch(cli: Cli) -> Result<(), CliError> {
     let paths = Paths::resolve(cli.suites_dir, cli.attacks_dir, cli.home);
     match cli.command {
+        Command::Run(r) => run_command(&paths, r)?,
         Command::CheckSuites { suite } => {
             print!("{}", commands::check_suites::check_suites(&paths, &suite)?);
         }
         Command::List { what } => match what {
             ListWhat::Suites => print!("{}", commands::list::list_suites(&paths)?),
+            ListWhat::Attacks => print!("{}", commands::list::list_attacks(&paths)?),
+            ListWhat::Defenses => print!("{}", commands::list::list_defenses()),
+            ListWhat::Models => print!("{}", commands::list::list_models()),
         },
+        Command::Report { run } => print!("{}", commands::report_cmd::report(&run)?),
+        Command::Compare {
+            base,
+            new,
+            max_asr_increase,
+            max_utility_drop,
+        } => {
+            let (text, failed) = commands::report_cmd::compare(
+                &base,
+                &new,
+                Thresholds {
+                    max_asr_increase,
+                    max_utility_drop,
+                },
+            )?;
+            print!("{text}");
+            if failed {
+                return Err(CliError {
+                    code: 1,
+                    message: "compare: a threshold was crossed".into(),
+                });
+            }
+        }
     }
     Ok(())
 }
@@ -73,7 +240,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {}", e.message);
-            ExitCode::from(e.code as u8)
+            ExitCode::from(e.code.clamp(1, 255) as u8)
         }
     }
 }

@@ -28,3 +28,43 @@ pub fn list_suites(paths: &Paths) -> Result<String, CliError> {
     }
     Ok(out)
 }
+
+/// Lists attack templates with their aliases.
+pub fn list_attacks(paths: &Paths) -> Result<String, CliError> {
+    let attacks =
+        crate::attack::load_all(&paths.attacks).map_err(|e| CliError::bad_input(e.to_string()))?;
+    let mut out = String::new();
+    for a in attacks {
+        let aliases = if a.aliases.is_empty() {
+            String::new()
+        } else {
+            format!(" (alias: {})", a.aliases.join(", "))
+        };
+        writeln!(
+            out,
+            "{}{aliases}
+    {}",
+            a.name,
+            a.description.trim()
+        )
+        .unwrap();
+    }
+    Ok(out)
+}
+
+/// Lists defenses.
+pub fn list_defenses() -> String {
+    crate::defense::NAMES
+        .iter()
+        .map(|n| format!("{n}\n"))
+        .collect()
+}
+
+/// Lists model backends.
+pub fn list_models() -> String {
+    "sim:obedient   scripted agent that carries out every injected goal it reads (default; the worst case)\n\
+     sim:oracle     scripted agent that solves the user task and never follows injections\n\
+     sim:p=<x>      follows injections with probability x, drawn per episode from the seed\n\
+     sim:...,judge_error=<x>   as judge, flips a seeded fraction x of its verdicts\n"
+        .to_string()
+}

@@ -3,6 +3,8 @@
 
 pub mod check_suites;
 pub mod list;
+pub mod report_cmd;
+pub mod run;
 
 use std::path::{Path, PathBuf};
 

@@ -212,3 +212,93 @@ pub fn parse_model_spec(
         )),
     }
 }
+
+/// Cost of one component over an episode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CostTotals {
+    pub calls: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    #[serde(default)]
+    pub reasoning_tokens: u64,
+    #[serde(default)]
+    pub latency_ms: f64,
+    #[serde(default)]
+    pub retries: u64,
+    /// Some counts came from the local tokenizer rather than the endpoint.
+    #[serde(default)]
+    pub estimated: bool,
+}
+
+impl CostTotals {
+    pub fn tokens(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+    pub fn add(&mut self, o: &CostTotals) {
+        self.calls += o.calls;
+        self.prompt_tokens += o.prompt_tokens;
+        self.completion_tokens += o.completion_tokens;
+        self.reasoning_tokens += o.reasoning_tokens;
+        self.latency_ms += o.latency_ms;
+        self.retries += o.retries;
+        self.estimated |= o.estimated;
+    }
+}
+
+/// Per-episode cost, split by component so a defense's overhead is visible apart from
+/// the agent's own spending.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CostMeter {
+    #[serde(flatten)]
+    pub by_component: std::collections::BTreeMap<Component, CostTotals>,
+}
+
+impl CostMeter {
+    pub fn record(&mut self, component: Component, reply: &ChatReply) {
+        let t = self.by_component.entry(component).or_default();
+        t.calls += 1;
+        t.prompt_tokens += reply.usage.prompt_tokens;
+        t.completion_tokens += reply.usage.completion_tokens;
+        t.reasoning_tokens += reply.usage.reasoning_tokens;
+        t.latency_ms += reply.latency_ms;
+        t.retries += reply.retries as u64;
+        t.estimated |= reply.usage.estimated;
+    }
+
+    /// Records embedding calls (one API call embeds a batch).
+    pub fn record_embedding(&mut self, calls: u64, tokens: u64) {
+        let t = self.by_component.entry(Component::Embedding).or_default();
+        t.calls += calls;
+        t.prompt_tokens += tokens;
+    }
+
+    pub fn total(&self) -> CostTotals {
+        let mut t = CostTotals::default();
+        for c in self.by_component.values() {
+            t.add(c);
+        }
+        t
+    }
+
+    pub fn get(&self, c: Component) -> CostTotals {
+        self.by_component.get(&c).copied().unwrap_or_default()
+    }
+}
+
+/// The models an episode may use, by role. Defenses' planners and judges default to the
+/// agent's model.
+#[derive(Clone)]
+pub struct Models {
+    pub agent: Arc<dyn ChatModel>,
+    pub planner: Arc<dyn ChatModel>,
+    pub judge: Arc<dyn ChatModel>,
+    pub embedder: Arc<dyn crate::embed::Embedder>,
+    pub tokens: Arc<tokens::TokenCounter>,
+}
+
+impl Models {
+    /// Whether any role is scripted: then every report must say the results are simulated.
+    pub fn any_simulated(&self) -> bool {
+        self.agent.simulated() || self.planner.simulated() || self.judge.simulated()
+    }
+}

@@ -128,6 +128,14 @@ fn calls_match(call: &PlannedCall, tool: &str, args: &Value) -> bool {
     call.tool.as_str() == tool && loose_eq(&call.args, args)
 }
 
+/// Whether a tool output shows the payload. Whitespace is collapsed on both sides,
+/// because rendering may re-indent a multi-line payload nested in a record.
+fn reads_payload(output: &str, payload: &str) -> bool {
+    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let payload = squash(payload);
+    !payload.is_empty() && squash(output).contains(&payload)
+}
+
 fn stable_hash(text: &str) -> u64 {
     // FNV-1a: stable across Rust versions, so seeded choices reproduce everywhere.
     text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
@@ -149,8 +157,7 @@ impl SimModel {
                     if let Some(inj) = &script.injection
                         && follow
                         && !injected
-                        && !inj.payload.is_empty()
-                        && m.content.contains(inj.payload.trim())
+                        && reads_payload(&m.content, &inj.payload)
                     {
                         let at = pos.min(queue.len());
                         queue.splice(at..at, inj.plan.iter());
@@ -239,6 +246,16 @@ impl ChatModel for SimModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recognises_reindented_payloads() {
+        assert!(reads_payload(
+            "body: |\n  Hello\n    do X\n  now",
+            "do X\nnow"
+        ));
+        assert!(!reads_payload("nothing here", "do X"));
+        assert!(!reads_payload("anything", "  "));
+    }
 
     #[test]
     fn parses_profiles() {

@@ -186,6 +186,17 @@ impl ToolSet {
         Ok(out)
     }
 
+    /// The tools as offered to a model.
+    pub fn schemas(&self) -> Vec<crate::model::ToolSchema> {
+        self.iter()
+            .map(|t| crate::model::ToolSchema {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                parameters: t.parameters.clone(),
+            })
+            .collect()
+    }
+
     fn insert(&mut self, tool: Tool) {
         if !self.tools.contains_key(&tool.name) {
             self.order.push(tool.name.clone());

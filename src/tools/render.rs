@@ -11,6 +11,8 @@ pub fn render(v: &Value) -> String {
         Value::Object(m) if m.is_empty() => out.push_str("{}"),
         Value::Array(a) if a.is_empty() => out.push_str("[]"),
         Value::Object(_) | Value::Array(_) => block(v, 0, &mut out),
+        // A bare string (a file's text, a web page) is shown as it is.
+        Value::String(s) => out.push_str(s),
         _ => scalar(v, 0, &mut out),
     }
     while out.ends_with('\n') {
@@ -111,6 +113,7 @@ mod tests {
     #[test]
     fn renders_scalars_and_multiline() {
         assert_eq!(render(&json!("hi")), "hi");
+        assert_eq!(render(&json!("a\n  b")), "a\n  b");
         assert_eq!(render(&json!({"t": "a\nb"})), "t: |\n  a\n  b");
     }
 }

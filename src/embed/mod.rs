@@ -1,0 +1,92 @@
+//! Sentence embeddings for defenses that compare meanings (SIEVE's `S_sem`, MELON).
+//!
+//! `lexical` is the offline default: a deterministic hashed bag of words, honest about
+//! being lexical overlap rather than semantics. Network and local-model embedders plug
+//! in behind the same trait.
+
+use async_trait::async_trait;
+
+/// Why an embedding failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("embedding failed: {0}")]
+pub struct EmbedError(pub String);
+
+/// An embedding backend.
+#[async_trait]
+pub trait Embedder: Send + Sync {
+    fn name(&self) -> &str;
+    /// One L2-normalised vector per text.
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
+}
+
+/// Cosine similarity of two vectors (0 when either is zero).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na * nb)
+    }
+}
+
+/// Hashed bag of lower-cased word unigrams and bigrams in 512 dimensions.
+pub struct Lexical;
+
+const DIM: usize = 512;
+
+fn fnv(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+impl Lexical {
+    pub fn vector(text: &str) -> Vec<f32> {
+        let words: Vec<String> = text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        let mut v = vec![0f32; DIM];
+        for w in &words {
+            let h = fnv(w);
+            v[(h % DIM as u64) as usize] += if h & (1 << 40) == 0 { 1.0 } else { -1.0 };
+        }
+        for pair in words.windows(2) {
+            let h = fnv(&format!("{} {}", pair[0], pair[1]));
+            v[(h % DIM as u64) as usize] += if h & (1 << 40) == 0 { 0.5 } else { -0.5 };
+        }
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if norm > 0.0 {
+            v.iter_mut().for_each(|x| *x /= norm);
+        }
+        v
+    }
+}
+
+#[async_trait]
+impl Embedder for Lexical {
+    fn name(&self) -> &str {
+        "lexical"
+    }
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        Ok(texts.iter().map(|t| Lexical::vector(t)).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lexical_is_deterministic_and_overlap_sensitive() {
+        let a = Lexical::vector("pay the electricity bill");
+        let b = Lexical::vector("Pay the electricity bill!");
+        let c = Lexical::vector("invite a stranger to the channel");
+        assert!((cosine(&a, &b) - 1.0).abs() < 1e-5);
+        assert!(cosine(&a, &c) < 0.5);
+        assert_eq!(cosine(&a, &[0.0; DIM]), 0.0);
+    }
+}

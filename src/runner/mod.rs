@@ -1,0 +1,308 @@
+//! The run: the episode matrix, concurrent execution, resume and progress.
+//!
+//! Matrix: suite × user task × (no attack + each injection task × attack) × defense ×
+//! seed. Clean episodes do not depend on the attack, so they run once per user task,
+//! defense and seed, however many attacks are selected.
+
+pub mod record;
+
+use crate::agent::{EpisodeSpec, Injection, run_episode};
+use crate::attack::{Attack, AttackContext};
+use crate::defense::Defense;
+use crate::model::{Models, ToolSchema};
+use crate::suite::Suite;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use record::{EpisodeRecord, RecordWriter, TraceRecord};
+use std::collections::HashSet;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// What to run.
+pub struct RunPlan {
+    pub run_id: String,
+    pub out: PathBuf,
+    pub suites: Vec<Arc<Suite>>,
+    pub attacks: Vec<Attack>,
+    /// Also run the no-attack episodes (needed for clean utility).
+    pub clean: bool,
+    pub defenses: Vec<Arc<dyn Defense>>,
+    pub models: Models,
+    pub seeds: Vec<u64>,
+    pub user_tasks: Option<Vec<String>>,
+    pub injection_tasks: Option<Vec<String>>,
+    pub max_steps: usize,
+    pub concurrency: usize,
+    /// `(k, n)`: run only episodes whose index in the matrix is k mod n.
+    pub shard: Option<(usize, usize)>,
+}
+
+/// One cell of the matrix.
+#[derive(Clone)]
+pub struct Job {
+    pub key: String,
+    suite: usize,
+    user_task: usize,
+    injection: Option<(usize, usize)>,
+    defense: usize,
+    seed: u64,
+}
+
+fn fnv(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The seed an episode's random choices derive from: the run seed mixed with the
+/// episode's identity, so each episode is reproducible on its own.
+pub fn episode_seed(identity: &str, seed: u64) -> u64 {
+    fnv(identity) ^ seed.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+impl RunPlan {
+    /// Every job of the matrix, in a deterministic order.
+    pub fn jobs(&self) -> Vec<Job> {
+        let model = self.models.agent.name();
+        let mut jobs = Vec::new();
+        for (si, suite) in self.suites.iter().enumerate() {
+            let suite_name = suite.qualified_name();
+            for (ui, ut) in suite.user_tasks.iter().enumerate() {
+                if let Some(f) = &self.user_tasks
+                    && !f.iter().any(|x| x == ut.id.as_str())
+                {
+                    continue;
+                }
+                for (di, d) in self.defenses.iter().enumerate() {
+                    for &seed in &self.seeds {
+                        let mut push = |injection: Option<(usize, usize)>| {
+                            let (it, at) = match injection {
+                                Some((a, i)) => (
+                                    suite.injection_tasks[i].id.as_str(),
+                                    self.attacks[a].name.as_str(),
+                                ),
+                                None => ("-", "-"),
+                            };
+                            let key = format!(
+                                "{suite_name}|{}|{it}|{at}|{}|{model}|{seed}",
+                                ut.id,
+                                d.name()
+                            );
+                            jobs.push(Job {
+                                key,
+                                suite: si,
+                                user_task: ui,
+                                injection,
+                                defense: di,
+                                seed,
+                            });
+                        };
+                        if self.clean {
+                            push(None);
+                        }
+                        for ai in 0..self.attacks.len() {
+                            for (ii, it) in suite.injection_tasks.iter().enumerate() {
+                                if let Some(f) = &self.injection_tasks
+                                    && !f.iter().any(|x| x == it.id.as_str())
+                                {
+                                    continue;
+                                }
+                                push(Some((ai, ii)));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if let Some((k, n)) = self.shard {
+            jobs = jobs
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| i % n == k)
+                .map(|(_, j)| j)
+                .collect();
+        }
+        jobs
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Default)]
+pub struct RunOutcome {
+    pub planned: usize,
+    pub skipped: usize,
+    pub ran: usize,
+    pub errored: usize,
+    pub interrupted: bool,
+    /// A fatal model error that stopped the run.
+    pub fatal: Option<String>,
+    pub dropped_partial_line: bool,
+}
+
+struct Shared {
+    plan: RunPlan,
+    schemas: Vec<Vec<ToolSchema>>,
+}
+
+async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, bool) {
+    let plan = &shared.plan;
+    let suite = &plan.suites[job.suite];
+    let ut = &suite.user_tasks[job.user_task];
+    let defense = &plan.defenses[job.defense];
+    let identity = job
+        .key
+        .rsplit_once('|')
+        .map_or(job.key.as_str(), |(k, _)| k);
+    let seed = episode_seed(identity, job.seed);
+    let injection = job.injection.map(|(ai, ii)| {
+        let attack = &plan.attacks[ai];
+        let task = &suite.injection_tasks[ii];
+        let payload = attack.render(&AttackContext {
+            goal: &task.goal,
+            user: &suite.meta.user,
+            model: plan.models.agent.name(),
+            task: &ut.prompt,
+            plan: &task.plan,
+        });
+        Injection {
+            task,
+            attack: &attack.name,
+            payload,
+            vectors: suite.injectable.get(&ut.id).cloned().unwrap_or_default(),
+        }
+    });
+    let payload = injection.as_ref().map(|i| i.payload.clone());
+    let vectors: Vec<String> = injection
+        .as_ref()
+        .map(|i| i.vectors.iter().map(|v| v.0.clone()).collect())
+        .unwrap_or_default();
+    let (it, attack, severity, tags) = match &injection {
+        Some(i) => (
+            Some(i.task.id.0.clone()),
+            Some(i.attack.to_string()),
+            Some(i.task.severity),
+            i.task.tags.clone(),
+        ),
+        None => (None, None, None, Vec::new()),
+    };
+    let mut episode_defense = defense.episode();
+    let spec = EpisodeSpec {
+        suite,
+        tools: &shared.schemas[job.suite],
+        user_task: ut,
+        injection,
+        seed,
+        max_steps: plan.max_steps,
+    };
+    let result = run_episode(spec, &plan.models, episode_defense.as_mut()).await;
+    let record = EpisodeRecord {
+        run_id: plan.run_id.clone(),
+        key: job.key.clone(),
+        suite: suite.qualified_name(),
+        user_task: ut.id.0.clone(),
+        injection_task: it,
+        attack,
+        defense: defense.name().to_string(),
+        model: plan.models.agent.name().to_string(),
+        simulated: plan.models.any_simulated(),
+        seed: job.seed,
+        utility: result.utility,
+        attack_success: result.attack_success,
+        severity,
+        injection_tags: tags,
+        injected_vectors: vectors,
+        steps: result.steps,
+        hit_step_limit: result.hit_step_limit,
+        stopped_by_defense: result.stopped_by_defense,
+        proposed_calls: result.calls.len() as u64,
+        blocked: result.blocked,
+        asked_user: result.asked_user,
+        faked: result.faked,
+        escalated: result.stats.escalated,
+        approved: result.stats.approved,
+        flagged_outputs: result.stats.flagged_outputs,
+        cost: result.cost,
+        latency_ms: result.latency_ms,
+        error: result.error,
+        notes: result.notes,
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    };
+    let trace = TraceRecord {
+        key: job.key,
+        messages: result.messages,
+        calls: result.calls,
+        answer: result.answer,
+        payload,
+    };
+    (record, trace, result.fatal)
+}
+
+/// Runs the plan's jobs not yet recorded in `plan.out`, appending each as it finishes.
+pub async fn execute(plan: RunPlan) -> std::io::Result<RunOutcome> {
+    std::fs::create_dir_all(&plan.out)?;
+    let mut outcome = RunOutcome::default();
+    let ep_path = plan.out.join(record::EPISODES);
+    outcome.dropped_partial_line = record::drop_partial_tail(&ep_path)?;
+    record::drop_partial_tail(&plan.out.join(record::TRACES))?;
+    let (existing, _) = record::read_records(&ep_path)?;
+    let done: HashSet<String> = record::recorded_keys(&existing);
+    let all = plan.jobs();
+    outcome.planned = all.len();
+    let todo: Vec<Job> = all.into_iter().filter(|j| !done.contains(&j.key)).collect();
+    outcome.skipped = outcome.planned - todo.len();
+
+    let mut writer = RecordWriter::open(&plan.out)?;
+    let progress = ProgressBar::new(todo.len() as u64);
+    if std::io::stderr().is_terminal() {
+        progress.set_style(
+            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} episodes ({per_sec}, eta {eta}) {msg}")
+                .expect("valid template"),
+        );
+    } else {
+        progress.set_draw_target(ProgressDrawTarget::hidden());
+    }
+
+    let schemas = plan.suites.iter().map(|s| s.tools.schemas()).collect();
+    let concurrency = plan.concurrency.max(1);
+    let shared = Arc::new(Shared { plan, schemas });
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut pending = todo.into_iter();
+    let mut stop_launching = false;
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+
+    loop {
+        while !stop_launching && tasks.len() < concurrency {
+            let Some(job) = pending.next() else { break };
+            tasks.spawn(run_job(shared.clone(), job));
+        }
+        if tasks.is_empty() {
+            break;
+        }
+        tokio::select! {
+            joined = tasks.join_next() => {
+                let Some(joined) = joined else { break };
+                let (rec, trace, fatal) = joined.map_err(std::io::Error::other)?;
+                if fatal {
+                    // Not recorded: the episode did not really run, and reruns it on resume.
+                    outcome.fatal = rec.error.clone();
+                    stop_launching = true;
+                    continue;
+                }
+                if rec.error.is_some() {
+                    outcome.errored += 1;
+                }
+                writer.write(&rec, &trace)?;
+                outcome.ran += 1;
+                progress.inc(1);
+            }
+            _ = &mut ctrl_c, if !stop_launching => {
+                stop_launching = true;
+                outcome.interrupted = true;
+                progress.println("interrupted: finishing episodes in flight; rerun the same command to resume");
+            }
+        }
+    }
+    progress.finish_and_clear();
+    Ok(outcome)
+}

@@ -1,0 +1,176 @@
+//! Episode records: one JSON line per finished episode, appended and flushed as each
+//! episode ends, so an interrupted run loses nothing finished and resumes from the file.
+
+use crate::agent::CallRecord;
+use crate::model::{CostMeter, Message};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
+use std::path::Path;
+
+/// The file names inside a run directory.
+pub const EPISODES: &str = "episodes.jsonl";
+pub const TRACES: &str = "traces.jsonl";
+pub const RUN_INFO: &str = "run.json";
+
+/// One finished episode.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EpisodeRecord {
+    pub run_id: String,
+    /// Unique within a run: the resume key.
+    pub key: String,
+    pub suite: String,
+    pub user_task: String,
+    pub injection_task: Option<String>,
+    pub attack: Option<String>,
+    pub defense: String,
+    pub model: String,
+    /// Scripted rather than produced by an LLM.
+    pub simulated: bool,
+    pub seed: u64,
+    pub utility: bool,
+    /// `None` for clean episodes.
+    pub attack_success: Option<bool>,
+    pub severity: Option<f64>,
+    #[serde(default)]
+    pub injection_tags: Vec<String>,
+    #[serde(default)]
+    pub injected_vectors: Vec<String>,
+    pub steps: usize,
+    pub hit_step_limit: bool,
+    #[serde(default)]
+    pub stopped_by_defense: bool,
+    pub proposed_calls: u64,
+    pub blocked: u64,
+    pub asked_user: u64,
+    pub faked: u64,
+    pub escalated: u64,
+    pub approved: u64,
+    #[serde(default)]
+    pub flagged_outputs: u64,
+    pub cost: CostMeter,
+    pub latency_ms: f64,
+    pub error: Option<String>,
+    #[serde(default)]
+    pub notes: Value,
+    pub version: String,
+}
+
+impl EpisodeRecord {
+    pub fn attacked(&self) -> bool {
+        self.injection_task.is_some()
+    }
+}
+
+/// The full conversation of an episode, in the sidecar `traces.jsonl`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TraceRecord {
+    pub key: String,
+    pub messages: Vec<Message>,
+    pub calls: Vec<CallRecord>,
+    pub answer: String,
+    pub payload: Option<String>,
+}
+
+/// Cuts a half-written last line (a run killed mid-write) so appends stay well-formed.
+/// Returns whether anything was cut.
+pub fn drop_partial_tail(path: &Path) -> std::io::Result<bool> {
+    let Ok(mut f) = OpenOptions::new().read(true).write(true).open(path) else {
+        return Ok(false);
+    };
+    let len = f.metadata()?.len();
+    if len == 0 {
+        return Ok(false);
+    }
+    let mut data = Vec::new();
+    std::io::Read::read_to_end(&mut f, &mut data)?;
+    if data.last() == Some(&b'\n') {
+        return Ok(false);
+    }
+    let keep = data.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    f.set_len(keep as u64)?;
+    f.seek(SeekFrom::End(0))?;
+    Ok(true)
+}
+
+/// Reads every well-formed record; malformed lines are counted, not fatal.
+pub fn read_records(path: &Path) -> std::io::Result<(Vec<EpisodeRecord>, usize)> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
+        Err(e) => return Err(e),
+    };
+    let mut out = Vec::new();
+    let mut bad = 0;
+    for line in BufReader::new(file).lines() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<EpisodeRecord>(&line) {
+            Ok(r) => out.push(r),
+            Err(_) => bad += 1,
+        }
+    }
+    Ok((out, bad))
+}
+
+/// The keys already recorded, for resume.
+pub fn recorded_keys(records: &[EpisodeRecord]) -> HashSet<String> {
+    records.iter().map(|r| r.key.clone()).collect()
+}
+
+/// Appends records and traces, one line each, flushed per episode.
+pub struct RecordWriter {
+    episodes: File,
+    traces: File,
+}
+
+impl RecordWriter {
+    pub fn open(dir: &Path) -> std::io::Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let open = |name: &str| {
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(dir.join(name))
+        };
+        Ok(RecordWriter {
+            episodes: open(EPISODES)?,
+            traces: open(TRACES)?,
+        })
+    }
+
+    /// Writes the trace first, then the record: a record on disk always has its trace.
+    pub fn write(&mut self, record: &EpisodeRecord, trace: &TraceRecord) -> std::io::Result<()> {
+        let mut t = serde_json::to_string(trace).map_err(std::io::Error::other)?;
+        t.push('\n');
+        self.traces.write_all(t.as_bytes())?;
+        self.traces.flush()?;
+        let mut r = serde_json::to_string(record).map_err(std::io::Error::other)?;
+        r.push('\n');
+        self.episodes.write_all(r.as_bytes())?;
+        self.episodes.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partial_tail_is_dropped_and_complete_lines_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.jsonl");
+        std::fs::write(&p, "{\"a\":1}\n{\"a\":2}\n{\"a\":").unwrap();
+        assert!(drop_partial_tail(&p).unwrap());
+        assert_eq!(
+            std::fs::read_to_string(&p).unwrap(),
+            "{\"a\":1}\n{\"a\":2}\n"
+        );
+        assert!(!drop_partial_tail(&p).unwrap());
+        assert!(!drop_partial_tail(&dir.path().join("missing")).unwrap());
+    }
+}
