@@ -107,6 +107,20 @@ pub struct Row {
     /// Tokens per episode ÷ the same figure for `none` with the same suite, attack and
     /// model, when the run has it.
     pub token_overhead_vs_none: Option<f64>,
+    /// Dollars per episode at the run's `--price-per-mtok` (prompt tokens, embeddings
+    /// included, at the input price; completion tokens at the output price).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dollars_per_episode: Option<f64>,
+}
+
+impl Row {
+    /// Sets `dollars_per_episode` from prices in dollars per million tokens.
+    pub fn apply_price(&mut self, input: f64, output: f64) {
+        self.dollars_per_episode = Some(
+            (self.prompt_tokens_per_episode * input + self.completion_tokens_per_episode * output)
+                / 1e6,
+        );
+    }
 }
 
 fn ci(r: Option<Rate>) -> (Option<f64>, Option<[f64; 2]>) {
@@ -197,6 +211,7 @@ pub fn row(
         tokens_by_component,
         calls_by_component,
         token_overhead_vs_none: None,
+        dollars_per_episode: None,
     }
 }
 
@@ -387,6 +402,10 @@ mod tests {
         assert!((r.tokens_per_episode - 1000.0 / 6.0).abs() < 1e-9);
         assert_eq!(r.calls_per_episode, 2.0);
         assert_eq!(r.token_overhead_vs_none, Some(1.0));
+        let mut priced = r.clone();
+        priced.apply_price(2.0, 8.0);
+        // 1000/6 prompt tokens per episode at $2 per million.
+        assert!((priced.dollars_per_episode.unwrap() - 1000.0 / 6.0 * 2.0 / 1e6).abs() < 1e-15);
     }
 
     #[test]

@@ -60,11 +60,55 @@ pub fn list_defenses() -> String {
         .collect()
 }
 
-/// Lists model backends.
-pub fn list_models() -> String {
-    "sim:obedient   scripted agent that carries out every injected goal it reads (default; the worst case)\n\
-     sim:oracle     scripted agent that solves the user task and never follows injections\n\
-     sim:p=<x>      follows injections with probability x, drawn per episode from the seed\n\
-     sim:...,judge_error=<x>   as judge, flips a seeded fraction x of its verdicts\n"
-        .to_string()
+/// Lists model backends and the named endpoints of `configs/models.toml`.
+pub fn list_models(paths: &Paths) -> Result<String, CliError> {
+    let mut out = String::from(
+        "sim:obedient   scripted agent that carries out every injected goal it reads (default; the worst case)\n\
+         sim:oracle     scripted agent that solves the user task and never follows injections\n\
+         sim:p=<x>      follows injections with probability x, drawn per episode from the seed\n\
+         sim:...,judge_error=<x>   as judge, flips a seeded fraction x of its verdicts\n\
+         openai:<model> any OpenAI-compatible endpoint (--base-url or $OPENAI_BASE_URL, key from $OPENAI_API_KEY or --api-key-env)\n",
+    );
+    let named = crate::model::config::load_named(&paths.configs).map_err(CliError::bad_input)?;
+    if !named.is_empty() {
+        writeln!(
+            out,
+            "\nnamed endpoints ({}):",
+            paths
+                .configs
+                .join(crate::model::config::MODELS_TOML)
+                .display()
+        )
+        .unwrap();
+        for (name, ep) in &named {
+            let mut limits = Vec::new();
+            if let Some(r) = ep.rpm {
+                limits.push(format!("rpm {r}"));
+            }
+            if let Some(t) = ep.tpm {
+                limits.push(format!("tpm {t}"));
+            }
+            if let Some(f) = ep.tool_format {
+                limits.push(format!("tools {f:?}").to_lowercase());
+            }
+            writeln!(
+                out,
+                "{name:<14} {} at {} (key ${}){}{}",
+                ep.model,
+                ep.base_url,
+                ep.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY"),
+                if limits.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {}", limits.join(", "))
+                },
+                ep.description
+                    .as_deref()
+                    .map_or(String::new(), |d| format!("\n               {}", d.trim())),
+            )
+            .unwrap();
+        }
+    }
+    out.push_str("\nembedders (--embedder): lexical (default, offline), openai:<model> or a named endpoint\n");
+    Ok(out)
 }

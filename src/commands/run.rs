@@ -1,6 +1,7 @@
 //! `run`: plan the matrix, run what is not yet recorded, summarise everything recorded.
 
 use super::{CliError, Paths, load_suites};
+use crate::model::config::{ModelFactory, ModelOptions};
 use crate::model::{Models, tokens::TokenCounter};
 use crate::report::{self, Summary};
 use crate::runner::{self, RunOutcome, RunPlan};
@@ -26,6 +27,8 @@ pub struct RunArgs {
     pub results_dir: PathBuf,
     pub shard: Option<(usize, usize)>,
     pub clean: bool,
+    /// Endpoint, generation, cache/replay, embedder and price settings.
+    pub model_options: ModelOptions,
 }
 
 /// What `run` produced.
@@ -85,16 +88,27 @@ pub fn parse_shard(s: &str) -> Result<(usize, usize), String> {
     Ok((k, n))
 }
 
-/// Builds the models for every role from their specs.
+/// Builds the models for every role from their specs, with default settings.
 pub fn build_models(
     model: &str,
     planner: Option<&str>,
     judge: Option<&str>,
 ) -> Result<Models, CliError> {
     let tokens = Arc::new(TokenCounter::new().map_err(CliError::bad_input)?);
-    let make = |spec: &str| {
-        crate::model::parse_model_spec(spec, tokens.clone()).map_err(CliError::bad_input)
-    };
+    let factory = ModelFactory::new(ModelOptions::default(), Default::default(), tokens)
+        .map_err(CliError::bad_input)?;
+    build_models_with(&factory, model, planner, judge)
+}
+
+/// Builds the models for every role with a factory (flags, named endpoints, cache).
+/// Roles on the same endpoint share its connection pool and rate limits.
+pub fn build_models_with(
+    factory: &ModelFactory,
+    model: &str,
+    planner: Option<&str>,
+    judge: Option<&str>,
+) -> Result<Models, CliError> {
+    let make = |spec: &str| factory.chat(spec).map_err(CliError::bad_input);
     let agent = make(model)?;
     let planner = match planner {
         Some(p) => make(p)?,
@@ -104,13 +118,40 @@ pub fn build_models(
         Some(j) => make(j)?,
         None => agent.clone(),
     };
+    let embedder = factory
+        .embedder(factory.options().embedder.as_deref())
+        .map_err(CliError::bad_input)?;
     Ok(Models {
         agent,
         planner,
         judge,
-        embedder: Arc::new(crate::embed::Lexical),
-        tokens,
+        embedder,
+        tokens: factory.tokens(),
     })
+}
+
+/// Parses `--price-per-mtok IN,OUT` (dollars per million prompt / completion tokens).
+pub fn parse_price(s: &str) -> Result<(f64, f64), String> {
+    let (i, o) = s.split_once(',').ok_or_else(|| {
+        format!("--price-per-mtok must look like IN,OUT (e.g. 0.15,0.60), got `{s}`")
+    })?;
+    let p = |x: &str| {
+        x.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .ok_or_else(|| format!("--price-per-mtok: `{x}` is not a price"))
+    };
+    Ok((p(i)?, p(o)?))
+}
+
+/// Parses `--extra-body JSON` (a JSON object merged into every chat request).
+pub fn parse_extra_body(s: &str) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    match serde_json::from_str::<serde_json::Value>(s) {
+        Ok(serde_json::Value::Object(m)) => Ok(m),
+        Ok(_) => Err("--extra-body must be a JSON object".into()),
+        Err(e) => Err(format!("--extra-body is not valid JSON: {e}")),
+    }
 }
 
 /// Runs (or resumes) and summarises.
@@ -180,7 +221,12 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
             )));
         }
     }
-    let models = build_models(
+    let named = crate::model::config::load_named(&paths.configs).map_err(CliError::bad_input)?;
+    let tokens = Arc::new(TokenCounter::new().map_err(CliError::bad_input)?);
+    let factory = ModelFactory::new(args.model_options.clone(), named, tokens)
+        .map_err(CliError::bad_input)?;
+    let models = build_models_with(
+        &factory,
         &args.model,
         args.planner_model.as_deref(),
         args.judge_model.as_deref(),
@@ -201,6 +247,9 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
             "planner_model": args.planner_model, "judge_model": args.judge_model,
             "seed": args.seed, "seeds": args.seeds, "max_steps": args.max_steps,
             "simulated": models.any_simulated(),
+            "agent_model": models.agent.name(), "embedder": models.embedder.name(),
+            "replay": args.model_options.replay,
+            "price_per_mtok": args.model_options.price_per_mtok.map(|(i, o)| [i, o]),
             "version": env!("CARGO_PKG_VERSION"),
         });
         std::fs::write(
@@ -228,10 +277,13 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         code: 1,
         message: format!("writing results to {}: {e}", out.display()),
     })?;
-    let summary = report::from_dir(&out).map_err(|e| CliError {
+    let mut summary = report::from_dir(&out).map_err(|e| CliError {
         code: 1,
         message: e,
     })?;
+    if let Some((i, o)) = args.model_options.price_per_mtok {
+        summary.apply_price(i, o);
+    }
     report::write_all(&out, &summary).map_err(|e| CliError {
         code: 1,
         message: format!("writing summary to {}: {e}", out.display()),

@@ -4,6 +4,9 @@
 //! scripted `sim` backend needs to know the episode's reference plans; it gets them
 //! through [`SimChannel`], a field that no network backend ever serialises.
 
+pub mod cache;
+pub mod config;
+pub mod openai;
 pub mod sim;
 pub mod tokens;
 
@@ -196,21 +199,15 @@ pub trait ChatModel: Send + Sync {
     async fn chat(&self, req: &ChatRequest<'_>) -> Result<ChatReply, ModelError>;
 }
 
-/// Parses `--model` values for the backends this build has.
+/// Parses `--model` values with default settings (`sim:…`, or `openai:<model>` with the
+/// base URL and key from `OPENAI_BASE_URL` / `OPENAI_API_KEY`). Runs with flags and
+/// named endpoints use [`config::ModelFactory`].
 pub fn parse_model_spec(
     spec: &str,
     tokens: Arc<tokens::TokenCounter>,
 ) -> Result<Arc<dyn ChatModel>, String> {
-    let (backend, rest) = spec.split_once(':').unwrap_or((spec, ""));
-    match backend {
-        "sim" => Ok(Arc::new(sim::SimModel::new(
-            sim::SimProfile::parse(rest)?,
-            tokens,
-        ))),
-        other => Err(format!(
-            "unknown model backend `{other}` in `{spec}`; available: sim[:oracle|obedient|p=<x>][,judge_error=<x>]"
-        )),
-    }
+    config::ModelFactory::new(config::ModelOptions::default(), Default::default(), tokens)?
+        .chat(spec)
 }
 
 /// Cost of one component over an episode.

@@ -31,6 +31,9 @@ pub struct Summary {
     pub malformed_lines: usize,
     pub rows: Vec<Row>,
     pub footnotes: Vec<String>,
+    /// `[input, output]` dollars per million tokens, when the run was priced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price_per_mtok: Option<[f64; 2]>,
 }
 
 impl Summary {
@@ -44,9 +47,28 @@ impl Summary {
             malformed_lines,
             rows,
             footnotes: FOOTNOTES.iter().map(|s| s.to_string()).collect(),
+            price_per_mtok: None,
         }
     }
+
+    /// Prices every row (`$/ep` column) at dollars per million prompt / completion tokens.
+    pub fn apply_price(&mut self, input: f64, output: f64) {
+        for r in &mut self.rows {
+            r.apply_price(input, output);
+        }
+        self.price_per_mtok = Some([input, output]);
+        self.footnotes.retain(|f| !f.starts_with(PRICE_NOTE_PREFIX));
+        self.footnotes.push(format!(
+            "{PRICE_NOTE_PREFIX} ${input} per million prompt tokens (embeddings included) and ${output} per million completion tokens."
+        ));
+    }
+
+    fn priced(&self) -> bool {
+        self.rows.iter().any(|r| r.dollars_per_episode.is_some())
+    }
 }
+
+const PRICE_NOTE_PREFIX: &str = "$/ep = dollars per episode at";
 
 fn pct(v: Option<f64>) -> String {
     v.map_or("–".into(), |v| format!("{:.1}", v * 100.0))
@@ -85,7 +107,26 @@ const HEADER: [&str; 13] = [
     "Calls/ep",
 ];
 
-fn cells(r: &Row) -> [String; 13] {
+fn header(priced: bool) -> Vec<&'static str> {
+    let mut h = HEADER.to_vec();
+    if priced {
+        h.push("$/ep");
+    }
+    h
+}
+
+fn cells(r: &Row, priced: bool) -> Vec<String> {
+    let mut c = base_cells(r).to_vec();
+    if priced {
+        c.push(
+            r.dollars_per_episode
+                .map_or("–".into(), |d| format!("{d:.4}")),
+        );
+    }
+    c
+}
+
+fn base_cells(r: &Row) -> [String; 13] {
     [
         r.suite.clone(),
         r.attack.clone(),
@@ -108,9 +149,10 @@ pub fn table(summary: &Summary) -> String {
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Disabled);
-    t.set_header(HEADER.iter().map(Cell::new));
+    let priced = summary.priced();
+    t.set_header(header(priced).into_iter().map(Cell::new));
     for r in &summary.rows {
-        t.add_row(cells(r).into_iter().enumerate().map(|(i, c)| {
+        t.add_row(cells(r, priced).into_iter().enumerate().map(|(i, c)| {
             let cell = Cell::new(c);
             if i >= 4 {
                 cell.set_alignment(CellAlignment::Right)
@@ -136,10 +178,12 @@ pub fn markdown(summary: &Summary) -> String {
     if let Some(note) = &summary.note {
         writeln!(out, "> **{note}**\n").unwrap();
     }
-    writeln!(out, "| {} |", HEADER.join(" | ")).unwrap();
-    writeln!(out, "|{}", "---|".repeat(HEADER.len())).unwrap();
+    let priced = summary.priced();
+    let h = header(priced);
+    writeln!(out, "| {} |", h.join(" | ")).unwrap();
+    writeln!(out, "|{}", "---|".repeat(h.len())).unwrap();
     for r in &summary.rows {
-        writeln!(out, "| {} |", cells(r).join(" | ")).unwrap();
+        writeln!(out, "| {} |", cells(r, priced).join(" | ")).unwrap();
     }
     out.push('\n');
     for f in &summary.footnotes {
@@ -188,6 +232,7 @@ pub fn csv(summary: &Summary) -> Result<String, csv::Error> {
         "completion_tokens_per_episode",
         "calls_per_episode",
         "token_overhead_vs_none",
+        "dollars_per_episode",
     ])?;
     let o = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
     for r in &summary.rows {
@@ -222,6 +267,7 @@ pub fn csv(summary: &Summary) -> Result<String, csv::Error> {
             format!("{}", r.completion_tokens_per_episode),
             format!("{}", r.calls_per_episode),
             o(r.token_overhead_vs_none),
+            o(r.dollars_per_episode),
         ])?;
     }
     let bytes = w.into_inner().map_err(|e| e.into_error())?;
@@ -251,9 +297,15 @@ pub fn from_dir(dir: &Path) -> Result<Summary, String> {
     }
     let (records, bad) = crate::runner::record::read_records(&path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    Ok(Summary::new(
-        crate::metrics::summarise(&records),
-        records.len(),
-        bad,
-    ))
+    let mut summary = Summary::new(crate::metrics::summarise(&records), records.len(), bad);
+    // A run priced with --price-per-mtok keeps its prices in run.json.
+    if let Ok(text) = std::fs::read_to_string(dir.join(crate::runner::record::RUN_INFO))
+        && let Ok(info) = serde_json::from_str::<serde_json::Value>(&text)
+        && let Some([i, o]) = info
+            .get("price_per_mtok")
+            .and_then(|p| serde_json::from_value::<[f64; 2]>(p.clone()).ok())
+    {
+        summary.apply_price(i, o);
+    }
+    Ok(summary)
 }

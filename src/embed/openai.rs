@@ -1,0 +1,140 @@
+//! `openai:<model>` embeddings through an OpenAI-compatible `/embeddings` endpoint,
+//! sharing the chat models' endpoint (connection pool, limits, retries) and cache.
+
+use super::{EmbedError, Embedder};
+use crate::model::cache::{self, Cache, Entry};
+use crate::model::openai::Endpoint;
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+const PATH: &str = "embeddings";
+
+/// An embedder behind an OpenAI-compatible endpoint.
+pub struct OpenAiEmbedder {
+    name: String,
+    model: String,
+    endpoint: Arc<Endpoint>,
+    cache: Option<Arc<Cache>>,
+}
+
+impl OpenAiEmbedder {
+    pub fn new(
+        name: impl Into<String>,
+        model: impl Into<String>,
+        endpoint: Arc<Endpoint>,
+        cache: Option<Arc<Cache>>,
+    ) -> Self {
+        OpenAiEmbedder {
+            name: name.into(),
+            model: model.into(),
+            endpoint,
+            cache,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct WireEmbeddings {
+    data: Vec<WireEmbedding>,
+}
+
+#[derive(Deserialize)]
+struct WireEmbedding {
+    #[serde(default)]
+    index: Option<usize>,
+    embedding: Vec<f32>,
+}
+
+/// Parses an `/embeddings` reply into one L2-normalised vector per input, in input order.
+pub fn parse_embeddings(body: &Value, n: usize) -> Result<Vec<Vec<f32>>, String> {
+    let w: WireEmbeddings = serde_json::from_value(body.clone()).map_err(|e| {
+        let mut first = body.to_string();
+        first.truncate(200);
+        format!("malformed embeddings reply ({e}), first bytes: {first:?}")
+    })?;
+    if w.data.len() != n {
+        return Err(format!("asked for {n} embeddings, got {}", w.data.len()));
+    }
+    let mut out: Vec<Option<Vec<f32>>> = vec![None; n];
+    for (i, d) in w.data.into_iter().enumerate() {
+        let at = d.index.unwrap_or(i);
+        if at >= n || out[at].is_some() {
+            return Err(format!("embeddings reply has a bad index {at}"));
+        }
+        let mut v = d.embedding;
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if norm > 0.0 {
+            v.iter_mut().for_each(|x| *x /= norm);
+        }
+        out[at] = Some(v);
+    }
+    Ok(out.into_iter().map(|v| v.expect("all filled")).collect())
+}
+
+#[async_trait]
+impl Embedder for OpenAiEmbedder {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let body = json!({"model": self.model, "input": texts});
+        let key = cache::key(PATH, &body);
+        let hit = self.cache.as_ref().and_then(|c| c.get(&key));
+        let fresh = hit.is_none();
+        let (resp, latency_ms) = match (hit, &self.cache) {
+            (Some(e), _) => (e.response, e.latency_ms),
+            (None, Some(c)) if c.replay() => {
+                return Err(EmbedError(format!(
+                    "replay cache miss: no recorded embeddings for request {key}"
+                )));
+            }
+            _ => {
+                let estimate: u64 = texts.iter().map(|t| t.len() as u64 / 4 + 1).sum();
+                let p = self
+                    .endpoint
+                    .post(PATH, &body, estimate)
+                    .await
+                    .map_err(|e| EmbedError(e.to_string()))?;
+                (p.body, p.latency_ms)
+            }
+        };
+        let vectors = parse_embeddings(&resp, texts.len()).map_err(EmbedError)?;
+        if fresh && let Some(c) = &self.cache {
+            let entry = Entry {
+                key: key.clone(),
+                path: PATH.into(),
+                request: body,
+                response: resp,
+                latency_ms,
+            };
+            if let Err(e) = c.put(&entry) {
+                eprintln!("warning: cannot write cache entry {key}: {e}");
+            }
+        }
+        Ok(vectors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_out_of_order_and_normalises() {
+        let body = json!({"data": [
+            {"index": 1, "embedding": [0.0, 2.0]},
+            {"index": 0, "embedding": [3.0, 4.0]}
+        ]});
+        let v = parse_embeddings(&body, 2).unwrap();
+        assert_eq!(v[0], vec![0.6, 0.8]);
+        assert_eq!(v[1], vec![0.0, 1.0]);
+        assert!(parse_embeddings(&body, 3).is_err());
+        assert!(parse_embeddings(&json!({"oops": 1}), 1).is_err());
+    }
+}

@@ -1,0 +1,440 @@
+//! Turning `--model` / `--planner-model` / `--judge-model` / `--embedder` specs into
+//! backends: `sim:…`, `openai:<model>`, or a named endpoint from `configs/models.toml`.
+//!
+//! Settings resolve in this order: a flag given on the command line, then the named
+//! endpoint's entry, then the built-in default. Roles that use the same endpoint (same
+//! base URL and key variable) share one [`Endpoint`]: one connection pool and one set of
+//! `--rpm` / `--tpm` limiters.
+//!
+//! `configs/models.toml`:
+//! ```toml
+//! [endpoints.local-qwen]
+//! base_url = "http://localhost:8000/v1"
+//! model = "Qwen/Qwen2.5-7B-Instruct"
+//! api_key_env = "VLLM_API_KEY"      # optional; a local server may need no key
+//! rpm = 600                          # optional limits
+//! tpm = 2000000
+//! tool_format = "native"             # or "prompted"
+//! max_tokens = 2048
+//! extra_body = { chat_template_kwargs = { enable_thinking = false } }
+//! ```
+
+use super::cache::Cache;
+use super::openai::{ChatOptions, Endpoint, EndpointConfig, OpenAiModel, Secret, ToolFormat};
+use super::tokens::TokenCounter;
+use super::{ChatModel, sim};
+use crate::embed::Embedder;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The default endpoint when neither `--base-url` nor `OPENAI_BASE_URL` is set.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// The file of named endpoints inside the configs folder.
+pub const MODELS_TOML: &str = "models.toml";
+
+/// Model-related options of a run; `None` means "not given on the command line".
+#[derive(Clone, Debug, Default)]
+pub struct ModelOptions {
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f64>,
+    /// Fixed sampling seed for every request; default: derived from each episode's seed.
+    pub model_seed: Option<u64>,
+    /// Seconds.
+    pub request_timeout: Option<f64>,
+    pub max_retries: Option<u32>,
+    pub rpm: Option<u32>,
+    pub tpm: Option<u32>,
+    pub extra_body: Option<Map<String, Value>>,
+    pub tool_format: Option<ToolFormat>,
+    /// `--embedder`: `lexical` (default), `openai:<model>`, or a named endpoint.
+    pub embedder: Option<String>,
+    pub cache: Option<PathBuf>,
+    pub replay: bool,
+    /// Dollars per million prompt and completion tokens.
+    pub price_per_mtok: Option<(f64, f64)>,
+    /// First retry delay (tests shorten it); default 500 ms.
+    pub backoff_base: Option<Duration>,
+}
+
+/// One named endpoint in `configs/models.toml`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NamedEndpoint {
+    pub base_url: String,
+    pub model: String,
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub rpm: Option<u32>,
+    #[serde(default)]
+    pub tpm: Option<u32>,
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    #[serde(default)]
+    pub request_timeout: Option<f64>,
+    #[serde(default)]
+    pub max_retries: Option<u32>,
+    #[serde(default)]
+    pub tool_format: Option<ToolFormat>,
+    #[serde(default)]
+    pub extra_body: Option<Map<String, Value>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelsFile {
+    #[serde(default)]
+    endpoints: BTreeMap<String, NamedEndpoint>,
+}
+
+/// Reads `configs/models.toml`; a missing file means no named endpoints.
+pub fn load_named(configs: &Path) -> Result<BTreeMap<String, NamedEndpoint>, String> {
+    let path = configs.join(MODELS_TOML);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let f: ModelsFile = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    for (name, ep) in &f.endpoints {
+        if name.contains(':') {
+            return Err(format!(
+                "{}: endpoint name `{name}` must not contain `:`",
+                path.display()
+            ));
+        }
+        if ep.model.is_empty() {
+            return Err(format!(
+                "{}: endpoint `{name}` has no model",
+                path.display()
+            ));
+        }
+    }
+    Ok(f.endpoints)
+}
+
+/// How environment variables are read.
+type EnvReader = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
+/// A named endpoint entry with its name.
+type Named<'a> = Option<(&'a str, &'a NamedEndpoint)>;
+
+/// Builds backends from specs, sharing endpoints between roles.
+pub struct ModelFactory {
+    opts: ModelOptions,
+    named: BTreeMap<String, NamedEndpoint>,
+    tokens: Arc<TokenCounter>,
+    cache: Option<Arc<Cache>>,
+    endpoints: Mutex<HashMap<(String, String), Arc<Endpoint>>>,
+    /// How `OPENAI_BASE_URL` / key variables are read (tests substitute a map).
+    env: EnvReader,
+}
+
+impl std::fmt::Debug for ModelFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelFactory")
+            .field("opts", &self.opts)
+            .field("named", &self.named)
+            .finish()
+    }
+}
+
+fn non_empty(v: Option<String>) -> Option<String> {
+    v.filter(|s| !s.trim().is_empty())
+}
+
+impl ModelFactory {
+    pub fn new(
+        opts: ModelOptions,
+        named: BTreeMap<String, NamedEndpoint>,
+        tokens: Arc<TokenCounter>,
+    ) -> Result<Self, String> {
+        if opts.replay && opts.cache.is_none() {
+            return Err("--replay needs --cache DIR (the recorded transcripts)".into());
+        }
+        if let Some(t) = opts.request_timeout
+            && !(t.is_finite() && t > 0.0)
+        {
+            return Err(format!("--request-timeout must be positive, got {t}"));
+        }
+        if let Some(t) = opts.temperature
+            && !(t.is_finite() && t >= 0.0)
+        {
+            return Err(format!("--temperature must be >= 0, got {t}"));
+        }
+        if opts.max_tokens == Some(0) {
+            return Err("--max-tokens must be at least 1".into());
+        }
+        let cache = match &opts.cache {
+            Some(dir) => Some(Arc::new(Cache::open(dir, opts.replay)?)),
+            None => None,
+        };
+        Ok(ModelFactory {
+            opts,
+            named,
+            tokens,
+            cache,
+            endpoints: Mutex::new(HashMap::new()),
+            env: Box::new(|k| std::env::var(k).ok()),
+        })
+    }
+
+    /// Replaces how environment variables are read.
+    pub fn with_env(
+        mut self,
+        env: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.env = Box::new(env);
+        self
+    }
+
+    pub fn tokens(&self) -> Arc<TokenCounter> {
+        self.tokens.clone()
+    }
+
+    pub fn options(&self) -> &ModelOptions {
+        &self.opts
+    }
+
+    fn endpoint(&self, named: Named<'_>) -> Result<Arc<Endpoint>, String> {
+        let o = &self.opts;
+        let (label, base_url, key_env) = match named {
+            Some((name, ep)) => (
+                name.to_string(),
+                ep.base_url.clone(),
+                o.api_key_env
+                    .clone()
+                    .or_else(|| ep.api_key_env.clone())
+                    .unwrap_or_else(|| "OPENAI_API_KEY".into()),
+            ),
+            None => (
+                "openai endpoint".to_string(),
+                non_empty(o.base_url.clone())
+                    .or_else(|| non_empty((self.env)("OPENAI_BASE_URL")))
+                    .unwrap_or_else(|| DEFAULT_BASE_URL.into()),
+                o.api_key_env
+                    .clone()
+                    .unwrap_or_else(|| "OPENAI_API_KEY".into()),
+            ),
+        };
+        let map_key = (base_url.trim_end_matches('/').to_string(), key_env.clone());
+        let mut map = self.endpoints.lock().expect("endpoint map poisoned");
+        if let Some(e) = map.get(&map_key) {
+            return Ok(e.clone());
+        }
+        let key = non_empty((self.env)(&key_env)).map(Secret::new);
+        if key.is_none() && !o.replay && base_url.trim_end_matches('/') == DEFAULT_BASE_URL {
+            return Err(format!(
+                "no API key: set ${key_env} (or name another variable with --api-key-env)"
+            ));
+        }
+        let ep = named.map(|(_, e)| e);
+        let mut cfg = EndpointConfig::new(base_url);
+        cfg.name = label;
+        cfg.api_key = key;
+        cfg.api_key_env = key_env;
+        if let Some(t) = o.request_timeout.or(ep.and_then(|e| e.request_timeout)) {
+            cfg.request_timeout = Duration::from_secs_f64(t);
+        }
+        if let Some(r) = o.max_retries.or(ep.and_then(|e| e.max_retries)) {
+            cfg.max_retries = r;
+        }
+        if let Some(b) = o.backoff_base {
+            cfg.backoff_base = b;
+        }
+        cfg.rpm = o.rpm.or(ep.and_then(|e| e.rpm));
+        cfg.tpm = o.tpm.or(ep.and_then(|e| e.tpm));
+        let e = Arc::new(Endpoint::new(cfg)?);
+        map.insert(map_key, e.clone());
+        Ok(e)
+    }
+
+    /// What a non-sim spec names: the endpoint entry (if named), the model id and the
+    /// report name.
+    fn resolve<'a>(&'a self, spec: &str) -> Result<Option<(Named<'a>, String)>, String> {
+        if let Some(m) = spec.strip_prefix("openai:") {
+            if m.trim().is_empty() {
+                return Err("`openai:` needs a model id, e.g. openai:gpt-4o-mini".into());
+            }
+            return Ok(Some((None, m.to_string())));
+        }
+        if let Some((name, ep)) = self.named.get_key_value(spec) {
+            return Ok(Some((Some((name.as_str(), ep)), ep.model.clone())));
+        }
+        Ok(None)
+    }
+
+    fn known(&self) -> String {
+        let mut s = String::from("sim[:oracle|obedient|p=<x>][,judge_error=<x>], openai:<model>");
+        for n in self.named.keys() {
+            s.push_str(", ");
+            s.push_str(n);
+        }
+        s
+    }
+
+    /// A chat model for `spec`.
+    pub fn chat(&self, spec: &str) -> Result<Arc<dyn ChatModel>, String> {
+        let (backend, rest) = spec.split_once(':').unwrap_or((spec, ""));
+        if backend == "sim" {
+            return Ok(Arc::new(sim::SimModel::new(
+                sim::SimProfile::parse(rest)?,
+                self.tokens.clone(),
+            )));
+        }
+        let Some((named, model)) = self.resolve(spec)? else {
+            return Err(format!(
+                "unknown model `{spec}`; available: {} (named endpoints come from configs/{MODELS_TOML})",
+                self.known()
+            ));
+        };
+        let o = &self.opts;
+        let ep = named.map(|(_, e)| e);
+        let endpoint = self.endpoint(named)?;
+        let mut opts = ChatOptions::new(model.clone());
+        if let Some(v) = o.max_tokens.or(ep.and_then(|e| e.max_tokens)) {
+            opts.max_tokens = v;
+        }
+        if let Some(v) = o.temperature.or(ep.and_then(|e| e.temperature)) {
+            opts.temperature = v;
+        }
+        opts.seed = o.model_seed;
+        opts.tool_format = o
+            .tool_format
+            .or(ep.and_then(|e| e.tool_format))
+            .unwrap_or_default();
+        let mut extra = ep.and_then(|e| e.extra_body.clone()).unwrap_or_default();
+        if let Some(x) = &o.extra_body {
+            extra.extend(x.clone());
+        }
+        opts.extra_body = extra;
+        let mut name = match named {
+            Some((n, _)) => format!("openai:{model}@{n}"),
+            None => format!("openai:{model}"),
+        };
+        if opts.tool_format == ToolFormat::Prompted {
+            name.push_str("+prompted");
+        }
+        Ok(Arc::new(OpenAiModel::new(
+            name,
+            endpoint,
+            opts,
+            self.tokens.clone(),
+            self.cache.clone(),
+        )))
+    }
+
+    /// The embedder for `--embedder` (`lexical` when not given).
+    pub fn embedder(&self, spec: Option<&str>) -> Result<Arc<dyn Embedder>, String> {
+        let spec = spec.unwrap_or("lexical");
+        if spec == "lexical" {
+            return Ok(Arc::new(crate::embed::Lexical));
+        }
+        if spec == "minilm" || spec.starts_with("minilm:") {
+            return Err(
+                "the minilm embedder is not part of this build; use lexical or openai:<model>"
+                    .into(),
+            );
+        }
+        let Some((named, model)) = self.resolve(spec)? else {
+            return Err(format!(
+                "unknown embedder `{spec}`; available: lexical, openai:<model>{}",
+                self.named
+                    .keys()
+                    .map(|n| format!(", {n}"))
+                    .collect::<String>()
+            ));
+        };
+        let endpoint = self.endpoint(named)?;
+        let name = match named {
+            Some((n, _)) => format!("openai:{model}@{n}"),
+            None => format!("openai:{model}"),
+        };
+        Ok(Arc::new(crate::embed::openai::OpenAiEmbedder::new(
+            name,
+            model,
+            endpoint,
+            self.cache.clone(),
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn factory(opts: ModelOptions, named: &str) -> Result<ModelFactory, String> {
+        let named = if named.is_empty() {
+            BTreeMap::new()
+        } else {
+            toml::from_str::<ModelsFile>(named).unwrap().endpoints
+        };
+        Ok(
+            ModelFactory::new(opts, named, Arc::new(TokenCounter::new().unwrap()))?
+                .with_env(|k| (k == "LOCAL_KEY").then(|| "secret-local".to_string())),
+        )
+    }
+
+    #[test]
+    fn specs_resolve_and_endpoints_are_shared() {
+        let f = factory(
+            ModelOptions {
+                base_url: Some("http://127.0.0.1:9/v1".into()),
+                ..Default::default()
+            },
+            r#"
+            [endpoints.local-qwen]
+            base_url = "http://127.0.0.1:8000/v1"
+            model = "Qwen/Qwen2.5-7B-Instruct"
+            api_key_env = "LOCAL_KEY"
+            rpm = 60
+            tool_format = "prompted"
+            extra_body = { chat_template_kwargs = { enable_thinking = false } }
+            "#,
+        )
+        .unwrap();
+        assert_eq!(f.chat("sim:oracle").unwrap().name(), "sim:oracle");
+        assert_eq!(f.chat("openai:gpt-x").unwrap().name(), "openai:gpt-x");
+        let q = f.chat("local-qwen").unwrap();
+        assert_eq!(
+            q.name(),
+            "openai:Qwen/Qwen2.5-7B-Instruct@local-qwen+prompted"
+        );
+        assert!(!q.simulated());
+        let _ = f.chat("openai:gpt-y").unwrap();
+        let _ = f.embedder(Some("openai:emb")).unwrap();
+        // Two endpoints: the --base-url one (shared by three specs) and local-qwen.
+        assert_eq!(f.endpoints.lock().unwrap().len(), 2);
+        let err = f.chat("nope").err().unwrap();
+        assert!(err.contains("local-qwen"), "{err}");
+        assert!(f.chat("openai:").is_err());
+        assert_eq!(f.embedder(None).unwrap().name(), "lexical");
+    }
+
+    #[test]
+    fn default_endpoint_without_key_is_refused_unless_replaying() {
+        let f = factory(ModelOptions::default(), "").unwrap();
+        let err = f.chat("openai:gpt-4o").err().unwrap();
+        assert!(err.contains("OPENAI_API_KEY"), "{err}");
+        assert!(
+            factory(
+                ModelOptions {
+                    replay: true,
+                    ..Default::default()
+                },
+                ""
+            )
+            .is_err(),
+            "--replay without --cache"
+        );
+    }
+}
