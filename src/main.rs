@@ -131,96 +131,7 @@ struct RunCli {
     #[arg(long)]
     quiet: bool,
     #[command(flatten)]
-    models: ModelCli,
-}
-
-/// Real-model settings (`openai:<model>` and named endpoints in configs/models.toml).
-#[derive(Args, Debug, Default)]
-#[command(next_help_heading = "Model endpoints")]
-struct ModelCli {
-    /// OpenAI-compatible base URL up to `/v1` for `openai:<model>` [default: $OPENAI_BASE_URL, else https://api.openai.com/v1].
-    #[arg(long, value_name = "URL")]
-    base_url: Option<String>,
-    /// Environment variable that holds the API key (the key itself is never a flag) [default: OPENAI_API_KEY].
-    #[arg(long, value_name = "VAR")]
-    api_key_env: Option<String>,
-    /// Completion token cap sent with every request [default: 2048].
-    #[arg(long, value_name = "N")]
-    max_tokens: Option<u32>,
-    /// Sampling temperature [default: 0].
-    #[arg(long, value_name = "T")]
-    temperature: Option<f64>,
-    /// Fixed sampling seed sent with every request [default: derived from each episode's seed].
-    #[arg(long, value_name = "N")]
-    model_seed: Option<u64>,
-    /// Seconds before one HTTP attempt is abandoned (and retried) [default: 120].
-    #[arg(long, value_name = "SECS")]
-    request_timeout: Option<f64>,
-    /// Retries of 429, 5xx, timeouts and dropped connections per call [default: 6].
-    #[arg(long, value_name = "N")]
-    max_retries: Option<u32>,
-    /// Requests per minute per endpoint, shared by every role on it.
-    #[arg(long, value_name = "N")]
-    rpm: Option<u32>,
-    /// Tokens per minute per endpoint, shared by every role on it.
-    #[arg(long, value_name = "N")]
-    tpm: Option<u32>,
-    /// JSON object merged into every chat request body, e.g. '{"chat_template_kwargs":{"enable_thinking":false}}'.
-    #[arg(long, value_name = "JSON")]
-    extra_body: Option<String>,
-    /// How tools reach the model: `native` tool calling, or `prompted` (described in the system prompt, calls parsed from a JSON block) [default: native].
-    #[arg(long, value_name = "FORMAT")]
-    tool_format: Option<String>,
-    /// Embedder for defenses that compare meanings: `lexical` or `openai:<model>` [default: lexical].
-    #[arg(long, value_name = "SPEC")]
-    embedder: Option<String>,
-    /// Record every real request and reply in DIR (and answer repeats from it).
-    #[arg(long, value_name = "DIR")]
-    cache: Option<PathBuf>,
-    /// Answer only from --cache; a request not recorded fails its episode.
-    #[arg(long)]
-    replay: bool,
-    /// Dollars per million prompt and completion tokens, adds a $/ep column: `IN,OUT`.
-    #[arg(long, value_name = "IN,OUT")]
-    price_per_mtok: Option<String>,
-}
-
-impl ModelCli {
-    fn into_options(self) -> Result<sieve_bench::model::config::ModelOptions, CliError> {
-        Ok(sieve_bench::model::config::ModelOptions {
-            base_url: self.base_url,
-            api_key_env: self.api_key_env,
-            max_tokens: self.max_tokens,
-            temperature: self.temperature,
-            model_seed: self.model_seed,
-            request_timeout: self.request_timeout,
-            max_retries: self.max_retries,
-            rpm: self.rpm,
-            tpm: self.tpm,
-            extra_body: self
-                .extra_body
-                .as_deref()
-                .map(commands::run::parse_extra_body)
-                .transpose()
-                .map_err(CliError::bad_input)?,
-            tool_format: self
-                .tool_format
-                .as_deref()
-                .map(str::parse)
-                .transpose()
-                .map_err(CliError::bad_input)?,
-            embedder: self.embedder,
-            cache: self.cache,
-            replay: self.replay,
-            price_per_mtok: self
-                .price_per_mtok
-                .as_deref()
-                .map(commands::run::parse_price)
-                .transpose()
-                .map_err(CliError::bad_input)?,
-            backoff_base: None,
-        })
-    }
+    models: sieve_bench::model::config::ModelFlags,
 }
 
 fn run_command(paths: &Paths, r: RunCli) -> Result<(), CliError> {
@@ -247,7 +158,7 @@ fn run_command(paths: &Paths, r: RunCli) -> Result<(), CliError> {
         results_dir: PathBuf::from("results"),
         shard,
         clean: !r.no_clean,
-        model_options: r.models.into_options()?,
+        model_options: r.models.into_options().map_err(CliError::bad_input)?,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -475,6 +475,29 @@ async fn extra_body_and_generation_flags_reach_the_request() {
     assert_eq!(body["top_p"], 0.9);
     assert_eq!(body["chat_template_kwargs"]["enable_thinking"], false);
     assert!(reqs[0].headers.get("authorization").is_none());
+    // `null` removes a field (reasoning models reject max_tokens and temperature).
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ok_reply("ok"))
+        .mount(&server)
+        .await;
+    let m = model(
+        &server,
+        ModelOptions {
+            extra_body: Some(
+                json!({"max_tokens": null, "temperature": null, "max_completion_tokens": 4096})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
+            ..Default::default()
+        },
+    );
+    ask(&m).await.unwrap();
+    let reqs = server.received_requests().await.unwrap();
+    let body: serde_json::Value = serde_json::from_slice(&reqs[0].body).unwrap();
+    assert!(body.get("max_tokens").is_none() && body.get("temperature").is_none());
+    assert_eq!(body["max_completion_tokens"], 4096);
 }
 
 #[tokio::test]
@@ -498,4 +521,69 @@ async fn calls_within_the_rpm_quota_are_not_delayed() {
         ask(&m).await.unwrap();
     }
     assert!(t.elapsed() < Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn openai_embedder_posts_batches_and_replays_from_cache() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/embeddings"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "object": "list",
+            "data": [{"index": 1, "embedding": [0.0, 3.0]}, {"index": 0, "embedding": [4.0, 3.0]}],
+            "usage": {"prompt_tokens": 6, "total_tokens": 6}
+        })))
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let factory = |replay: bool, base: String| {
+        ModelFactory::new(
+            ModelOptions {
+                base_url: Some(base),
+                cache: Some(dir.path().to_path_buf()),
+                replay,
+                ..Default::default()
+            },
+            BTreeMap::new(),
+            Arc::new(TokenCounter::new().unwrap()),
+        )
+        .unwrap()
+        .with_env(|_| None)
+    };
+    let texts = vec!["pay the bill".to_string(), "send money".to_string()];
+    let f = factory(false, format!("{}/v1", server.uri()));
+    let e = f.embedder(Some("openai:text-embedding-3-small")).unwrap();
+    assert_eq!(e.name(), "openai:text-embedding-3-small");
+    let v = e.embed(&texts).await.unwrap();
+    assert_eq!(v, vec![vec![0.8, 0.6], vec![0.0, 1.0]]);
+    let reqs = server.received_requests().await.unwrap();
+    let body: serde_json::Value = serde_json::from_slice(&reqs[0].body).unwrap();
+    assert_eq!(body["input"], json!(texts));
+    assert_eq!(body["model"], "text-embedding-3-small");
+    // Replay: served from the cache; an unseen text is a miss.
+    let f = factory(true, "http://127.0.0.1:9/v1".into());
+    let e = f.embedder(Some("openai:text-embedding-3-small")).unwrap();
+    assert_eq!(e.embed(&texts).await.unwrap(), v);
+    let miss = e.embed(&["other".to_string()]).await.unwrap_err();
+    assert!(miss.to_string().contains("replay cache miss"), "{miss}");
+    // And the run wires --embedder into Models (lexical by default).
+    let with = |embedder: Option<&str>| {
+        let f = ModelFactory::new(
+            ModelOptions {
+                base_url: Some("http://127.0.0.1:9/v1".into()),
+                embedder: embedder.map(String::from),
+                ..Default::default()
+            },
+            BTreeMap::new(),
+            Arc::new(TokenCounter::new().unwrap()),
+        )
+        .unwrap();
+        sieve_bench::commands::run::build_models_with(&f, "sim:oracle", None, None)
+            .unwrap()
+            .embedder
+            .name()
+            .to_string()
+    };
+    assert_eq!(with(None), "lexical");
+    assert_eq!(with(Some("openai:emb-1")), "openai:emb-1");
 }

@@ -81,6 +81,10 @@ async fn replayed_run_matches_the_committed_summary() {
     .unwrap();
     assert_eq!(rows(&report.summary), expected);
     assert!(!report.summary.simulated);
+    // `report` re-renders with the run's price, kept in run.json.
+    let again = sieve_bench::report::from_dir(dir.path()).unwrap();
+    assert_eq!(again.price_per_mtok, Some([0.15, 0.6]));
+    assert!(sieve_bench::report::table(&again).contains("$/ep"));
 }
 
 #[tokio::test]

@@ -130,30 +130,6 @@ pub fn build_models_with(
     })
 }
 
-/// Parses `--price-per-mtok IN,OUT` (dollars per million prompt / completion tokens).
-pub fn parse_price(s: &str) -> Result<(f64, f64), String> {
-    let (i, o) = s.split_once(',').ok_or_else(|| {
-        format!("--price-per-mtok must look like IN,OUT (e.g. 0.15,0.60), got `{s}`")
-    })?;
-    let p = |x: &str| {
-        x.trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|v| v.is_finite() && *v >= 0.0)
-            .ok_or_else(|| format!("--price-per-mtok: `{x}` is not a price"))
-    };
-    Ok((p(i)?, p(o)?))
-}
-
-/// Parses `--extra-body JSON` (a JSON object merged into every chat request).
-pub fn parse_extra_body(s: &str) -> Result<serde_json::Map<String, serde_json::Value>, String> {
-    match serde_json::from_str::<serde_json::Value>(s) {
-        Ok(serde_json::Value::Object(m)) => Ok(m),
-        Ok(_) => Err("--extra-body must be a JSON object".into()),
-        Err(e) => Err(format!("--extra-body is not valid JSON: {e}")),
-    }
-}
-
 /// Runs (or resumes) and summarises.
 pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     if args.concurrency == 0 {

@@ -62,6 +62,113 @@ pub struct ModelOptions {
     pub backoff_base: Option<Duration>,
 }
 
+/// Real-model settings (`openai:<model>` and named endpoints in configs/models.toml).
+#[derive(clap::Args, Clone, Debug, Default)]
+#[command(next_help_heading = "Model endpoints")]
+pub struct ModelFlags {
+    /// OpenAI-compatible base URL up to `/v1` for `openai:<model>` [default: $OPENAI_BASE_URL, else https://api.openai.com/v1].
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Environment variable that holds the API key (the key itself is never a flag) [default: OPENAI_API_KEY].
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+    /// Completion token cap sent with every request [default: 2048].
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature [default: 0].
+    #[arg(long, value_name = "T")]
+    pub temperature: Option<f64>,
+    /// Fixed sampling seed sent with every request [default: derived from each episode's seed].
+    #[arg(long, value_name = "N")]
+    pub model_seed: Option<u64>,
+    /// Seconds before one HTTP attempt is abandoned (and retried) [default: 120].
+    #[arg(long, value_name = "SECS")]
+    pub request_timeout: Option<f64>,
+    /// Retries of 429, 5xx, timeouts and dropped connections per call [default: 6].
+    #[arg(long, value_name = "N")]
+    pub max_retries: Option<u32>,
+    /// Requests per minute per endpoint, shared by every role on it.
+    #[arg(long, value_name = "N")]
+    pub rpm: Option<u32>,
+    /// Tokens per minute per endpoint, shared by every role on it.
+    #[arg(long, value_name = "N")]
+    pub tpm: Option<u32>,
+    /// JSON object merged into every chat request body, e.g. '{"chat_template_kwargs":{"enable_thinking":false}}'.
+    #[arg(long, value_name = "JSON")]
+    pub extra_body: Option<String>,
+    /// How tools reach the model: `native` tool calling, or `prompted` (described in the system prompt, calls parsed from a JSON block) [default: native].
+    #[arg(long, value_name = "FORMAT")]
+    pub tool_format: Option<String>,
+    /// Embedder for defenses that compare meanings: `lexical` or `openai:<model>` [default: lexical].
+    #[arg(long, value_name = "SPEC")]
+    pub embedder: Option<String>,
+    /// Record every real request and reply in DIR (and answer repeats from it).
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+    /// Answer only from --cache; a request not recorded fails its episode.
+    #[arg(long)]
+    pub replay: bool,
+    /// Dollars per million prompt and completion tokens, adds a $/ep column: `IN,OUT`.
+    #[arg(long, value_name = "IN,OUT")]
+    pub price_per_mtok: Option<String>,
+}
+
+impl ModelFlags {
+    /// The options these flags give, validated.
+    pub fn into_options(self) -> Result<ModelOptions, String> {
+        Ok(ModelOptions {
+            base_url: self.base_url,
+            api_key_env: self.api_key_env,
+            max_tokens: self.max_tokens,
+            temperature: self.temperature,
+            model_seed: self.model_seed,
+            request_timeout: self.request_timeout,
+            max_retries: self.max_retries,
+            rpm: self.rpm,
+            tpm: self.tpm,
+            extra_body: self
+                .extra_body
+                .as_deref()
+                .map(parse_extra_body)
+                .transpose()?,
+            tool_format: self.tool_format.as_deref().map(str::parse).transpose()?,
+            embedder: self.embedder,
+            cache: self.cache,
+            replay: self.replay,
+            price_per_mtok: self
+                .price_per_mtok
+                .as_deref()
+                .map(parse_price)
+                .transpose()?,
+            backoff_base: None,
+        })
+    }
+}
+
+/// Parses `--price-per-mtok IN,OUT` (dollars per million prompt / completion tokens).
+pub fn parse_price(s: &str) -> Result<(f64, f64), String> {
+    let (i, o) = s.split_once(',').ok_or_else(|| {
+        format!("--price-per-mtok must look like IN,OUT (e.g. 0.15,0.60), got `{s}`")
+    })?;
+    let p = |x: &str| {
+        x.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .ok_or_else(|| format!("--price-per-mtok: `{x}` is not a price"))
+    };
+    Ok((p(i)?, p(o)?))
+}
+
+/// Parses `--extra-body JSON` (a JSON object merged into every chat request).
+pub fn parse_extra_body(s: &str) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    match serde_json::from_str::<serde_json::Value>(s) {
+        Ok(serde_json::Value::Object(m)) => Ok(m),
+        Ok(_) => Err("--extra-body must be a JSON object".into()),
+        Err(e) => Err(format!("--extra-body is not valid JSON: {e}")),
+    }
+}
+
 /// One named endpoint in `configs/models.toml`.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]

@@ -279,6 +279,11 @@ impl Endpoint {
         &self.cfg
     }
 
+    /// Whether a tokens-per-minute budget applies (only then are prompts counted first).
+    pub fn limits_tokens(&self) -> bool {
+        self.tpm.is_some()
+    }
+
     fn url(&self, path: &str) -> String {
         format!("{}/{}", self.cfg.base_url.trim_end_matches('/'), path)
     }
@@ -861,7 +866,7 @@ impl OpenAiModel {
             ToolFormat::Native => (wire_messages_native(req.messages), wire_tools(req.tools)),
             ToolFormat::Prompted => (wire_messages_prompted(req.messages, req.tools), Vec::new()),
         };
-        serde_json::to_value(WireRequest {
+        let mut body = serde_json::to_value(WireRequest {
             model: &self.opts.model,
             messages,
             tools,
@@ -870,7 +875,13 @@ impl OpenAiModel {
             seed,
             extra: &self.opts.extra_body,
         })
-        .expect("request serialises")
+        .expect("request serialises");
+        // `null` in the extra body removes a field: reasoning models reject `max_tokens`
+        // and `temperature` (`{"max_tokens": null, "max_completion_tokens": 4096}`).
+        if let Value::Object(m) = &mut body {
+            m.retain(|_, v| !v.is_null());
+        }
+        body
     }
 }
 
@@ -910,7 +921,11 @@ impl ChatModel for OpenAiModel {
                 )));
             }
             _ => {
-                let estimate = self.tokens.prompt(req.messages, req.tools);
+                let estimate = if self.endpoint.limits_tokens() {
+                    self.tokens.prompt(req.messages, req.tools)
+                } else {
+                    0
+                };
                 let posted = self.endpoint.post(CHAT_PATH, &body, estimate).await?;
                 (posted.body, posted.retries, posted.latency_ms)
             }
@@ -947,7 +962,9 @@ impl ChatModel for OpenAiModel {
                 }
             }
         };
-        self.endpoint.charge_tokens(usage.completion_tokens).await;
+        if self.endpoint.limits_tokens() {
+            self.endpoint.charge_tokens(usage.completion_tokens).await;
+        }
         Ok(ChatReply {
             message: parsed.message,
             usage,

@@ -61,22 +61,33 @@ fn squash(s: &str) -> String {
 
 impl Respond for PlanFollower {
     fn respond(&self, req: &Request) -> ResponseTemplate {
+        let auth = req
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok());
+        let (status, body) = self.reply(auth, &req.body);
+        ResponseTemplate::new(status).set_body_json(body)
+    }
+}
+
+impl PlanFollower {
+    /// The status and JSON body answering a request with this `Authorization` and body.
+    pub fn reply(&self, auth: Option<&str>, body: &[u8]) -> (u16, Value) {
         self.calls.fetch_add(1, Ordering::SeqCst);
         if let Some(k) = &self.key {
-            let got = req
-                .headers
-                .get("authorization")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
+            let got = auth.unwrap_or("");
             if got != format!("Bearer {k}") {
-                return ResponseTemplate::new(401).set_body_json(json!({"error": {
+                return (
+                    401,
+                    json!({"error": {
                     "message": format!("Incorrect API key provided: {}", got.trim_start_matches("Bearer ")),
-                    "type": "invalid_request_error"}}));
+                    "type": "invalid_request_error"}}),
+                );
             }
         }
-        let body: Value = match serde_json::from_slice(&req.body) {
+        let body: Value = match serde_json::from_slice(body) {
             Ok(b) => b,
-            Err(_) => return ResponseTemplate::new(400).set_body_string("bad json"),
+            Err(_) => return (400, json!({"error": {"message": "bad json"}})),
         };
         let messages = body["messages"].as_array().cloned().unwrap_or_default();
         let user = messages
@@ -90,8 +101,7 @@ impl Respond for PlanFollower {
                 .find(|t| t.prompt == user)
                 .map(|t| (s, t))
         }) else {
-            return ResponseTemplate::new(400)
-                .set_body_json(json!({"error": {"message": "unknown task"}}));
+            return (400, json!({"error": {"message": "unknown task"}}));
         };
         let mut queue: Vec<&PlannedCall> = ut.plan.iter().collect();
         let mut pos = 0;
@@ -159,7 +169,7 @@ impl Respond for PlanFollower {
             let prompt = body.to_string().len() as u64 / 4;
             reply["usage"] = json!({"prompt_tokens": prompt, "completion_tokens": 17, "total_tokens": prompt + 17});
         }
-        ResponseTemplate::new(200).set_body_json(reply)
+        (200, reply)
     }
 }
 
