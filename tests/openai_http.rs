@@ -80,6 +80,7 @@ async fn full_episode_with_tool_calls_and_final_answer() {
     assert_eq!(clean["cost"]["agent"]["calls"], 3);
     assert_eq!(clean["cost"]["agent"]["completion_tokens"], 51);
     assert_eq!(clean["cost"]["agent"]["estimated"], false);
+    assert!(clean["cost"]["agent"].get("truncated").is_none());
     let attacked = recs
         .iter()
         .find(|r| !r["injection_task"].is_null())
@@ -137,6 +138,33 @@ async fn rate_limited_429_honours_retry_after() {
     assert_eq!(r.retries, 1);
     assert_eq!(r.message.content, "fine");
     assert_eq!(r.usage.prompt_tokens, 11);
+}
+
+#[tokio::test]
+async fn a_reply_cut_at_max_tokens_keeps_its_finish_reason() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "choices": [{"message": {"content": "The balance is"}, "finish_reason": "length"}],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 5}
+        })))
+        .mount(&server)
+        .await;
+    let r = ask(&model(
+        &server,
+        ModelOptions {
+            max_tokens: Some(5),
+            ..Default::default()
+        },
+    ))
+    .await
+    .unwrap();
+    assert_eq!(r.finish_reason.as_deref(), Some("length"));
+    let mut meter = sieve_bench::model::CostMeter::default();
+    meter.record(Component::Agent, &r);
+    assert_eq!(meter.get(Component::Agent).truncated, 1);
+    let v = serde_json::to_value(&meter).unwrap();
+    assert_eq!(v["agent"]["truncated"], 1);
 }
 
 #[tokio::test]

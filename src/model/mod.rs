@@ -225,6 +225,13 @@ pub struct CostTotals {
     /// Some counts came from the local tokenizer rather than the endpoint.
     #[serde(default)]
     pub estimated: bool,
+    /// Replies cut at the completion token cap (`finish_reason: "length"`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub truncated: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl CostTotals {
@@ -239,6 +246,7 @@ impl CostTotals {
         self.latency_ms += o.latency_ms;
         self.retries += o.retries;
         self.estimated |= o.estimated;
+        self.truncated += o.truncated;
     }
 }
 
@@ -260,6 +268,9 @@ impl CostMeter {
         t.latency_ms += reply.latency_ms;
         t.retries += reply.retries as u64;
         t.estimated |= reply.usage.estimated;
+        if reply.finish_reason.as_deref() == Some("length") {
+            t.truncated += 1;
+        }
     }
 
     /// Records embedding calls (one API call embeds a batch).
