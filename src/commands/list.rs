@@ -109,6 +109,8 @@ pub fn list_models(paths: &Paths) -> Result<String, CliError> {
             .unwrap();
         }
     }
-    out.push_str("\nembedders (--embedder): lexical (default, offline), openai:<model> or a named endpoint\n");
+    out.push_str(
+        "\nembedders (--embedder): lexical (default, offline), openai:<model>, a named endpoint, or minilm[:DIR] (build feature `minilm`)\n",
+    );
     Ok(out)
 }

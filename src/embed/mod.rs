@@ -4,6 +4,8 @@
 //! being lexical overlap rather than semantics. Network and local-model embedders plug
 //! in behind the same trait.
 
+#[cfg(feature = "minilm")]
+pub mod minilm;
 pub mod openai;
 
 use async_trait::async_trait;

@@ -99,7 +99,7 @@ pub struct ModelFlags {
     /// How tools reach the model: `native` tool calling, or `prompted` (described in the system prompt, calls parsed from a JSON block) [default: native].
     #[arg(long, value_name = "FORMAT")]
     pub tool_format: Option<String>,
-    /// Embedder for defenses that compare meanings: `lexical` or `openai:<model>` [default: lexical].
+    /// Embedder for defenses that compare meanings: `lexical`, `openai:<model>`, a named endpoint, or `minilm[:DIR]` (build feature `minilm`) [default: lexical].
     #[arg(long, value_name = "SPEC")]
     pub embedder: Option<String>,
     /// Record every real request and reply in DIR (and answer repeats from it).
@@ -447,8 +447,18 @@ impl ModelFactory {
             return Ok(Arc::new(crate::embed::Lexical));
         }
         if spec == "minilm" || spec.starts_with("minilm:") {
+            #[cfg(feature = "minilm")]
+            {
+                let dir = spec
+                    .strip_prefix("minilm:")
+                    .map(std::path::PathBuf::from)
+                    .unwrap_or_else(crate::embed::minilm::default_dir);
+                return Ok(Arc::new(crate::embed::minilm::MiniLm::load(&dir)?));
+            }
+            #[cfg(not(feature = "minilm"))]
             return Err(
-                "the minilm embedder is not part of this build; use lexical or openai:<model>"
+                "the minilm embedder is not part of this build: rebuild with `--features minilm` \
+                 (see docs/models.md), or use lexical or openai:<model>"
                     .into(),
             );
         }
