@@ -301,6 +301,37 @@ async fn bad_requests_and_malformed_bodies_fail_the_episode_with_details() {
 }
 
 #[tokio::test]
+async fn forbidden_is_fatal_and_not_found_fails_the_call() {
+    for (status, fatal) in [(403, true), (404, false), (401, true), (422, false)] {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(
+                ResponseTemplate::new(status)
+                    .set_body_json(json!({"error": {"message": format!("status {status} here")}})),
+            )
+            .mount(&server)
+            .await;
+        let err = ask(&model(&server, ModelOptions::default()))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            matches!(err, ModelError::Fatal(_)),
+            fatal,
+            "{status}: {err}"
+        );
+        assert!(
+            err.to_string().contains(&format!("status {status} here")),
+            "{err}"
+        );
+        assert_eq!(
+            server.received_requests().await.unwrap().len(),
+            1,
+            "{status} not retried"
+        );
+    }
+}
+
+#[tokio::test]
 async fn invalid_tool_arguments_reach_the_agent_as_a_tool_error() {
     let server = MockServer::start().await;
     let mut fake = PlanFollower::new(vec![banking()]);
