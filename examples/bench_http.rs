@@ -22,21 +22,26 @@ use sieve_bench::model::tokens::TokenCounter;
 use sieve_bench::model::{ChatRequest, Component, Message};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 type Handler = Arc<dyn Fn(Option<&str>, &[u8]) -> (u16, serde_json::Value) + Send + Sync>;
 
 /// Serves `handler` on a loopback port, answering each request after `delay`. Returns
-/// the base URL. Connections are kept alive; the listener lives until the process ends.
-async fn serve(handler: Handler, delay: Duration) -> String {
+/// the base URL and a count of accepted connections (reuse keeps it near the
+/// concurrency). Connections are kept alive; the listener lives until the process ends.
+async fn serve(handler: Handler, delay: Duration) -> (String, Arc<AtomicUsize>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counter = accepted.clone();
     tokio::spawn(async move {
         loop {
             let Ok((mut sock, _)) = listener.accept().await else {
                 return;
             };
+            counter.fetch_add(1, Ordering::Relaxed);
             let handler = handler.clone();
             tokio::spawn(async move {
                 let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
@@ -87,7 +92,7 @@ async fn serve(handler: Handler, delay: Duration) -> String {
             });
         }
     });
-    format!("http://{addr}/v1")
+    (format!("http://{addr}/v1"), accepted)
 }
 
 fn rss_kib(field: &str) -> u64 {
@@ -141,7 +146,7 @@ async fn main() {
                          "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 20, "completion_tokens": 1}
         });
-        let base = serve(Arc::new(move |_, _| (200, reply.clone())), delay).await;
+        let (base, conns) = serve(Arc::new(move |_, _| (200, reply.clone())), delay).await;
         let f = ModelFactory::new(
             ModelOptions {
                 base_url: Some(base),
@@ -178,12 +183,16 @@ async fn main() {
             .await;
         assert_eq!(ok, calls, "some calls failed");
         report("calls", calls, conc, delay, t.elapsed());
+        println!(
+            "calls: {} TCP connections opened",
+            conns.load(Ordering::Relaxed)
+        );
     }
 
     if modes.iter().any(|m| m == "run") {
         let fake = common::PlanFollower::new(vec![common::banking()]);
         let counter = fake.calls.clone();
-        let base = serve(Arc::new(move |auth, body| fake.reply(auth, body)), delay).await;
+        let (base, conns) = serve(Arc::new(move |auth, body| fake.reply(auth, body)), delay).await;
         // Banking: 6 episodes per seed, 19 calls per 6 episodes.
         let seeds = (calls as u64 * 6).div_ceil(19).div_ceil(6);
         let dir = tempfile::tempdir().unwrap();
@@ -196,11 +205,15 @@ async fn main() {
             .unwrap();
         let elapsed = t.elapsed();
         assert_eq!(r.outcome.errored, 0);
-        let made = counter.load(std::sync::atomic::Ordering::SeqCst);
+        let made = counter.load(Ordering::SeqCst);
         println!(
             "run: {} episodes ({} seeds), {} model calls",
             r.outcome.ran, seeds, made
         );
         report("run", made, conc, delay, elapsed);
+        println!(
+            "run: {} TCP connections opened",
+            conns.load(Ordering::Relaxed)
+        );
     }
 }

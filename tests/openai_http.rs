@@ -227,6 +227,48 @@ async fn timeouts_are_retried_then_fail_the_call() {
 }
 
 #[tokio::test]
+async fn dropped_connections_are_retried() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // A server that hangs up on its first two connections without answering.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut n = 0;
+        while let Ok((mut sock, _)) = listener.accept().await {
+            n += 1;
+            let mut buf = vec![0u8; 65536];
+            let _ = sock.read(&mut buf).await;
+            if n <= 2 {
+                drop(sock);
+                continue;
+            }
+            let body = r#"{"choices":[{"message":{"content":"back"},"finish_reason":"stop"}]}"#;
+            let resp = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = sock.write_all(resp.as_bytes()).await;
+        }
+    });
+    let f = ModelFactory::new(
+        ModelOptions {
+            base_url: Some(format!("http://{addr}/v1")),
+            backoff_base: Some(Duration::from_millis(10)),
+            ..Default::default()
+        },
+        BTreeMap::new(),
+        Arc::new(TokenCounter::new().unwrap()),
+    )
+    .unwrap();
+    let m = f.chat("openai:m").unwrap();
+    let r = ask(&m).await.unwrap();
+    assert_eq!(r.message.content, "back");
+    assert_eq!(r.retries, 2);
+    // No usage in the reply: estimated locally.
+    assert!(r.usage.estimated && r.usage.prompt_tokens > 0);
+}
+
+#[tokio::test]
 async fn bad_requests_and_malformed_bodies_fail_the_episode_with_details() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
