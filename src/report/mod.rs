@@ -15,6 +15,7 @@ pub const FOOTNOTES: &[&str] = &[
     "BU = clean episodes solved / clean episodes; UA = attacked episodes still solved / attacked episodes.",
     "EDS = harmonic mean of (1 - ASR) and UA, 0 when either is 0 (this project's definition). Brackets: 95% Wilson intervals.",
     "Errored episodes count as unsolved and not successfully attacked; they are listed in the Err column.",
+    "Esc % = proposed calls sent to a semantic judge / proposed calls. Succ L1/Adj/Unchk (sieve, audit): successful attacks whose injected call passed layer 1 (provenance bypass) / was approved by the adjudicator / was seen by neither. Bypass = successes / episodes on injection tasks tagged provenance_bypass.",
 ];
 
 /// The banner every report of a simulated run carries.
@@ -69,7 +70,7 @@ fn model_label(r: &Row) -> String {
     }
 }
 
-const HEADER: [&str; 13] = [
+const HEADER: [&str; 17] = [
     "Suite",
     "Attack",
     "Defense",
@@ -83,9 +84,32 @@ const HEADER: [&str; 13] = [
     "Err",
     "Tok/ep",
     "Calls/ep",
+    "Esc %",
+    "Judge/ep",
+    "Succ L1/Adj/Unchk",
+    "Bypass",
 ];
 
-fn cells(r: &Row) -> [String; 13] {
+fn attribution(r: &Row) -> String {
+    match (
+        r.success_via_layer1,
+        r.success_via_adjudicator,
+        r.success_unchecked,
+    ) {
+        (Some(a), Some(b), Some(c)) => format!("{a}/{b}/{c}"),
+        _ => "–".into(),
+    }
+}
+
+fn bypass(r: &Row) -> String {
+    if r.n_bypass_tagged == 0 {
+        "–".into()
+    } else {
+        format!("{}/{}", r.bypass_tagged_success, r.n_bypass_tagged)
+    }
+}
+
+fn cells(r: &Row) -> [String; 17] {
     [
         r.suite.clone(),
         r.attack.clone(),
@@ -100,6 +124,10 @@ fn cells(r: &Row) -> [String; 13] {
         r.errors.to_string(),
         format!("{:.0}", r.tokens_per_episode),
         format!("{:.1}", r.calls_per_episode),
+        pct(r.escalation_rate),
+        format!("{:.2}", r.judge_calls_per_episode),
+        attribution(r),
+        bypass(r),
     ]
 }
 
@@ -188,6 +216,11 @@ pub fn csv(summary: &Summary) -> Result<String, csv::Error> {
         "completion_tokens_per_episode",
         "calls_per_episode",
         "token_overhead_vs_none",
+        "success_via_layer1",
+        "success_via_adjudicator",
+        "success_unchecked",
+        "n_bypass_tagged",
+        "bypass_tagged_success",
     ])?;
     let o = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
     for r in &summary.rows {
@@ -222,6 +255,13 @@ pub fn csv(summary: &Summary) -> Result<String, csv::Error> {
             format!("{}", r.completion_tokens_per_episode),
             format!("{}", r.calls_per_episode),
             o(r.token_overhead_vs_none),
+            r.success_via_layer1
+                .map_or(String::new(), |v| v.to_string()),
+            r.success_via_adjudicator
+                .map_or(String::new(), |v| v.to_string()),
+            r.success_unchecked.map_or(String::new(), |v| v.to_string()),
+            r.n_bypass_tagged.to_string(),
+            r.bypass_tagged_success.to_string(),
         ])?;
     }
     let bytes = w.into_inner().map_err(|e| e.into_error())?;
