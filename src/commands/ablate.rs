@@ -468,3 +468,67 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod end_to_end {
+    use super::*;
+
+    /// The end-to-end criteria on banking with the obedient scripted agent.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn ablate_runs_and_sieve_beats_none_with_fewer_judge_calls_than_audit() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::resolve(None, None, Some(PathBuf::from(".")));
+        let run = RunArgs {
+            suite: "banking".into(),
+            attack: "important".into(),
+            defense: String::new(),
+            model: "sim:obedient".into(),
+            planner_model: None,
+            judge_model: None,
+            seeds: 1,
+            seed: 0,
+            concurrency: 4,
+            max_steps: 30,
+            user_tasks: None,
+            injection_tasks: None,
+            out: Some(dir.path().to_path_buf()),
+            results_dir: dir.path().to_path_buf(),
+            shard: None,
+            clean: true,
+            sieve_config: None,
+            weights: None,
+        };
+        let report = ablate(
+            &paths,
+            AblateArgs {
+                run,
+                variants: None,
+            },
+        )
+        .await
+        .unwrap();
+        let rows = &report.ablation.rows;
+        let get = |d: &str| rows.iter().find(|r| r.defense == d).unwrap();
+        let (none, audit, sieve) = (get("none"), get("audit"), get("sieve"));
+        let variants = crate::defense::sieve::config::SieveConfig::builtin()
+            .variants
+            .len();
+        assert_eq!(rows.len(), 2 + variants);
+        assert!(sieve.asr.unwrap() < none.asr.unwrap());
+        assert!(audit.judge_calls_per_episode > sieve.judge_calls_per_episode);
+        assert!(sieve.n_bypass_tagged > 0);
+        assert!(sieve.bypass_tagged_success > 0, "the bypass is measured");
+        assert!(sieve.success_via_layer1.unwrap() > 0);
+        assert_eq!(none.success_via_layer1, None);
+        for f in [
+            "ablation.csv",
+            "ablation.json",
+            "ablation.md",
+            "summary.json",
+        ] {
+            assert!(dir.path().join(f).is_file(), "{f}");
+        }
+        let md = std::fs::read_to_string(dir.path().join("ablation.md")).unwrap();
+        assert!(md.contains("sieve:no-causal") && md.contains("SIMULATED"));
+    }
+}

@@ -273,6 +273,9 @@ fn check_node(
 }
 
 /// Checks a proposed call. It passes when some node for its tool passes both checks.
+/// When several do, the first in plan order that has not run yet is chosen (two planned
+/// reads of different files are two nodes; the second read must not be booked on the
+/// first node, or nodes depending on the second would never see it run), else the first.
 pub fn check(
     g: &IntentGraph,
     tool: &str,
@@ -281,22 +284,29 @@ pub fn check(
     state: &RunState,
 ) -> Check {
     let mut first_reason = None;
+    let mut passing: Option<(String, BTreeMap<String, String>)> = None;
     for node in g.candidates(tool) {
         match check_node(g, node, args, user_prompt, state) {
             Ok(sources) => {
-                return Check::Pass {
-                    node: node.id.clone(),
-                    sources,
-                };
+                if !state.ran(&node.id) {
+                    return Check::Pass {
+                        node: node.id.clone(),
+                        sources,
+                    };
+                }
+                passing.get_or_insert((node.id.clone(), sources));
             }
             Err(r) => {
                 first_reason.get_or_insert(r);
             }
         }
     }
-    Check::Fail {
-        reason: first_reason
-            .unwrap_or_else(|| format!("control flow: no node of the plan calls `{tool}`")),
+    match passing {
+        Some((node, sources)) => Check::Pass { node, sources },
+        None => Check::Fail {
+            reason: first_reason
+                .unwrap_or_else(|| format!("control flow: no node of the plan calls `{tool}`")),
+        },
     }
 }
 
@@ -373,6 +383,46 @@ mod tests {
         ));
         assert!(appears(&json!(true), "recurring: true"));
         assert!(!appears(&json!(false), "recurring: true"));
+    }
+
+    #[test]
+    fn a_repeated_tool_books_the_node_that_has_not_run() {
+        let tools = crate::tools::toolset(&["banking".to_string()]).unwrap();
+        let g = IntentGraph::parse(
+            r#"{"nodes": [
+                {"id": "a", "tool": "read_file", "args": {"file_path": "user"}},
+                {"id": "b", "tool": "read_file", "args": {"file_path": "user"}},
+                {"id": "c", "tool": "get_balance", "depends_on": ["b"]}]}"#,
+            &tools,
+        )
+        .unwrap();
+        let prompt = "compare x.txt with y.txt";
+        let mut st = RunState::default();
+        let read = |f: &str| json!({"file_path": f});
+        let node = |c: Check| match c {
+            Check::Pass { node, .. } => node,
+            Check::Fail { reason } => panic!("{reason}"),
+        };
+        assert_eq!(
+            node(check(&g, "read_file", &read("x.txt"), prompt, &st)),
+            "a"
+        );
+        st.record("a", "X".into());
+        assert_eq!(
+            node(check(&g, "read_file", &read("y.txt"), prompt, &st)),
+            "b"
+        );
+        st.record("b", "Y".into());
+        assert_eq!(node(check(&g, "get_balance", &json!({}), prompt, &st)), "c");
+        // A third read of a named file reuses the first node.
+        assert_eq!(
+            node(check(&g, "read_file", &read("x.txt"), prompt, &st)),
+            "a"
+        );
+        assert!(matches!(
+            check(&g, "read_file", &read("z.txt"), prompt, &st),
+            Check::Fail { .. }
+        ));
     }
 
     #[test]
