@@ -77,8 +77,10 @@ const FOOTNOTES: &[&str] = &[
     "Variants: no-X drops a term of S_align and renormalises the rest; layer1-only blocks every deviation; no-graph-update does not add approved calls to the graph.",
 ];
 
+/// `a - b`, with float noise from different summation orders flushed to 0.
 fn diff(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    Some(a? - b?)
+    let d = a? - b?;
+    Some(if d.abs() < 1e-9 { 0.0 } else { d })
 }
 
 /// Builds the ablation rows from a run's summary rows: per attack, the aggregate suite
@@ -162,7 +164,12 @@ fn with_delta(v: Option<f64>, d: Option<f64>, scale: f64, prec: usize, is_ref: b
         None => "–".into(),
         Some(v) if is_ref => format!("{:.*}", prec, v * scale),
         Some(v) => match d {
-            Some(d) => format!("{:.*} ({:+.*})", prec, v * scale, prec, d * scale),
+            Some(d) => {
+                // Round first so a tiny negative shows as +0.0, not -0.0.
+                let p = 10f64.powi(prec as i32);
+                let d = (d * scale * p).round() / p + 0.0;
+                format!("{:.*} ({:+.*})", prec, v * scale, prec, d)
+            }
             None => format!("{:.*}", prec, v * scale),
         },
     }

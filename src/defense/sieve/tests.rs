@@ -456,3 +456,31 @@ async fn no_causal_makes_no_judge_call() {
     let s_sem = a.s_sem.unwrap();
     assert!((a.s_align - (s_sem + 1.0 + 0.2) / 3.0).abs() < 1e-9);
 }
+
+#[test]
+fn defense_names_build_and_unknown_ones_fail() {
+    use crate::defense::{BuildOptions, build, build_with};
+    assert_eq!(build("sieve").unwrap().name(), "sieve");
+    assert_eq!(build("sieve:full").unwrap().name(), "sieve");
+    assert_eq!(build("sieve:no-causal").unwrap().name(), "sieve:no-causal");
+    assert_eq!(build("audit").unwrap().name(), "audit");
+    assert!(build("sieve:no-such").err().unwrap().contains("no-causal"));
+    assert!(build("audit:no-sem").is_err());
+    let opts = BuildOptions {
+        sieve_config: None,
+        weights: Some(config::Weights::parse_adhoc("w_sem=0.5,w_causal=0.5").unwrap()),
+    };
+    assert_eq!(
+        build_with("sieve", &opts).unwrap().name(),
+        "sieve:adhoc(0.5/0.5/0/0)"
+    );
+    assert_eq!(
+        build_with("audit", &opts).unwrap().name(),
+        "audit:adhoc(0.5/0.5/0/0)"
+    );
+    // Named variants keep their own weights.
+    assert_eq!(
+        build_with("sieve:no-sem", &opts).unwrap().name(),
+        "sieve:no-sem"
+    );
+}
