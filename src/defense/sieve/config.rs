@@ -75,6 +75,10 @@ impl Weights {
     /// Scales the weights to sum to 1.
     pub fn normalised(&self) -> Weights {
         let s = self.sum();
+        if (s - 1.0).abs() < 1e-12 {
+            // Already a unit sum: dividing would only add float noise (0.1 → 0.10000000000000002).
+            return *self;
+        }
         Weights {
             w_sem: self.w_sem / s,
             w_causal: self.w_causal / s,

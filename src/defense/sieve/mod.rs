@@ -329,11 +329,8 @@ impl SieveEpisode {
         }
         ctx.stats.escalated += 1;
         let adj = self.adj.adjudicate(ctx, call, &self.done).await?;
-        if let Some(j) = &adj.judge {
-            self.judge_simulated = ctx.models.judge.simulated();
-            if let Some(e) = &j.error {
-                self.judge_errors.push(e.clone());
-            }
+        if let Some(e) = adj.judge.as_ref().and_then(|j| j.error.as_ref()) {
+            self.judge_errors.push(e.clone());
         }
         let verdict = match adj.outcome {
             Outcome::Approve => {
@@ -391,6 +388,7 @@ impl EpisodeDefense for SieveEpisode {
                 .map(|i| i.plan.clone())
                 .unwrap_or_default();
         }
+        self.judge_simulated = ctx.models.judge.simulated();
         if self.mode == Mode::Sieve {
             self.planner_simulated = Some(ctx.models.planner.simulated());
             self.plan(ctx).await?;
