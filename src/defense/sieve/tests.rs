@@ -484,3 +484,43 @@ fn defense_names_build_and_unknown_ones_fail() {
         "sieve:no-sem"
     );
 }
+
+#[tokio::test]
+async fn gray_band_asks_the_user_instead_of_blocking() {
+    let text = config::BUILTIN.replace("gray_band = 0.0", "gray_band = 0.45");
+    let cfg = Arc::new(SieveConfig::parse(&text, "test").unwrap());
+    let d = SieveDefense::new(Mode::Sieve, cfg, None, None).unwrap();
+    let mut h = Harness::new(None, None);
+    let mut ep = d.new_episode();
+    ep.start(&mut h.ctx()).await.unwrap();
+    // Judge 0, user trigger (1.0), risk 0.8: S_align = 0.1*S_sem + 0.1 + 0.02, in
+    // [0.05, 0.5) whatever S_sem is, so it falls in the gray band.
+    let v = h
+        .propose(
+            &mut ep,
+            "update_password",
+            json!({"password": "hacked-2026"}),
+            "",
+        )
+        .await;
+    assert!(matches!(v, Verdict::AskUser { .. }), "{v:?}");
+    assert_eq!(ep.calls[0].path, CallPath::AskedUser);
+}
+
+#[test]
+fn risk_and_trust_tables_cover_every_tool_of_every_domain() {
+    let cfg = SieveConfig::builtin();
+    for domain in crate::tools::DOMAINS {
+        for tool in crate::tools::domain_tools(domain).unwrap() {
+            let name = tool.name.as_str();
+            assert!(
+                cfg.risk.contains_key(name),
+                "risk table lacks {domain}/{name}"
+            );
+            assert!(
+                cfg.trust.tools.contains_key(name),
+                "trust table lacks {domain}/{name}"
+            );
+        }
+    }
+}
