@@ -5,6 +5,7 @@
 
 pub mod banking;
 pub mod render;
+pub mod slack;
 
 use crate::ids::ToolName;
 use schemars::JsonSchema;
@@ -206,12 +207,13 @@ impl ToolSet {
 }
 
 /// Every domain this build knows, by name.
-pub const DOMAINS: &[&str] = &["banking"];
+pub const DOMAINS: &[&str] = &["banking", "slack"];
 
 /// The tools of one domain, or `None` for an unknown name.
 pub fn domain_tools(domain: &str) -> Option<Vec<Tool>> {
     match domain {
         "banking" => Some(banking::tools()),
+        "slack" => Some(slack::tools()),
         _ => None,
     }
 }
