@@ -5,6 +5,7 @@
 
 pub mod banking;
 pub mod render;
+pub mod travel;
 
 use crate::ids::ToolName;
 use schemars::JsonSchema;
@@ -195,12 +196,13 @@ impl ToolSet {
 }
 
 /// Every domain this build knows, by name.
-pub const DOMAINS: &[&str] = &["banking"];
+pub const DOMAINS: &[&str] = &["banking", "travel"];
 
 /// The tools of one domain, or `None` for an unknown name.
 pub fn domain_tools(domain: &str) -> Option<Vec<Tool>> {
     match domain {
         "banking" => Some(banking::tools()),
+        "travel" => Some(travel::tools()),
         _ => None,
     }
 }
