@@ -4,6 +4,8 @@
 //! registers its tools; a suite names the domains it uses.
 
 pub mod banking;
+pub mod calendar;
+pub mod email;
 pub mod render;
 
 use crate::ids::ToolName;
@@ -195,12 +197,14 @@ impl ToolSet {
 }
 
 /// Every domain this build knows, by name.
-pub const DOMAINS: &[&str] = &["banking"];
+pub const DOMAINS: &[&str] = &["banking", "email", "calendar"];
 
 /// The tools of one domain, or `None` for an unknown name.
 pub fn domain_tools(domain: &str) -> Option<Vec<Tool>> {
     match domain {
         "banking" => Some(banking::tools()),
+        "email" => Some(email::tools()),
+        "calendar" => Some(calendar::tools()),
         _ => None,
     }
 }
