@@ -4,6 +4,8 @@
 //! registers its tools; a suite names the domains it uses.
 
 pub mod banking;
+pub mod calendar;
+pub mod email;
 pub mod render;
 pub mod travel;
 
@@ -196,12 +198,14 @@ impl ToolSet {
 }
 
 /// Every domain this build knows, by name.
-pub const DOMAINS: &[&str] = &["banking", "travel"];
+pub const DOMAINS: &[&str] = &["banking", "email", "calendar", "travel"];
 
 /// The tools of one domain, or `None` for an unknown name.
 pub fn domain_tools(domain: &str) -> Option<Vec<Tool>> {
     match domain {
         "banking" => Some(banking::tools()),
+        "email" => Some(email::tools()),
+        "calendar" => Some(calendar::tools()),
         "travel" => Some(travel::tools()),
         _ => None,
     }
