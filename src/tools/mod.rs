@@ -4,8 +4,11 @@
 //! registers its tools; a suite names the domains it uses.
 
 pub mod banking;
+pub mod calendar;
+pub mod email;
 pub mod render;
 pub mod slack;
+pub mod travel;
 
 use crate::ids::ToolName;
 use schemars::JsonSchema;
@@ -207,13 +210,16 @@ impl ToolSet {
 }
 
 /// Every domain this build knows, by name.
-pub const DOMAINS: &[&str] = &["banking", "slack"];
+pub const DOMAINS: &[&str] = &["banking", "slack", "email", "calendar", "travel"];
 
 /// The tools of one domain, or `None` for an unknown name.
 pub fn domain_tools(domain: &str) -> Option<Vec<Tool>> {
     match domain {
         "banking" => Some(banking::tools()),
         "slack" => Some(slack::tools()),
+        "email" => Some(email::tools()),
+        "calendar" => Some(calendar::tools()),
+        "travel" => Some(travel::tools()),
         _ => None,
     }
 }
