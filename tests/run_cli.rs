@@ -297,3 +297,49 @@ fn list_shows_suites_attacks_defenses_models() {
         .success()
         .stdout(predicate::str::contains("sim:oracle"));
 }
+
+#[test]
+fn shards_partition_the_matrix_and_merge_back_to_the_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let whole = run(
+        tmp.path(),
+        &tmp.path().join("whole"),
+        &["--suite", "banking", "--attack", "important"],
+    );
+    let mut sizes = 0;
+    for k in 0..3 {
+        let shard = format!("{k}/3");
+        run(
+            tmp.path(),
+            &tmp.path().join(format!("s{k}")),
+            &[
+                "--suite",
+                "banking",
+                "--attack",
+                "important",
+                "--shard",
+                &shard,
+            ],
+        );
+        sizes += lines(&tmp.path().join(format!("s{k}/episodes.jsonl"))).len();
+    }
+    assert_eq!(
+        sizes,
+        lines(&tmp.path().join("whole/episodes.jsonl")).len(),
+        "shards partition the matrix"
+    );
+    let merged = tmp.path().join("merged");
+    bench(tmp.path())
+        .args(["merge", "--out"])
+        .arg(&merged)
+        .args(["s0", "s1", "s2", "s1"].map(|s| tmp.path().join(s)))
+        .assert()
+        .success();
+    assert_eq!(
+        lines(&merged.join("episodes.jsonl")).len(),
+        sizes,
+        "a shard given twice is merged once"
+    );
+    assert_eq!(lines(&merged.join("traces.jsonl")).len(), sizes);
+    assert_eq!(summary(&merged)["rows"], whole["rows"]);
+}

@@ -3,6 +3,7 @@
 
 pub mod check_suites;
 pub mod list;
+pub mod merge;
 pub mod report_cmd;
 pub mod run;
 
