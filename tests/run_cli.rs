@@ -343,3 +343,68 @@ fn shards_partition_the_matrix_and_merge_back_to_the_whole() {
     assert_eq!(lines(&merged.join("traces.jsonl")).len(), sizes);
     assert_eq!(summary(&merged)["rows"], whole["rows"]);
 }
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_keeps_every_finished_episode_and_exits_130() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("big");
+    // Far more episodes than can finish before the signal arrives.
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("sieve-bench"))
+        .current_dir(tmp.path())
+        .env("SIEVE_BENCH_HOME", home())
+        .args([
+            "run",
+            "--suite",
+            "all",
+            "--attack",
+            "important",
+            "--seeds",
+            "500",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&out)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let episodes = out.join("episodes.jsonl");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while lines_or_empty(&episodes) < 20 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never started writing"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(String::from_utf8_lossy(&output.stderr).contains("resume"));
+    let text = std::fs::read_to_string(&episodes).unwrap();
+    assert!(
+        text.ends_with('\n'),
+        "no half-written line after a clean interrupt"
+    );
+    for line in text.lines() {
+        serde_json::from_str::<serde_json::Value>(line).expect("every kept line is a whole record");
+    }
+    assert!(
+        out.join("summary.json").is_file(),
+        "the summary covers what finished"
+    );
+}
+
+fn lines_or_empty(p: &std::path::Path) -> usize {
+    std::fs::read_to_string(p)
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
