@@ -5,6 +5,7 @@
 
 pub mod banking;
 pub mod calendar;
+pub mod drive;
 pub mod email;
 pub mod render;
 
@@ -197,7 +198,7 @@ impl ToolSet {
 }
 
 /// Every domain this build knows, by name.
-pub const DOMAINS: &[&str] = &["banking", "email", "calendar"];
+pub const DOMAINS: &[&str] = &["banking", "email", "calendar", "drive"];
 
 /// The tools of one domain, or `None` for an unknown name.
 pub fn domain_tools(domain: &str) -> Option<Vec<Tool>> {
@@ -205,6 +206,7 @@ pub fn domain_tools(domain: &str) -> Option<Vec<Tool>> {
         "banking" => Some(banking::tools()),
         "email" => Some(email::tools()),
         "calendar" => Some(calendar::tools()),
+        "drive" => Some(drive::tools()),
         _ => None,
     }
 }
