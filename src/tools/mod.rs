@@ -5,6 +5,7 @@
 
 pub mod banking;
 pub mod calendar;
+pub mod drive;
 pub mod email;
 pub mod render;
 pub mod slack;
@@ -210,7 +211,7 @@ impl ToolSet {
 }
 
 /// Every domain this build knows, by name.
-pub const DOMAINS: &[&str] = &["banking", "slack", "email", "calendar", "travel"];
+pub const DOMAINS: &[&str] = &["banking", "slack", "email", "calendar", "drive", "travel"];
 
 /// The tools of one domain, or `None` for an unknown name.
 pub fn domain_tools(domain: &str) -> Option<Vec<Tool>> {
@@ -219,6 +220,7 @@ pub fn domain_tools(domain: &str) -> Option<Vec<Tool>> {
         "slack" => Some(slack::tools()),
         "email" => Some(email::tools()),
         "calendar" => Some(calendar::tools()),
+        "drive" => Some(drive::tools()),
         "travel" => Some(travel::tools()),
         _ => None,
     }
