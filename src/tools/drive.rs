@@ -17,30 +17,12 @@
 //! the environment's dotted paths. Deleting a file removes it. Ids are strings, as in
 //! AgentDojo; tools also accept an integer id from the model.
 
-use super::{Tool, ToolError, ToolKind, array_at, array_at_mut};
+use super::{NoArgs, Tool, ToolError, ToolKind, array_at, array_at_mut, de_id};
 use schemars::JsonSchema;
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 const FILES: &str = "drive.files";
-
-/// Accepts an id given as a string or as a non-negative integer.
-fn de_id<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Id {
-        S(String),
-        N(u64),
-    }
-    Ok(match Id::deserialize(d)? {
-        Id::S(s) => s.trim().to_string(),
-        Id::N(n) => n.to_string(),
-    })
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct NoArgs {}
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

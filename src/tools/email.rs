@@ -23,31 +23,13 @@
 //! Deleting moves a mail to the trash (`status: trash`); deleting a mail already in the
 //! trash removes it for good. Searches and listings never show trashed mail.
 
-use super::{Tool, ToolError, ToolKind, array_at, array_at_mut};
+use super::{NoArgs, Tool, ToolError, ToolKind, array_at, array_at_mut, de_id};
 use schemars::JsonSchema;
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 const EMAILS: &str = "inbox.emails";
 const CONTACTS: &str = "inbox.contacts";
-
-/// Accepts an id given as a string or as a non-negative integer.
-fn de_id<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Id {
-        S(String),
-        N(u64),
-    }
-    Ok(match Id::deserialize(d)? {
-        Id::S(s) => s.trim().to_string(),
-        Id::N(n) => n.to_string(),
-    })
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct NoArgs {}
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -246,6 +246,25 @@ pub fn toolset(domains: &[String]) -> Result<ToolSet, String> {
 
 // ---- helpers shared by the domain files ----
 
+/// The arguments of a tool that takes none.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+/// Accepts an id given as a string or as a non-negative integer: models send either.
+pub fn de_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Id {
+        S(String),
+        N(u64),
+    }
+    Ok(match Id::deserialize(d)? {
+        Id::S(s) => s.trim().to_string(),
+        Id::N(n) => n.to_string(),
+    })
+}
+
 /// The array at `path`, or a `NotFoundError` naming the path.
 pub fn array_at<'a>(env: &'a Value, path: &str) -> Result<&'a Vec<Value>, ToolError> {
     crate::envpath::get(env, path)

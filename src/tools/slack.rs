@@ -25,14 +25,10 @@
 //! The acting user is a workspace admin: it may read any channel or inbox, post in any
 //! channel, invite and remove users, as AgentDojo's tools allow.
 
-use super::{Tool, ToolError, ToolKind, array_at, object_at_mut};
+use super::{NoArgs, Tool, ToolError, ToolKind, array_at, object_at_mut};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct NoArgs {}
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

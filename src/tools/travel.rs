@@ -25,15 +25,11 @@
 //! of its typo instead of getting a silently shorter answer.
 
 use super::{
-    Tool, ToolError, ToolKind, array_at, array_at_mut, check_date, check_datetime, next_id,
+    NoArgs, Tool, ToolError, ToolKind, array_at, array_at_mut, check_date, check_datetime, next_id,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct NoArgs {}
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
