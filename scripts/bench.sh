@@ -21,16 +21,17 @@ start=$(date +%s.%N)
 "${pin[@]}" "$bin" run --suite "$suite" --attack important --seeds "$seeds" --concurrency 1 --out "$out/run" --quiet 2>/dev/null
 end=$(date +%s.%N)
 episodes=$(wc -l < "$out/run/episodes.jsonl")
-# Start-up alone, measured in the same session, so it can be subtracted.
+# Start-up (loading and validating suites, tokenizer tables) measured in the same
+# session as the cost of a one-episode run, so it can be subtracted.
 s0=$(date +%s.%N)
-"${pin[@]}" "$bin" list suites >/dev/null
+"${pin[@]}" "$bin" run --suite "$suite" --attack none --no-clean --out "$out/startup" --quiet 2>/dev/null
 s1=$(date +%s.%N)
 python3 - "$episodes" "$start" "$end" "$s0" "$s1" <<'PY'
 import sys
 n, a, b, s0, s1 = int(sys.argv[1]), *map(float, sys.argv[2:])
 total, startup = b - a, s1 - s0
 eps = n / total
-print(f"episodes: {n}  wall: {total:.3f} s  start-up (list suites): {startup:.3f} s")
+print(f"episodes: {n}  wall: {total:.3f} s  start-up (an empty run): {startup:.3f} s")
 print(f"throughput on one core: {eps:,.0f} episodes/s  (excluding start-up: {n / max(total - startup, 1e-9):,.0f}/s)")
 print(f"vs AgentDojo's scripted ground truth, about 13 episodes/s on 2 cores (documented in shared/reference/agentdojo.md, not measured here): {eps / 13:,.0f}x")
 PY
