@@ -58,6 +58,15 @@ enum Command {
         /// The run directory (what `run --out` names).
         run: PathBuf,
     },
+    /// Join shard directories (from `run --shard k/n`) into one run directory and summarise it.
+    Merge {
+        /// The merged run directory (created if missing; episodes already there are kept).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Shard run directories.
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
+    },
     /// Compare two runs per suite × attack × defense; exit 1 when a threshold is crossed.
     Compare {
         /// The baseline run directory.
@@ -309,6 +318,11 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
             ListWhat::Models => print!("{}", commands::list::list_models()),
         },
         Command::Report { run } => print!("{}", commands::report_cmd::report(&run)?),
+        Command::Merge { out, shards } => {
+            let added = commands::merge::merge(&out, &shards)?;
+            eprintln!("{added} episode(s) merged into {}", out.display());
+            print!("{}", commands::report_cmd::report(&out)?);
+        }
         Command::Compare {
             base,
             new,

@@ -276,7 +276,11 @@ pub fn summarise(records: &[EpisodeRecord]) -> Vec<Row> {
     type Key = (String, String, String); // suite, defense, model
     let mut clean: BTreeMap<Key, Vec<&EpisodeRecord>> = BTreeMap::new();
     let mut attacked: BTreeMap<(Key, String), Vec<&EpisodeRecord>> = BTreeMap::new();
-    for r in records {
+    // Records arrive in completion order, which concurrency makes arbitrary; summing
+    // floats in key order makes the figures bit-identical across reruns.
+    let mut sorted: Vec<&EpisodeRecord> = records.iter().collect();
+    sorted.sort_by(|a, b| a.key.cmp(&b.key));
+    for r in sorted {
         let k = (r.suite.clone(), r.defense.clone(), r.model.clone());
         match &r.attack {
             Some(a) if r.attacked() => attacked.entry((k, a.clone())).or_default().push(r),

@@ -4,6 +4,7 @@
 pub mod ablate;
 pub mod check_suites;
 pub mod list;
+pub mod merge;
 pub mod report_cmd;
 pub mod run;
 

@@ -297,3 +297,90 @@ pub fn from_dir(dir: &Path) -> Result<Summary, String> {
         bad,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::Row;
+    use std::collections::BTreeMap;
+
+    fn row(defense: &str, asr: f64, simulated: bool) -> Row {
+        Row {
+            suite: "agentdojo/banking".into(),
+            attack: "important_instructions".into(),
+            defense: defense.into(),
+            model: "sim:obedient".into(),
+            simulated,
+            n_clean: 16,
+            n_attacked: 144,
+            asr: Some(asr),
+            asr_ci: Some([asr * 0.8, (asr * 1.2).min(1.0)]),
+            w_asr: Some(asr * 0.9),
+            bu: Some(1.0),
+            bu_ci: Some([0.806, 1.0]),
+            ua: Some(0.5),
+            ua_ci: Some([0.42, 0.58]),
+            eds: Some(crate::metrics::eds(asr, 0.5)),
+            errors: 0,
+            hit_step_limit: 0,
+            blocked: 3,
+            asked_user: 0,
+            faked: 0,
+            escalation_rate: None,
+            judge_calls_per_episode: 0.0,
+            tokens_per_episode: 3288.4,
+            prompt_tokens_per_episode: 3200.0,
+            completion_tokens_per_episode: 88.4,
+            calls_per_episode: 3.25,
+            tokens_by_component: BTreeMap::new(),
+            calls_by_component: BTreeMap::new(),
+            success_via_layer1: None,
+            success_via_adjudicator: None,
+            success_unchecked: None,
+            n_bypass_tagged: 0,
+            bypass_tagged_success: 0,
+            token_overhead_vs_none: None,
+        }
+    }
+
+    #[test]
+    fn table_snapshot() {
+        let s = Summary::new(
+            vec![row("none", 1.0, true), row("tool_filter", 0.25, true)],
+            320,
+            0,
+        );
+        insta::assert_snapshot!(table(&s));
+    }
+
+    #[test]
+    fn markdown_snapshot() {
+        let s = Summary::new(vec![row("none", 0.5, false)], 160, 0);
+        insta::assert_snapshot!(markdown(&s));
+    }
+
+    #[test]
+    fn only_simulated_runs_carry_the_banner() {
+        assert!(table(&Summary::new(vec![row("none", 1.0, true)], 1, 0)).starts_with("SIMULATED"));
+        assert!(
+            !markdown(&Summary::new(vec![row("none", 1.0, false)], 1, 0)).contains("SIMULATED")
+        );
+        assert!(
+            table(&Summary::new(vec![row("none", 1.0, true)], 1, 0))
+                .contains("sim:obedient (simulated)")
+        );
+    }
+
+    #[test]
+    fn csv_has_one_line_per_row_plus_header() {
+        let s = Summary::new(vec![row("none", 1.0, true), row("x", 0.0, true)], 2, 0);
+        let text = csv(&s).unwrap();
+        assert_eq!(text.lines().count(), 3);
+        assert!(
+            text.lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("agentdojo/banking,important_instructions,none,")
+        );
+    }
+}

@@ -265,7 +265,16 @@ pub async fn execute(plan: RunPlan) -> std::io::Result<RunOutcome> {
 
     let mut writer = RecordWriter::open(&plan.out)?;
     let progress = ProgressBar::new(todo.len() as u64);
-    if std::io::stderr().is_terminal() {
+    let tty = std::io::stderr().is_terminal();
+    // Without a terminal (CI logs, batch jobs) a long run reports every tenth instead.
+    let log_every = if tty || todo.len() < 500 {
+        usize::MAX
+    } else {
+        todo.len().div_ceil(10)
+    };
+    let total = todo.len();
+    let started = std::time::Instant::now();
+    if tty {
         progress.set_style(
             ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} episodes ({per_sec}, eta {eta}) {msg}")
                 .expect("valid template"),
@@ -307,6 +316,10 @@ pub async fn execute(plan: RunPlan) -> std::io::Result<RunOutcome> {
                 writer.write(&rec, &trace)?;
                 outcome.ran += 1;
                 progress.inc(1);
+                if outcome.ran % log_every == 0 {
+                    let rate = outcome.ran as f64 / started.elapsed().as_secs_f64().max(1e-9);
+                    eprintln!("progress: {}/{total} episodes ({rate:.0}/s)", outcome.ran);
+                }
             }
             _ = &mut ctrl_c, if !stop_launching => {
                 stop_launching = true;

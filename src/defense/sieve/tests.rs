@@ -82,6 +82,7 @@ impl Harness {
             injection: Some(ScriptedInjection {
                 plan: injection_plan,
                 payload: "payload".into(),
+                answer: None,
             }),
             seed: 7,
         });
