@@ -233,6 +233,24 @@ fn compare_exit_codes_gate_on_asr_and_utility() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("not a run directory"));
+    // A run kept as its summary alone (the committed baseline) still compares.
+    let kept = tmp.path().join("kept");
+    std::fs::create_dir(&kept).unwrap();
+    std::fs::copy(oracle.join("summary.json"), kept.join("summary.json")).unwrap();
+    bench(tmp.path())
+        .arg("compare")
+        .arg(&kept)
+        .arg(&obedient)
+        .args(["--max-asr-increase", "1"])
+        .assert()
+        .code(1);
+    bench(tmp.path())
+        .arg("compare")
+        .arg(&kept)
+        .arg(&oracle)
+        .args(["--max-asr-increase", "0"])
+        .assert()
+        .code(0);
 }
 
 #[test]

@@ -280,6 +280,23 @@ pub fn write_all(dir: &Path, summary: &Summary) -> std::io::Result<()> {
 }
 
 /// Recomputes a run's summary from its records alone.
+/// A run's summary for comparison: recomputed from its records when it has them, else
+/// read from its `summary.json` (a committed baseline keeps only that, to stay small).
+pub fn load(dir: &Path) -> Result<Summary, String> {
+    if dir.join(crate::runner::record::EPISODES).is_file() {
+        return from_dir(dir);
+    }
+    let path = dir.join("summary.json");
+    let text = std::fs::read_to_string(&path).map_err(|_| {
+        format!(
+            "{} has neither {} nor summary.json: not a run directory",
+            dir.display(),
+            crate::runner::record::EPISODES
+        )
+    })?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: not a summary: {e}", path.display()))
+}
+
 pub fn from_dir(dir: &Path) -> Result<Summary, String> {
     let path = dir.join(crate::runner::record::EPISODES);
     if !path.is_file() {
