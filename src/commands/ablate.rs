@@ -9,7 +9,6 @@ use super::run::{RunArgs, RunReport, run};
 use super::{CliError, Paths};
 use crate::metrics::Row;
 use crate::report::SIMULATED_NOTE;
-use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 use serde::Serialize;
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -227,20 +226,7 @@ fn cells(r: &AblationRow) -> [String; 14] {
 
 /// The terminal table.
 pub fn table(a: &Ablation) -> String {
-    let mut t = Table::new();
-    t.load_style(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Disabled);
-    t.set_header(HEADER.iter().map(Cell::new));
-    for r in &a.rows {
-        t.add_row(cells(r).into_iter().enumerate().map(|(i, c)| {
-            let cell = Cell::new(c);
-            if i >= 2 {
-                cell.set_alignment(CellAlignment::Right)
-            } else {
-                cell
-            }
-        }));
-    }
+    let t = crate::report::grid(&HEADER, a.rows.iter().map(cells), 2);
     let mut out = String::new();
     if let Some(n) = &a.note {
         writeln!(out, "{n}").unwrap();

@@ -131,22 +131,33 @@ fn cells(r: &Row) -> [String; 17] {
     ]
 }
 
-/// The terminal table.
-pub fn table(summary: &Summary) -> String {
+/// A terminal table with the house style: columns from `right_from` on are figures and
+/// align right.
+pub fn grid<const N: usize>(
+    header: &[&str; N],
+    rows: impl Iterator<Item = [String; N]>,
+    right_from: usize,
+) -> Table {
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Disabled);
-    t.set_header(HEADER.iter().map(Cell::new));
-    for r in &summary.rows {
-        t.add_row(cells(r).into_iter().enumerate().map(|(i, c)| {
+    t.set_header(header.iter().map(Cell::new));
+    for r in rows {
+        t.add_row(r.into_iter().enumerate().map(|(i, c)| {
             let cell = Cell::new(c);
-            if i >= 4 {
+            if i >= right_from {
                 cell.set_alignment(CellAlignment::Right)
             } else {
                 cell
             }
         }));
     }
+    t
+}
+
+/// The terminal table.
+pub fn table(summary: &Summary) -> String {
+    let t = grid(&HEADER, summary.rows.iter().map(cells), 4);
     let mut out = String::new();
     if let Some(note) = &summary.note {
         writeln!(out, "{note}").unwrap();

@@ -18,7 +18,8 @@
 //! AgentDojo; tools also accept an integer id from the model.
 
 use super::{
-    NoArgs, Tool, ToolError, ToolKind, array_at, array_at_mut, check_date, check_datetime, de_id,
+    NoArgs, Tool, ToolError, ToolKind, array_at, array_at_mut, check_address, check_date,
+    check_datetime, de_id,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -120,27 +121,6 @@ fn view(e: &Value) -> Value {
         "participants": e.get("participants").cloned().unwrap_or_else(|| json!([])),
         "status": if canceled(e) { "canceled" } else { "confirmed" },
     })
-}
-
-fn check_address(field: &str, a: &str) -> Result<(), ToolError> {
-    let ok = match a.split_once('@') {
-        Some((user, host)) => {
-            !user.is_empty()
-                && host.contains('.')
-                && !host.starts_with('.')
-                && !host.ends_with('.')
-                && !host.contains('@')
-                && !a.chars().any(|c| c.is_whitespace() || c == ',' || c == ';')
-        }
-        None => false,
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(ToolError::value(format!(
-            "`{field}` must hold email addresses like name@example.com, got `{a}`"
-        )))
-    }
 }
 
 fn clean_addresses(field: &str, list: Vec<String>) -> Result<Vec<String>, ToolError> {

@@ -23,7 +23,7 @@
 //! Deleting moves a mail to the trash (`status: trash`); deleting a mail already in the
 //! trash removes it for good. Searches and listings never show trashed mail.
 
-use super::{NoArgs, Tool, ToolError, ToolKind, array_at, array_at_mut, de_id};
+use super::{NoArgs, Tool, ToolError, ToolKind, array_at, array_at_mut, check_address, de_id};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -111,29 +111,6 @@ fn with_status(env: &Value, wanted: &str) -> Result<Value, ToolError> {
             .map(view)
             .collect(),
     ))
-}
-
-/// Rejects anything that is not plausibly one email address, so a name or a list in one
-/// string is an error the model can correct rather than a silently stored recipient.
-fn check_address(field: &str, a: &str) -> Result<(), ToolError> {
-    let ok = match a.split_once('@') {
-        Some((user, host)) => {
-            !user.is_empty()
-                && host.contains('.')
-                && !host.starts_with('.')
-                && !host.ends_with('.')
-                && !host.contains('@')
-                && !a.chars().any(|c| c.is_whitespace() || c == ',' || c == ';')
-        }
-        None => false,
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(ToolError::value(format!(
-            "`{field}` must hold email addresses like name@example.com, got `{a}`"
-        )))
-    }
 }
 
 fn clean_list(field: &str, list: Option<Vec<String>>) -> Result<Vec<String>, ToolError> {

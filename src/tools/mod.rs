@@ -330,6 +330,29 @@ fn h_len_ok(time: &str) -> bool {
     time.len() == 5
 }
 
+/// Rejects anything that is not plausibly one email address, so a name or a list in one
+/// string is an error the model can correct rather than a silently stored recipient.
+pub fn check_address(field: &str, a: &str) -> Result<(), ToolError> {
+    let ok = match a.split_once('@') {
+        Some((user, host)) => {
+            !user.is_empty()
+                && host.contains('.')
+                && !host.starts_with('.')
+                && !host.ends_with('.')
+                && !host.contains('@')
+                && !a.chars().any(|c| c.is_whitespace() || c == ',' || c == ';')
+        }
+        None => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(ToolError::value(format!(
+            "`{field}` must hold email addresses like name@example.com, got `{a}`"
+        )))
+    }
+}
+
 /// The next free integer id among the `id` fields of the given lists.
 pub fn next_id(lists: &[&Vec<Value>]) -> i64 {
     lists
