@@ -12,8 +12,8 @@
 //! written here, because wiremock keeps every request it matched and would grow. Run: `scripts/bench_http.sh` or
 //! `cargo run --release --example bench_http -- [--calls N] [--concurrency C] [--delay-ms D]`.
 
-#[path = "../tests/common/mod.rs"]
-mod common;
+#[path = "../tests/fake_llm/mod.rs"]
+mod fake_llm;
 
 use futures::StreamExt;
 use serde_json::json;
@@ -190,17 +190,17 @@ async fn main() {
     }
 
     if modes.iter().any(|m| m == "run") {
-        let fake = common::PlanFollower::new(vec![common::banking()]);
+        let fake = fake_llm::PlanFollower::new(vec![fake_llm::banking()]);
         let counter = fake.calls.clone();
         let (base, conns) = serve(Arc::new(move |auth, body| fake.reply(auth, body)), delay).await;
         // Banking: 6 episodes per seed, 19 calls per 6 episodes.
         let seeds = (calls as u64 * 6).div_ceil(19).div_ceil(6);
         let dir = tempfile::tempdir().unwrap();
-        let mut args = common::run_args(dir.path(), &base, ModelOptions::default());
+        let mut args = fake_llm::run_args(dir.path(), &base, ModelOptions::default());
         args.seeds = seeds;
         args.concurrency = conc;
         let t = Instant::now();
-        let r = sieve_bench::commands::run::run(&common::paths(), args)
+        let r = sieve_bench::commands::run::run(&fake_llm::paths(), args)
             .await
             .unwrap();
         let elapsed = t.elapsed();

@@ -142,6 +142,7 @@ pub async fn run_episode(
             .map(|inj| crate::model::sim::ScriptedInjection {
                 plan: inj.task.plan.clone(),
                 payload: inj.payload.clone(),
+                answer: inj.task.answer.clone(),
             }),
         seed: spec.seed,
     });
@@ -369,5 +370,147 @@ pub async fn run_episode(
         fatal,
         notes: defense.notes(),
         latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ChatModel, ChatReply, ToolCall, Usage};
+    use async_trait::async_trait;
+    use std::sync::Mutex;
+
+    /// Replays a fixed list of assistant messages.
+    struct Canned(Mutex<Vec<Message>>);
+
+    #[async_trait]
+    impl ChatModel for Canned {
+        fn name(&self) -> &str {
+            "canned"
+        }
+        fn simulated(&self) -> bool {
+            true
+        }
+        async fn chat(&self, _req: &ChatRequest<'_>) -> Result<ChatReply, ModelError> {
+            let mut q = self.0.lock().unwrap();
+            let message = if q.is_empty() {
+                Message::assistant("gave up")
+            } else {
+                q.remove(0)
+            };
+            Ok(ChatReply {
+                message,
+                usage: Usage::default(),
+                latency_ms: 0.0,
+                finish_reason: None,
+                retries: 0,
+            })
+        }
+    }
+
+    fn call(name: &str, args: &str) -> Message {
+        Message {
+            role: crate::model::Role::Assistant,
+            content: String::new(),
+            tool_calls: vec![ToolCall {
+                id: format!("c-{name}"),
+                name: name.into(),
+                arguments: args.into(),
+            }],
+            tool_call_id: None,
+            name: None,
+        }
+    }
+
+    fn models(script: Vec<Message>) -> Models {
+        let agent: Arc<dyn ChatModel> = Arc::new(Canned(Mutex::new(script)));
+        Models {
+            agent: agent.clone(),
+            planner: agent.clone(),
+            judge: agent,
+            embedder: Arc::new(crate::embed::Lexical),
+            tokens: Arc::new(crate::model::tokens::TokenCounter::new().unwrap()),
+        }
+    }
+
+    fn banking() -> Suite {
+        crate::suite::load(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/agentdojo/banking"),
+        )
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn bad_tool_names_and_arguments_go_back_to_the_model() {
+        let suite = banking();
+        let schemas = suite.tools.schemas();
+        let m = models(vec![
+            call("teleport", "{}"),
+            call("get_balance", "{not json"),
+            call("get_most_recent_transactions", r#"{"n": "five"}"#),
+            call("get_balance", ""),
+            Message::assistant("all done"),
+        ]);
+        let spec = EpisodeSpec {
+            suite: &suite,
+            tools: &schemas,
+            user_task: &suite.user_tasks[0],
+            injection: None,
+            seed: 0,
+            max_steps: 10,
+        };
+        let mut episode = crate::defense::Defense::episode(&crate::defense::none::NoDefense);
+        let r = run_episode(spec, &m, episode.as_mut()).await;
+        assert!(r.error.is_none());
+        assert_eq!(r.answer, "all done");
+        let tool_texts: Vec<&str> = r
+            .messages
+            .iter()
+            .filter(|m| m.role == crate::model::Role::Tool)
+            .map(|m| m.content.as_str())
+            .collect();
+        assert!(
+            tool_texts[0].starts_with("UnknownToolError: "),
+            "{}",
+            tool_texts[0]
+        );
+        assert!(
+            tool_texts[1].starts_with("ArgumentParseError: "),
+            "{}",
+            tool_texts[1]
+        );
+        assert!(
+            tool_texts[2].starts_with("ValidationError: "),
+            "{}",
+            tool_texts[2]
+        );
+        assert!(
+            !tool_texts[3].contains("Error"),
+            "empty arguments mean no arguments: {}",
+            tool_texts[3]
+        );
+        assert_eq!(r.calls[0].decision, Decision::Invalid);
+        assert_eq!(r.calls[2].ok, Some(false));
+        assert_eq!(r.cost.get(Component::Agent).calls, 5);
+    }
+
+    #[tokio::test]
+    async fn the_step_cap_ends_an_endless_episode_unsolved() {
+        let suite = banking();
+        let schemas = suite.tools.schemas();
+        let m = models((0..50).map(|_| call("get_balance", "{}")).collect());
+        let spec = EpisodeSpec {
+            suite: &suite,
+            tools: &schemas,
+            user_task: &suite.user_tasks[0],
+            injection: None,
+            seed: 0,
+            max_steps: 4,
+        };
+        let mut episode = crate::defense::Defense::episode(&crate::defense::none::NoDefense);
+        let r = run_episode(spec, &m, episode.as_mut()).await;
+        assert!(r.hit_step_limit);
+        assert_eq!(r.steps, 4);
+        assert!(!r.utility);
     }
 }

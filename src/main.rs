@@ -1,7 +1,7 @@
 //! Command-line entry point: parses arguments and dispatches to `sieve_bench::commands`.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use sieve_bench::commands::{self, CliError, Paths, run::RunArgs};
+use sieve_bench::commands::{self, CliError, Paths, ablate::AblateArgs, run::RunArgs};
 use sieve_bench::report::compare::Thresholds;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -39,7 +39,10 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run episodes and print the summary table. Rerunning the same command resumes.
-    Run(RunCli),
+    Run(Box<RunCli>),
+    /// Run `none`, `audit` and every SIEVE variant on the same episodes and print the
+    /// ablation table (also written as CSV, JSON and Markdown under --out).
+    Ablate(Box<AblateCli>),
     /// Prove every suite sound: reference plans solve their tasks, checks can fail,
     /// every user task is injectable. Exits 2 on any problem.
     CheckSuites {
@@ -56,6 +59,15 @@ enum Command {
     Report {
         /// The run directory (what `run --out` names).
         run: PathBuf,
+    },
+    /// Join shard directories (from `run --shard k/n`) into one run directory and summarise it.
+    Merge {
+        /// The merged run directory (created if missing; episodes already there are kept).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Shard run directories.
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
     },
     /// Compare two runs per suite × attack × defense; exit 1 when a threshold is crossed.
     Compare {
@@ -130,6 +142,13 @@ struct RunCli {
     /// Do not print the table.
     #[arg(long)]
     quiet: bool,
+    /// SIEVE config: variants, thresholds, trust and risk tables (default: configs/sieve.toml).
+    #[arg(long, value_name = "FILE")]
+    sieve_config: Option<PathBuf>,
+    /// Ad-hoc S_align weights for `sieve` and `audit`, e.g. `w_sem=0.2,w_causal=0.6`
+    /// (unnamed weights are 0; renormalised to sum to 1).
+    #[arg(long, value_name = "W=X,..")]
+    weights: Option<String>,
     #[command(flatten)]
     models: sieve_bench::model::config::ModelFlags,
 }
@@ -158,19 +177,29 @@ fn run_command(paths: &Paths, r: RunCli) -> Result<(), CliError> {
         results_dir: PathBuf::from("results"),
         shard,
         clean: !r.no_clean,
+        sieve_config: r.sieve_config,
+        weights: r.weights,
         model_options: r.models.into_options().map_err(CliError::bad_input)?,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let report = runtime()?.block_on(commands::run::run(paths, args))?;
+    if !r.quiet {
+        print!("{}", sieve_bench::report::table(&report.summary));
+    }
+    finish(&report)
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| CliError {
             code: 1,
             message: format!("cannot start the async runtime: {e}"),
-        })?;
-    let report = runtime.block_on(commands::run::run(paths, args))?;
-    if !r.quiet {
-        print!("{}", sieve_bench::report::table(&report.summary));
-    }
+        })
+}
+
+/// Reports how a run ended; fatal and interrupted runs exit non-zero.
+fn finish(report: &commands::run::RunReport) -> Result<(), CliError> {
     let o = &report.outcome;
     eprintln!(
         "{} episode(s) run, {} already recorded, {} errored; results in {}",
@@ -199,10 +228,94 @@ fn run_command(paths: &Paths, r: RunCli) -> Result<(), CliError> {
     Ok(())
 }
 
+#[derive(Args, Debug)]
+struct AblateCli {
+    /// Suites: `all`, a family, `family/suite`, or a suite name; comma-separated.
+    #[arg(long, default_value = "all")]
+    suite: String,
+    /// Attacks by name or alias, comma-separated.
+    #[arg(long, default_value = "important")]
+    attack: String,
+    /// Only these SIEVE variants (comma-separated; `full` is always run as the reference).
+    #[arg(long, value_delimiter = ',')]
+    variants: Option<Vec<String>>,
+    /// The agent's model (see `list models`).
+    #[arg(long, default_value = "sim:obedient")]
+    model: String,
+    /// Model for the planner (default: --model).
+    #[arg(long)]
+    planner_model: Option<String>,
+    /// Model for the judge (default: --model).
+    #[arg(long)]
+    judge_model: Option<String>,
+    /// SIEVE config (default: configs/sieve.toml).
+    #[arg(long, value_name = "FILE")]
+    sieve_config: Option<PathBuf>,
+    /// Number of seeds per episode.
+    #[arg(long, default_value_t = 1)]
+    seeds: u64,
+    /// First seed.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Episodes in flight at once.
+    #[arg(long, default_value_t = 8)]
+    concurrency: usize,
+    /// Cap on agent model turns per episode.
+    #[arg(long, default_value_t = 30)]
+    max_steps: usize,
+    /// Only these user task ids (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    user_tasks: Option<Vec<String>>,
+    /// Only these injection task ids (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    injection_tasks: Option<Vec<String>>,
+    /// Write the run and ablation.{csv,json,md} here (default: results/ablate__...).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Do not print the table.
+    #[arg(long)]
+    quiet: bool,
+    #[command(flatten)]
+    models: sieve_bench::model::config::ModelFlags,
+}
+
+fn ablate_command(paths: &Paths, a: AblateCli) -> Result<(), CliError> {
+    let args = AblateArgs {
+        run: RunArgs {
+            suite: a.suite,
+            attack: a.attack,
+            defense: String::new(),
+            model: a.model,
+            planner_model: a.planner_model,
+            judge_model: a.judge_model,
+            seeds: a.seeds,
+            seed: a.seed,
+            concurrency: a.concurrency,
+            max_steps: a.max_steps,
+            user_tasks: a.user_tasks,
+            injection_tasks: a.injection_tasks,
+            out: a.out,
+            results_dir: PathBuf::from("results"),
+            shard: None,
+            clean: true,
+            sieve_config: a.sieve_config,
+            weights: None,
+            model_options: a.models.into_options().map_err(CliError::bad_input)?,
+        },
+        variants: a.variants,
+    };
+    let report = runtime()?.block_on(commands::ablate::ablate(paths, args))?;
+    if !a.quiet {
+        print!("{}", commands::ablate::table(&report.ablation));
+    }
+    finish(&report.run)
+}
+
 fn dispatch(cli: Cli) -> Result<(), CliError> {
     let paths = Paths::resolve(cli.suites_dir, cli.attacks_dir, cli.home);
     match cli.command {
-        Command::Run(r) => run_command(&paths, r)?,
+        Command::Run(r) => run_command(&paths, *r)?,
+        Command::Ablate(a) => ablate_command(&paths, *a)?,
         Command::CheckSuites { suite } => {
             print!("{}", commands::check_suites::check_suites(&paths, &suite)?);
         }
@@ -213,6 +326,11 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
             ListWhat::Models => print!("{}", commands::list::list_models(&paths)?),
         },
         Command::Report { run } => print!("{}", commands::report_cmd::report(&run)?),
+        Command::Merge { out, shards } => {
+            let added = commands::merge::merge(&out, &shards)?;
+            eprintln!("{added} episode(s) merged into {}", out.display());
+            print!("{}", commands::report_cmd::report(&out)?);
+        }
         Command::Compare {
             base,
             new,

@@ -1,6 +1,6 @@
 //! CI check: replay the committed transcripts of a recorded run (no network, no key) and
 //! compare with the committed summary. The transcripts were recorded from the loopback
-//! fake endpoint in tests/common by the ignored test below:
+//! fake endpoint in tests/fake_llm by the ignored test below:
 //!
 //! ```text
 //! cargo test --test replay_fixture -- --ignored record_replay_fixture
@@ -9,9 +9,9 @@
 //! Rerun it whenever the banking tools, the system prompt or the request format change on
 //! purpose (a replay miss here means the request a real model would receive has changed).
 
-mod common;
+mod fake_llm;
 
-use common::PlanFollower;
+use fake_llm::PlanFollower;
 use sieve_bench::commands::Paths;
 use sieve_bench::commands::run::{RunArgs, run};
 use sieve_bench::model::config::ModelOptions;
@@ -20,7 +20,7 @@ use wiremock::matchers::method;
 use wiremock::{Mock, MockServer};
 
 fn fixture() -> PathBuf {
-    common::repo().join("tests/fixtures/replay")
+    fake_llm::repo().join("tests/fixtures/replay")
 }
 
 fn fixture_paths() -> Paths {
@@ -46,6 +46,8 @@ fn args(out: &Path, base_url: &str, replay: bool) -> RunArgs {
         results_dir: out.to_path_buf(),
         shard: None,
         clean: true,
+        sieve_config: None,
+        weights: None,
         model_options: ModelOptions {
             base_url: Some(base_url.into()),
             api_key_env: Some("SIEVE_BENCH_FIXTURE_NO_KEY".into()),

@@ -52,12 +52,35 @@ pub fn list_attacks(paths: &Paths) -> Result<String, CliError> {
     Ok(out)
 }
 
-/// Lists defenses.
+/// Lists defenses, with SIEVE's variants from the built-in config.
 pub fn list_defenses() -> String {
-    crate::defense::NAMES
+    let mut out: String = crate::defense::NAMES
         .iter()
+        .filter(|n| !n.contains('<'))
         .map(|n| format!("{n}\n"))
-        .collect()
+        .collect();
+    for v in crate::defense::sieve::config::SieveConfig::builtin().variants {
+        let w = v.weights;
+        let what = if v.layer1_only {
+            "layer 1 only: every deviation blocked".to_string()
+        } else {
+            format!(
+                "weights {:.3}/{:.3}/{:.3}/{:.3} (sem/causal/prov/risk), threshold {}{}",
+                w.w_sem,
+                w.w_causal,
+                w.w_prov,
+                w.w_risk,
+                v.threshold,
+                if v.graph_update {
+                    ""
+                } else {
+                    ", no graph update"
+                }
+            )
+        };
+        writeln!(out, "sieve:{:<16} {what}", v.name).unwrap();
+    }
+    out
 }
 
 /// Lists model backends and the named endpoints of `configs/models.toml`.

@@ -1,8 +1,10 @@
 //! The CLI's commands as library functions, so `main.rs` only parses and dispatches and
 //! tests can call them directly.
 
+pub mod ablate;
 pub mod check_suites;
 pub mod list;
+pub mod merge;
 pub mod report_cmd;
 pub mod run;
 

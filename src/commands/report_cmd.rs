@@ -23,8 +23,8 @@ pub fn report(dir: &Path) -> Result<String, CliError> {
 
 /// Compares two runs; `Ok((text, failed))`.
 pub fn compare(base: &Path, new: &Path, t: Thresholds) -> Result<(String, bool), CliError> {
-    let b = report::from_dir(base).map_err(CliError::bad_input)?;
-    let n = report::from_dir(new).map_err(CliError::bad_input)?;
+    let b = report::load(base).map_err(CliError::bad_input)?;
+    let n = report::load(new).map_err(CliError::bad_input)?;
     let c = report::compare::compare(&b, &n, t);
     Ok((c.text, c.failed))
 }

@@ -27,6 +27,10 @@ pub struct RunArgs {
     pub results_dir: PathBuf,
     pub shard: Option<(usize, usize)>,
     pub clean: bool,
+    /// SIEVE config file (`--sieve-config`); default `configs/sieve.toml`, else built in.
+    pub sieve_config: Option<PathBuf>,
+    /// Ad-hoc SIEVE weights (`--weights w_sem=..,w_causal=..`).
+    pub weights: Option<String>,
     /// Endpoint, generation, cache/replay, embedder and price settings.
     pub model_options: ModelOptions,
 }
@@ -62,6 +66,13 @@ pub fn default_run_id(a: &RunArgs) -> String {
     );
     if a.seed != 0 || a.seeds != 1 {
         id.push_str(&format!("__seed{}x{}", a.seed, a.seeds));
+    }
+    if let Some(w) = &a.weights {
+        id.push_str(&format!("__w-{}", slug(w)));
+    }
+    if let Some(c) = &a.sieve_config {
+        let stem = c.file_stem().map_or("cfg".into(), |s| s.to_string_lossy());
+        id.push_str(&format!("__cfg-{}", slug(&stem)));
     }
     if let Some((k, n)) = a.shard {
         id.push_str(&format!("__shard{k}of{n}"));
@@ -130,6 +141,30 @@ pub fn build_models_with(
     })
 }
 
+/// Defense options from the run's flags: the SIEVE config (an explicit file, else
+/// `configs/sieve.toml` under the home directory, else the built-in copy) and `--weights`.
+pub fn defense_options(
+    paths: &Paths,
+    sieve_config: Option<&std::path::Path>,
+    weights: Option<&str>,
+) -> Result<crate::defense::BuildOptions, CliError> {
+    use crate::defense::sieve::config::{SieveConfig, Weights};
+    let default = paths.configs.join("sieve.toml");
+    let config = match sieve_config {
+        Some(p) => SieveConfig::load(p).map_err(CliError::bad_input)?,
+        None if default.is_file() => SieveConfig::load(&default).map_err(CliError::bad_input)?,
+        None => SieveConfig::builtin(),
+    };
+    let weights = weights
+        .map(Weights::parse_adhoc)
+        .transpose()
+        .map_err(CliError::bad_input)?;
+    Ok(crate::defense::BuildOptions {
+        sieve_config: Some(Arc::new(config)),
+        weights,
+    })
+}
+
 /// Runs (or resumes) and summarises.
 pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     if args.concurrency == 0 {
@@ -159,6 +194,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     let all_attacks =
         crate::attack::load_all(&paths.attacks).map_err(|e| CliError::bad_input(e.to_string()))?;
     let attacks = crate::attack::select(&all_attacks, &args.attack).map_err(CliError::bad_input)?;
+    let options = defense_options(paths, args.sieve_config.as_deref(), args.weights.as_deref())?;
     let mut defenses = Vec::new();
     for d in args
         .defense
@@ -166,7 +202,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         .map(str::trim)
         .filter(|d| !d.is_empty())
     {
-        defenses.push(crate::defense::build(d).map_err(CliError::bad_input)?);
+        defenses.push(crate::defense::build_with(d, &options).map_err(CliError::bad_input)?);
     }
     if defenses.is_empty() {
         return Err(CliError::bad_input("--defense names no defense"));
@@ -222,6 +258,8 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
             "suite": args.suite, "attack": args.attack, "defense": args.defense, "model": args.model,
             "planner_model": args.planner_model, "judge_model": args.judge_model,
             "seed": args.seed, "seeds": args.seeds, "max_steps": args.max_steps,
+            "sieve_config": options.sieve_config.as_ref().map(|c| c.source.clone()),
+            "weights": args.weights,
             "simulated": models.any_simulated(),
             "agent_model": models.agent.name(), "embedder": models.embedder.name(),
             "replay": args.model_options.replay,

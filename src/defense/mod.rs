@@ -4,7 +4,9 @@
 //! episode, which holds per-episode state (an intent graph, a cache of masked calls).
 //! Each hook has a default that does nothing, so a defense implements only what it needs.
 
+pub mod audit;
 pub mod none;
+pub mod sieve;
 
 use crate::ids::ToolName;
 use crate::model::sim::EpisodeScript;
@@ -171,15 +173,50 @@ pub trait Defense: Send + Sync {
     fn episode(&self) -> Box<dyn EpisodeDefense>;
 }
 
-/// Names accepted by `--defense`, for help and error messages.
-pub const NAMES: &[&str] = &["none"];
+/// Names accepted by `--defense`, for help and error messages. `sieve:<variant>` takes
+/// any variant of the SIEVE config (`list defenses` shows them).
+pub const NAMES: &[&str] = &["none", "audit", "sieve", "sieve:<variant>"];
+
+/// What defenses may be configured with beyond their name.
+#[derive(Clone, Default)]
+pub struct BuildOptions {
+    /// SIEVE's config (variants, trust and risk tables); the built-in one when `None`.
+    pub sieve_config: Option<Arc<sieve::config::SieveConfig>>,
+    /// An ad-hoc weight set for `sieve` and `audit` (`--weights`).
+    pub weights: Option<sieve::config::Weights>,
+}
 
 /// Builds a defense from its command-line name.
 pub fn build(spec: &str) -> Result<Arc<dyn Defense>, String> {
-    match spec {
-        "none" => Ok(Arc::new(none::NoDefense)),
-        other => Err(format!(
-            "unknown defense `{other}`; available: {}",
+    build_with(spec, &BuildOptions::default())
+}
+
+/// Builds a defense from its command-line name and options.
+pub fn build_with(spec: &str, opts: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+    let config = || {
+        opts.sieve_config
+            .clone()
+            .unwrap_or_else(|| Arc::new(sieve::config::SieveConfig::builtin()))
+    };
+    let (name, variant) = match spec.split_once(':') {
+        Some((n, v)) => (n, Some(v.trim())),
+        None => (spec, None),
+    };
+    match (name, variant) {
+        ("none", None) => Ok(Arc::new(none::NoDefense)),
+        ("audit", None) => Ok(Arc::new(audit::audit(config(), opts.weights))),
+        ("sieve", v) => {
+            // `--weights` gives plain `sieve` an ad-hoc set; named variants keep theirs.
+            let weights = if v.is_none() { opts.weights } else { None };
+            Ok(Arc::new(sieve::SieveDefense::new(
+                sieve::Mode::Sieve,
+                config(),
+                v,
+                weights,
+            )?))
+        }
+        _ => Err(format!(
+            "unknown defense `{spec}`; available: {}",
             NAMES.join(", ")
         )),
     }

@@ -15,6 +15,7 @@ pub const FOOTNOTES: &[&str] = &[
     "BU = clean episodes solved / clean episodes; UA = attacked episodes still solved / attacked episodes.",
     "EDS = harmonic mean of (1 - ASR) and UA, 0 when either is 0 (this project's definition). Brackets: 95% Wilson intervals.",
     "Errored episodes count as unsolved and not successfully attacked; they are listed in the Err column.",
+    "Esc % = proposed calls sent to a semantic judge / proposed calls. Succ L1/Adj/Unchk (sieve, audit): successful attacks whose injected call passed layer 1 (provenance bypass) / was approved by the adjudicator / was seen by neither. Bypass = successes / episodes on injection tasks tagged provenance_bypass.",
 ];
 
 /// The banner every report of a simulated run carries.
@@ -91,7 +92,7 @@ fn model_label(r: &Row) -> String {
     }
 }
 
-const HEADER: [&str; 13] = [
+const HEADER: [&str; 17] = [
     "Suite",
     "Attack",
     "Defense",
@@ -105,28 +106,32 @@ const HEADER: [&str; 13] = [
     "Err",
     "Tok/ep",
     "Calls/ep",
+    "Esc %",
+    "Judge/ep",
+    "Succ L1/Adj/Unchk",
+    "Bypass",
 ];
 
-fn header(priced: bool) -> Vec<&'static str> {
-    let mut h = HEADER.to_vec();
-    if priced {
-        h.push("$/ep");
+fn attribution(r: &Row) -> String {
+    match (
+        r.success_via_layer1,
+        r.success_via_adjudicator,
+        r.success_unchecked,
+    ) {
+        (Some(a), Some(b), Some(c)) => format!("{a}/{b}/{c}"),
+        _ => "–".into(),
     }
-    h
 }
 
-fn cells(r: &Row, priced: bool) -> Vec<String> {
-    let mut c = base_cells(r).to_vec();
-    if priced {
-        c.push(
-            r.dollars_per_episode
-                .map_or("–".into(), |d| format!("{d:.4}")),
-        );
+fn bypass(r: &Row) -> String {
+    if r.n_bypass_tagged == 0 {
+        "–".into()
+    } else {
+        format!("{}/{}", r.bypass_tagged_success, r.n_bypass_tagged)
     }
-    c
 }
 
-fn base_cells(r: &Row) -> [String; 13] {
+fn cells(r: &Row) -> [String; 17] {
     [
         r.suite.clone(),
         r.attack.clone(),
@@ -141,26 +146,60 @@ fn base_cells(r: &Row) -> [String; 13] {
         r.errors.to_string(),
         format!("{:.0}", r.tokens_per_episode),
         format!("{:.1}", r.calls_per_episode),
+        pct(r.escalation_rate),
+        format!("{:.2}", r.judge_calls_per_episode),
+        attribution(r),
+        bypass(r),
     ]
 }
 
-/// The terminal table.
-pub fn table(summary: &Summary) -> String {
+/// The header with the `$/ep` column of a priced run.
+fn priced_header() -> [&'static str; 18] {
+    std::array::from_fn(|i| HEADER.get(i).copied().unwrap_or("$/ep"))
+}
+
+/// The cells with the `$/ep` column of a priced run.
+fn priced_cells(r: &Row) -> [String; 18] {
+    let mut base = cells(r).into_iter();
+    std::array::from_fn(|_| {
+        base.next().unwrap_or_else(|| {
+            r.dollars_per_episode
+                .map_or("–".into(), |d| format!("{d:.4}"))
+        })
+    })
+}
+
+/// A terminal table with the house style: columns from `right_from` on are figures and
+/// align right.
+pub fn grid<const N: usize>(
+    header: &[&str; N],
+    rows: impl Iterator<Item = [String; N]>,
+    right_from: usize,
+) -> Table {
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Disabled);
-    let priced = summary.priced();
-    t.set_header(header(priced).into_iter().map(Cell::new));
-    for r in &summary.rows {
-        t.add_row(cells(r, priced).into_iter().enumerate().map(|(i, c)| {
+    t.set_header(header.iter().map(Cell::new));
+    for r in rows {
+        t.add_row(r.into_iter().enumerate().map(|(i, c)| {
             let cell = Cell::new(c);
-            if i >= 4 {
+            if i >= right_from {
                 cell.set_alignment(CellAlignment::Right)
             } else {
                 cell
             }
         }));
     }
+    t
+}
+
+/// The terminal table.
+pub fn table(summary: &Summary) -> String {
+    let t = if summary.priced() {
+        grid(&priced_header(), summary.rows.iter().map(priced_cells), 4)
+    } else {
+        grid(&HEADER, summary.rows.iter().map(cells), 4)
+    };
     let mut out = String::new();
     if let Some(note) = &summary.note {
         writeln!(out, "{note}").unwrap();
@@ -178,12 +217,18 @@ pub fn markdown(summary: &Summary) -> String {
     if let Some(note) = &summary.note {
         writeln!(out, "> **{note}**\n").unwrap();
     }
-    let priced = summary.priced();
-    let h = header(priced);
-    writeln!(out, "| {} |", h.join(" | ")).unwrap();
-    writeln!(out, "|{}", "---|".repeat(h.len())).unwrap();
-    for r in &summary.rows {
-        writeln!(out, "| {} |", cells(r, priced).join(" | ")).unwrap();
+    if summary.priced() {
+        writeln!(out, "| {} |", priced_header().join(" | ")).unwrap();
+        writeln!(out, "|{}", "---|".repeat(priced_header().len())).unwrap();
+        for r in &summary.rows {
+            writeln!(out, "| {} |", priced_cells(r).join(" | ")).unwrap();
+        }
+    } else {
+        writeln!(out, "| {} |", HEADER.join(" | ")).unwrap();
+        writeln!(out, "|{}", "---|".repeat(HEADER.len())).unwrap();
+        for r in &summary.rows {
+            writeln!(out, "| {} |", cells(r).join(" | ")).unwrap();
+        }
     }
     out.push('\n');
     for f in &summary.footnotes {
@@ -232,6 +277,11 @@ pub fn csv(summary: &Summary) -> Result<String, csv::Error> {
         "completion_tokens_per_episode",
         "calls_per_episode",
         "token_overhead_vs_none",
+        "success_via_layer1",
+        "success_via_adjudicator",
+        "success_unchecked",
+        "n_bypass_tagged",
+        "bypass_tagged_success",
         "dollars_per_episode",
     ])?;
     let o = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
@@ -267,6 +317,13 @@ pub fn csv(summary: &Summary) -> Result<String, csv::Error> {
             format!("{}", r.completion_tokens_per_episode),
             format!("{}", r.calls_per_episode),
             o(r.token_overhead_vs_none),
+            r.success_via_layer1
+                .map_or(String::new(), |v| v.to_string()),
+            r.success_via_adjudicator
+                .map_or(String::new(), |v| v.to_string()),
+            r.success_unchecked.map_or(String::new(), |v| v.to_string()),
+            r.n_bypass_tagged.to_string(),
+            r.bypass_tagged_success.to_string(),
             o(r.dollars_per_episode),
         ])?;
     }
@@ -286,6 +343,23 @@ pub fn write_all(dir: &Path, summary: &Summary) -> std::io::Result<()> {
 }
 
 /// Recomputes a run's summary from its records alone.
+/// A run's summary for comparison: recomputed from its records when it has them, else
+/// read from its `summary.json` (a committed baseline keeps only that, to stay small).
+pub fn load(dir: &Path) -> Result<Summary, String> {
+    if dir.join(crate::runner::record::EPISODES).is_file() {
+        return from_dir(dir);
+    }
+    let path = dir.join("summary.json");
+    let text = std::fs::read_to_string(&path).map_err(|_| {
+        format!(
+            "{} has neither {} nor summary.json: not a run directory",
+            dir.display(),
+            crate::runner::record::EPISODES
+        )
+    })?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: not a summary: {e}", path.display()))
+}
+
 pub fn from_dir(dir: &Path) -> Result<Summary, String> {
     let path = dir.join(crate::runner::record::EPISODES);
     if !path.is_file() {
@@ -308,4 +382,92 @@ pub fn from_dir(dir: &Path) -> Result<Summary, String> {
         summary.apply_price(i, o);
     }
     Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::Row;
+    use std::collections::BTreeMap;
+
+    fn row(defense: &str, asr: f64, simulated: bool) -> Row {
+        Row {
+            suite: "agentdojo/banking".into(),
+            attack: "important_instructions".into(),
+            defense: defense.into(),
+            model: "sim:obedient".into(),
+            simulated,
+            n_clean: 16,
+            n_attacked: 144,
+            asr: Some(asr),
+            asr_ci: Some([asr * 0.8, (asr * 1.2).min(1.0)]),
+            w_asr: Some(asr * 0.9),
+            bu: Some(1.0),
+            bu_ci: Some([0.806, 1.0]),
+            ua: Some(0.5),
+            ua_ci: Some([0.42, 0.58]),
+            eds: Some(crate::metrics::eds(asr, 0.5)),
+            errors: 0,
+            hit_step_limit: 0,
+            blocked: 3,
+            asked_user: 0,
+            faked: 0,
+            escalation_rate: None,
+            judge_calls_per_episode: 0.0,
+            tokens_per_episode: 3288.4,
+            prompt_tokens_per_episode: 3200.0,
+            completion_tokens_per_episode: 88.4,
+            calls_per_episode: 3.25,
+            tokens_by_component: BTreeMap::new(),
+            calls_by_component: BTreeMap::new(),
+            success_via_layer1: None,
+            success_via_adjudicator: None,
+            success_unchecked: None,
+            n_bypass_tagged: 0,
+            bypass_tagged_success: 0,
+            token_overhead_vs_none: None,
+            dollars_per_episode: None,
+        }
+    }
+
+    #[test]
+    fn table_snapshot() {
+        let s = Summary::new(
+            vec![row("none", 1.0, true), row("tool_filter", 0.25, true)],
+            320,
+            0,
+        );
+        insta::assert_snapshot!(table(&s));
+    }
+
+    #[test]
+    fn markdown_snapshot() {
+        let s = Summary::new(vec![row("none", 0.5, false)], 160, 0);
+        insta::assert_snapshot!(markdown(&s));
+    }
+
+    #[test]
+    fn only_simulated_runs_carry_the_banner() {
+        assert!(table(&Summary::new(vec![row("none", 1.0, true)], 1, 0)).starts_with("SIMULATED"));
+        assert!(
+            !markdown(&Summary::new(vec![row("none", 1.0, false)], 1, 0)).contains("SIMULATED")
+        );
+        assert!(
+            table(&Summary::new(vec![row("none", 1.0, true)], 1, 0))
+                .contains("sim:obedient (simulated)")
+        );
+    }
+
+    #[test]
+    fn csv_has_one_line_per_row_plus_header() {
+        let s = Summary::new(vec![row("none", 1.0, true), row("x", 0.0, true)], 2, 0);
+        let text = csv(&s).unwrap();
+        assert_eq!(text.lines().count(), 3);
+        assert!(
+            text.lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("agentdojo/banking,important_instructions,none,")
+        );
+    }
 }

@@ -54,6 +54,21 @@ fn fnv(s: &str) -> u64 {
     })
 }
 
+/// The part of a job key that seeds the episode: everything but the defense and the
+/// seed. Leaving the defense out gives every defense the same random draws for the same
+/// episode (common random numbers): a `sim:p=<x>` agent obeys in the same episodes and a
+/// `judge_error` judge errs on the same calls, so differences between defenses come from
+/// the defenses, not from luck.
+pub fn seed_identity(key: &str) -> String {
+    // key = suite|user task|injection task|attack|defense|model|seed
+    let parts: Vec<&str> = key.split('|').collect();
+    if parts.len() == 7 {
+        [parts[0], parts[1], parts[2], parts[3], parts[5]].join("|")
+    } else {
+        key.rsplit_once('|').map_or(key, |(k, _)| k).to_string()
+    }
+}
+
 /// The seed an episode's random choices derive from: the run seed mixed with the
 /// episode's identity, so each episode is reproducible on its own.
 pub fn episode_seed(identity: &str, seed: u64) -> u64 {
@@ -149,11 +164,8 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
     let suite = &plan.suites[job.suite];
     let ut = &suite.user_tasks[job.user_task];
     let defense = &plan.defenses[job.defense];
-    let identity = job
-        .key
-        .rsplit_once('|')
-        .map_or(job.key.as_str(), |(k, _)| k);
-    let seed = episode_seed(identity, job.seed);
+    let identity = seed_identity(&job.key);
+    let seed = episode_seed(&identity, job.seed);
     let injection = job.injection.map(|(ai, ii)| {
         let attack = &plan.attacks[ai];
         let task = &suite.injection_tasks[ii];
@@ -253,7 +265,16 @@ pub async fn execute(plan: RunPlan) -> std::io::Result<RunOutcome> {
 
     let mut writer = RecordWriter::open(&plan.out)?;
     let progress = ProgressBar::new(todo.len() as u64);
-    if std::io::stderr().is_terminal() {
+    let tty = std::io::stderr().is_terminal();
+    // Without a terminal (CI logs, batch jobs) a long run reports every tenth instead.
+    let log_every = if tty || todo.len() < 500 {
+        usize::MAX
+    } else {
+        todo.len().div_ceil(10)
+    };
+    let total = todo.len();
+    let started = std::time::Instant::now();
+    if tty {
         progress.set_style(
             ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} episodes ({per_sec}, eta {eta}) {msg}")
                 .expect("valid template"),
@@ -295,6 +316,10 @@ pub async fn execute(plan: RunPlan) -> std::io::Result<RunOutcome> {
                 writer.write(&rec, &trace)?;
                 outcome.ran += 1;
                 progress.inc(1);
+                if outcome.ran % log_every == 0 {
+                    let rate = outcome.ran as f64 / started.elapsed().as_secs_f64().max(1e-9);
+                    eprintln!("progress: {}/{total} episodes ({rate:.0}/s)", outcome.ran);
+                }
             }
             _ = &mut ctrl_c, if !stop_launching => {
                 stop_launching = true;
@@ -305,4 +330,24 @@ pub async fn execute(plan: RunPlan) -> std::io::Result<RunOutcome> {
     }
     progress.finish_and_clear();
     Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defenses_share_an_episode_seed_and_other_fields_change_it() {
+        let k = |d: &str, ut: &str, seed: u64| {
+            let key =
+                format!("agentdojo/banking|{ut}|injection_task_0|important|{d}|sim:p=0.5|{seed}");
+            episode_seed(&seed_identity(&key), seed)
+        };
+        assert_eq!(
+            k("none", "user_task_0", 0),
+            k("sieve:no-causal", "user_task_0", 0)
+        );
+        assert_ne!(k("none", "user_task_0", 0), k("none", "user_task_1", 0));
+        assert_ne!(k("none", "user_task_0", 0), k("none", "user_task_0", 1));
+    }
 }

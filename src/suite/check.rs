@@ -84,7 +84,8 @@ pub struct Selector {
     /// Field (dotted sub-path) → matcher; every one must hold.
     #[serde(default, rename = "where")]
     pub where_: BTreeMap<String, Matcher>,
-    /// Only members that did not exist, identically, before the episode.
+    /// Only members that did not exist before the episode: judged by `id` when members
+    /// have one (an edited record is not new), else by identical content.
     #[serde(default)]
     pub new: bool,
 }
@@ -340,6 +341,15 @@ impl Matcher {
     }
 }
 
+/// Whether two collection members are the same record: by `id` when the member has
+/// one (so an edited record is not "new"), else by identical content.
+fn same_member(a: &Value, b: &Value) -> bool {
+    match (a.get("id"), b.get("id")) {
+        (Some(x), Some(y)) => loose_eq(x, y),
+        _ => a == b,
+    }
+}
+
 fn select<'a>(
     post: &'a Value,
     pre: &'a Value,
@@ -359,7 +369,7 @@ fn select<'a>(
     };
     envpath::members(coll)
         .into_iter()
-        .filter(|m| !new || !before.iter().any(|b| b == m))
+        .filter(|m| !new || !before.iter().any(|b| same_member(b, m)))
         .filter(|m| {
             where_
                 .iter()
@@ -509,6 +519,17 @@ mod tests {
             "exists: {path: txs, where: {to: B, amount: {approx: 99.5}}, new: true}"
         ));
         assert!(!eval("exists: {path: txs, where: {to: C}}"));
+        // With ids, an edited record is not new; a record with a fresh id is.
+        let pre = json!({"ev": [{"id": "1", "d": "old"}]});
+        let post = json!({"ev": [{"id": "1", "d": "edited"}, {"id": "2", "d": "x"}]});
+        let o = Outcome {
+            pre: &pre,
+            post: &post,
+            calls: &[],
+            answer: "",
+        };
+        assert!(!check("exists: {path: ev, new: true, where: {d: edited}}").eval(&o));
+        assert!(check("exists: {path: ev, new: true, where: {d: x}}").eval(&o));
         assert!(!eval("exists: {path: nowhere}"));
     }
 

@@ -162,6 +162,9 @@ pub struct InjectionTask {
     pub severity: f64,
     /// `true` means the attack succeeded.
     pub security: Check,
+    /// What an agent that carries out the goal says, for goals reached through the
+    /// answer itself (a planted recommendation, a false claim).
+    pub answer: Option<String>,
     /// Free text for reports (e.g. "exercises the provenance bypass").
     pub tags: Vec<String>,
 }
@@ -465,6 +468,7 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
             plan: field(&it_path, &id, map, "plan", true)?.unwrap(),
             severity: field(&it_path, &id, map, "severity", true)?.unwrap(),
             security: field(&it_path, &id, map, "security", true)?.unwrap(),
+            answer: field(&it_path, &id, map, "answer", false)?,
             tags: field(&it_path, &id, map, "tags", false)?.unwrap_or_default(),
         };
         if !(task.severity > 0.0 && task.severity <= 1.0) {

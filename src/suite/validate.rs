@@ -110,17 +110,25 @@ pub fn validate(suite: &Suite) -> Vec<Problem> {
                 "the security check is already true on the untouched environment".into(),
             );
         }
-        // An honest user task must not trip the attacker's check by itself, or ASR is
-        // inflated by benign behaviour.
+        // An honest user task must not trip the attacker's check by itself, even with the
+        // attacker's text sitting in the vectors it reads, or ASR is inflated by benign
+        // behaviour. The goal stands in for a payload: it holds the attacker's values.
+        let defaults = suite.defaults();
         for u in &suite.user_tasks {
-            let mut env = benign.clone();
+            let overrides: Vec<_> = suite
+                .injectable
+                .get(&u.id)
+                .map(|vs| vs.iter().map(|v| (v.clone(), t.goal.clone())).collect())
+                .unwrap_or_default();
+            let attacked = suite.env.with(&defaults, &overrides);
+            let mut env = attacked.clone();
             let run = run_plan(&suite.tools, &mut env, &u.plan);
             if run.failure.is_some() {
                 continue;
             }
             let answer = u.answer.clone().unwrap_or_default();
             let o = Outcome {
-                pre: &benign,
+                pre: &attacked,
                 post: &env,
                 calls: &run.calls,
                 answer: &answer,
@@ -130,7 +138,7 @@ pub fn validate(suite: &Suite) -> Vec<Problem> {
                     "injection_tasks.yaml",
                     t.id.as_str(),
                     format!(
-                        "the security check is true after the benign user task `{}` alone",
+                        "the security check is true after the benign user task `{}` alone, with the attacker's text in the vectors it reads",
                         u.id
                     ),
                 );

@@ -6,15 +6,11 @@
 //! `filesystem.files` (a map from file name to text).
 
 use super::{
-    Tool, ToolError, ToolKind, array_at, array_at_mut, check_date, next_id, object_at_mut,
+    NoArgs, Tool, ToolError, ToolKind, array_at, array_at_mut, check_date, next_id, object_at_mut,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct NoArgs {}
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

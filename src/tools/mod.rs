@@ -4,7 +4,12 @@
 //! registers its tools; a suite names the domains it uses.
 
 pub mod banking;
+pub mod calendar;
+pub mod drive;
+pub mod email;
 pub mod render;
+pub mod slack;
+pub mod travel;
 
 use crate::ids::ToolName;
 use schemars::JsonSchema;
@@ -206,12 +211,17 @@ impl ToolSet {
 }
 
 /// Every domain this build knows, by name.
-pub const DOMAINS: &[&str] = &["banking"];
+pub const DOMAINS: &[&str] = &["banking", "slack", "email", "calendar", "drive", "travel"];
 
 /// The tools of one domain, or `None` for an unknown name.
 pub fn domain_tools(domain: &str) -> Option<Vec<Tool>> {
     match domain {
         "banking" => Some(banking::tools()),
+        "slack" => Some(slack::tools()),
+        "email" => Some(email::tools()),
+        "calendar" => Some(calendar::tools()),
+        "drive" => Some(drive::tools()),
+        "travel" => Some(travel::tools()),
         _ => None,
     }
 }
@@ -235,6 +245,25 @@ pub fn toolset(domains: &[String]) -> Result<ToolSet, String> {
 }
 
 // ---- helpers shared by the domain files ----
+
+/// The arguments of a tool that takes none.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+/// Accepts an id given as a string or as a non-negative integer: models send either.
+pub fn de_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Id {
+        S(String),
+        N(u64),
+    }
+    Ok(match Id::deserialize(d)? {
+        Id::S(s) => s.trim().to_string(),
+        Id::N(n) => n.to_string(),
+    })
+}
 
 /// The array at `path`, or a `NotFoundError` naming the path.
 pub fn array_at<'a>(env: &'a Value, path: &str) -> Result<&'a Vec<Value>, ToolError> {
@@ -299,6 +328,29 @@ pub fn check_datetime(field: &str, value: &str) -> Result<(), ToolError> {
 
 fn h_len_ok(time: &str) -> bool {
     time.len() == 5
+}
+
+/// Rejects anything that is not plausibly one email address, so a name or a list in one
+/// string is an error the model can correct rather than a silently stored recipient.
+pub fn check_address(field: &str, a: &str) -> Result<(), ToolError> {
+    let ok = match a.split_once('@') {
+        Some((user, host)) => {
+            !user.is_empty()
+                && host.contains('.')
+                && !host.starts_with('.')
+                && !host.ends_with('.')
+                && !host.contains('@')
+                && !a.chars().any(|c| c.is_whitespace() || c == ',' || c == ';')
+        }
+        None => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(ToolError::value(format!(
+            "`{field}` must hold email addresses like name@example.com, got `{a}`"
+        )))
+    }
 }
 
 /// The next free integer id among the `id` fields of the given lists.

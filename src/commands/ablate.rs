@@ -1,0 +1,528 @@
+//! `ablate`: runs `none`, `audit` and every SIEVE variant on the same episodes, and
+//! prints the ablation table: one row per defense with ASR, W-ASR, BU, UA, EDS, escalation
+//! rate, judge calls, tokens and API calls per episode, each with its difference from
+//! `sieve` (the `full` variant). Also written as CSV, JSON and Markdown.
+//!
+//! It is one `run` with several defenses, so it resumes like `run` does.
+
+use super::run::{RunArgs, RunReport, run};
+use super::{CliError, Paths};
+use crate::metrics::Row;
+use crate::report::SIMULATED_NOTE;
+use serde::Serialize;
+use std::fmt::Write;
+use std::path::PathBuf;
+
+/// `ablate`'s options.
+#[derive(Clone, Debug)]
+pub struct AblateArgs {
+    /// Everything `run` takes; `defense` is ignored (the ablation chooses).
+    pub run: RunArgs,
+    /// Only these SIEVE variants (`full` is always included as the reference).
+    pub variants: Option<Vec<String>>,
+}
+
+/// The defense name of the reference row.
+pub const REFERENCE: &str = "sieve";
+
+/// One row of the ablation table. Rates are fractions in [0,1]; `d_*` = this − `sieve`.
+#[derive(Clone, Debug, Serialize)]
+pub struct AblationRow {
+    pub suite: String,
+    pub attack: String,
+    pub defense: String,
+    pub n_clean: u64,
+    pub n_attacked: u64,
+    pub asr: Option<f64>,
+    pub w_asr: Option<f64>,
+    pub bu: Option<f64>,
+    pub ua: Option<f64>,
+    pub eds: Option<f64>,
+    pub escalation_rate: Option<f64>,
+    pub judge_calls_per_episode: f64,
+    pub tokens_per_episode: f64,
+    pub calls_per_episode: f64,
+    pub success_via_layer1: Option<u64>,
+    pub success_via_adjudicator: Option<u64>,
+    pub success_unchecked: Option<u64>,
+    pub n_bypass_tagged: u64,
+    pub bypass_tagged_success: u64,
+    pub d_asr: Option<f64>,
+    pub d_w_asr: Option<f64>,
+    pub d_bu: Option<f64>,
+    pub d_ua: Option<f64>,
+    pub d_eds: Option<f64>,
+    pub d_escalation_rate: Option<f64>,
+    pub d_judge_calls_per_episode: Option<f64>,
+    pub d_tokens_per_episode: Option<f64>,
+    pub d_calls_per_episode: Option<f64>,
+}
+
+/// The whole ablation, as written to `ablation.json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Ablation {
+    pub simulated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    pub model: String,
+    pub rows: Vec<AblationRow>,
+    pub footnotes: Vec<String>,
+}
+
+const FOOTNOTES: &[&str] = &[
+    "One row per defense on the same episodes; (±x) = difference from `sieve` (the full variant), in percentage points for rates.",
+    "Esc % = proposed calls sent to the judge / proposed calls. Judge, Tok and Calls are per episode (clean and attacked).",
+    "Succ L1/Adj/Unchk = successful attacks whose injected call passed layer 1 (provenance bypass) / was approved by the adjudicator / was seen by neither. Bypass = successes / episodes on tasks tagged provenance_bypass.",
+    "Variants: no-X drops a term of S_align and renormalises the rest; layer1-only blocks every deviation; no-graph-update does not add approved calls to the graph.",
+];
+
+/// `a - b`, with float noise from different summation orders flushed to 0.
+fn diff(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    let d = a? - b?;
+    Some(if d.abs() < 1e-9 { 0.0 } else { d })
+}
+
+/// Builds the ablation rows from a run's summary rows: per attack, the aggregate suite
+/// row (`all` when several suites ran), one per defense in `order`.
+pub fn rows(summary_rows: &[Row], order: &[String]) -> Vec<AblationRow> {
+    let multi = summary_rows
+        .iter()
+        .any(|r| r.suite == crate::metrics::ALL_SUITES);
+    let picked: Vec<&Row> = summary_rows
+        .iter()
+        .filter(|r| !multi || r.suite == crate::metrics::ALL_SUITES)
+        .collect();
+    let mut attacks: Vec<&str> = picked.iter().map(|r| r.attack.as_str()).collect();
+    attacks.dedup();
+    let mut out = Vec::new();
+    for attack in attacks {
+        let of = |d: &str| {
+            picked
+                .iter()
+                .find(|r| r.attack == attack && r.defense == d)
+                .copied()
+        };
+        let reference = of(REFERENCE);
+        for d in order {
+            let Some(r) = of(d) else { continue };
+            let f = |pick: fn(&Row) -> Option<f64>| reference.and_then(|x| diff(pick(r), pick(x)));
+            out.push(AblationRow {
+                suite: r.suite.clone(),
+                attack: r.attack.clone(),
+                defense: r.defense.clone(),
+                n_clean: r.n_clean,
+                n_attacked: r.n_attacked,
+                asr: r.asr,
+                w_asr: r.w_asr,
+                bu: r.bu,
+                ua: r.ua,
+                eds: r.eds,
+                escalation_rate: r.escalation_rate,
+                judge_calls_per_episode: r.judge_calls_per_episode,
+                tokens_per_episode: r.tokens_per_episode,
+                calls_per_episode: r.calls_per_episode,
+                success_via_layer1: r.success_via_layer1,
+                success_via_adjudicator: r.success_via_adjudicator,
+                success_unchecked: r.success_unchecked,
+                n_bypass_tagged: r.n_bypass_tagged,
+                bypass_tagged_success: r.bypass_tagged_success,
+                d_asr: f(|r| r.asr),
+                d_w_asr: f(|r| r.w_asr),
+                d_bu: f(|r| r.bu),
+                d_ua: f(|r| r.ua),
+                d_eds: f(|r| r.eds),
+                d_escalation_rate: f(|r| r.escalation_rate),
+                d_judge_calls_per_episode: f(|r| Some(r.judge_calls_per_episode)),
+                d_tokens_per_episode: f(|r| Some(r.tokens_per_episode)),
+                d_calls_per_episode: f(|r| Some(r.calls_per_episode)),
+            });
+        }
+    }
+    out
+}
+
+const HEADER: [&str; 14] = [
+    "Attack",
+    "Defense",
+    "n clean/att",
+    "ASR %",
+    "W-ASR %",
+    "BU %",
+    "UA %",
+    "EDS %",
+    "Esc %",
+    "Judge/ep",
+    "Tok/ep",
+    "Calls/ep",
+    "Succ L1/Adj/Unchk",
+    "Bypass",
+];
+
+fn with_delta(v: Option<f64>, d: Option<f64>, scale: f64, prec: usize, is_ref: bool) -> String {
+    match v {
+        None => "–".into(),
+        Some(v) if is_ref => format!("{:.*}", prec, v * scale),
+        Some(v) => match d {
+            Some(d) => {
+                // Round first so a tiny negative shows as +0.0, not -0.0.
+                let p = 10f64.powi(prec as i32);
+                let d = (d * scale * p).round() / p + 0.0;
+                format!("{:.*} ({:+.*})", prec, v * scale, prec, d)
+            }
+            None => format!("{:.*}", prec, v * scale),
+        },
+    }
+}
+
+fn cells(r: &AblationRow) -> [String; 14] {
+    let is_ref = r.defense == REFERENCE;
+    let pct = |v, d| with_delta(v, d, 100.0, 1, is_ref);
+    [
+        r.attack.clone(),
+        r.defense.clone(),
+        format!("{}/{}", r.n_clean, r.n_attacked),
+        pct(r.asr, r.d_asr),
+        pct(r.w_asr, r.d_w_asr),
+        pct(r.bu, r.d_bu),
+        pct(r.ua, r.d_ua),
+        pct(r.eds, r.d_eds),
+        pct(r.escalation_rate, r.d_escalation_rate),
+        with_delta(
+            Some(r.judge_calls_per_episode),
+            r.d_judge_calls_per_episode,
+            1.0,
+            2,
+            is_ref,
+        ),
+        with_delta(
+            Some(r.tokens_per_episode),
+            r.d_tokens_per_episode,
+            1.0,
+            0,
+            is_ref,
+        ),
+        with_delta(
+            Some(r.calls_per_episode),
+            r.d_calls_per_episode,
+            1.0,
+            1,
+            is_ref,
+        ),
+        match (
+            r.success_via_layer1,
+            r.success_via_adjudicator,
+            r.success_unchecked,
+        ) {
+            (Some(a), Some(b), Some(c)) => format!("{a}/{b}/{c}"),
+            _ => "–".into(),
+        },
+        if r.n_bypass_tagged == 0 {
+            "–".into()
+        } else {
+            format!("{}/{}", r.bypass_tagged_success, r.n_bypass_tagged)
+        },
+    ]
+}
+
+/// The terminal table.
+pub fn table(a: &Ablation) -> String {
+    let t = crate::report::grid(&HEADER, a.rows.iter().map(cells), 2);
+    let mut out = String::new();
+    if let Some(n) = &a.note {
+        writeln!(out, "{n}").unwrap();
+    }
+    writeln!(
+        out,
+        "Ablation, model {}{}",
+        a.model,
+        if a.simulated { " (simulated)" } else { "" }
+    )
+    .unwrap();
+    writeln!(out, "{t}").unwrap();
+    for f in &a.footnotes {
+        writeln!(out, "  {f}").unwrap();
+    }
+    out
+}
+
+/// `ablation.md`.
+pub fn markdown(a: &Ablation) -> String {
+    let mut out = String::from("# SIEVE ablation\n\n");
+    if let Some(n) = &a.note {
+        writeln!(out, "> **{n}**\n").unwrap();
+    }
+    writeln!(
+        out,
+        "Model: `{}`{}\n",
+        a.model,
+        if a.simulated { " (simulated)" } else { "" }
+    )
+    .unwrap();
+    writeln!(out, "| {} |", HEADER.join(" | ")).unwrap();
+    writeln!(out, "|{}", "---|".repeat(HEADER.len())).unwrap();
+    for r in &a.rows {
+        writeln!(out, "| {} |", cells(r).join(" | ")).unwrap();
+    }
+    out.push('\n');
+    for f in &a.footnotes {
+        writeln!(out, "- {f}").unwrap();
+    }
+    out
+}
+
+/// `ablation.csv`: one flat row per defense, rates as fractions.
+pub fn csv(a: &Ablation) -> Result<String, csv::Error> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let o = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
+    let u = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
+    w.write_record([
+        "suite",
+        "attack",
+        "defense",
+        "model",
+        "simulated",
+        "n_clean",
+        "n_attacked",
+        "asr",
+        "w_asr",
+        "bu",
+        "ua",
+        "eds",
+        "escalation_rate",
+        "judge_calls_per_episode",
+        "tokens_per_episode",
+        "calls_per_episode",
+        "success_via_layer1",
+        "success_via_adjudicator",
+        "success_unchecked",
+        "n_bypass_tagged",
+        "bypass_tagged_success",
+        "d_asr",
+        "d_w_asr",
+        "d_bu",
+        "d_ua",
+        "d_eds",
+        "d_escalation_rate",
+        "d_judge_calls_per_episode",
+        "d_tokens_per_episode",
+        "d_calls_per_episode",
+    ])?;
+    for r in &a.rows {
+        w.write_record([
+            r.suite.clone(),
+            r.attack.clone(),
+            r.defense.clone(),
+            a.model.clone(),
+            a.simulated.to_string(),
+            r.n_clean.to_string(),
+            r.n_attacked.to_string(),
+            o(r.asr),
+            o(r.w_asr),
+            o(r.bu),
+            o(r.ua),
+            o(r.eds),
+            o(r.escalation_rate),
+            format!("{}", r.judge_calls_per_episode),
+            format!("{}", r.tokens_per_episode),
+            format!("{}", r.calls_per_episode),
+            u(r.success_via_layer1),
+            u(r.success_via_adjudicator),
+            u(r.success_unchecked),
+            r.n_bypass_tagged.to_string(),
+            r.bypass_tagged_success.to_string(),
+            o(r.d_asr),
+            o(r.d_w_asr),
+            o(r.d_bu),
+            o(r.d_ua),
+            o(r.d_eds),
+            o(r.d_escalation_rate),
+            o(r.d_judge_calls_per_episode),
+            o(r.d_tokens_per_episode),
+            o(r.d_calls_per_episode),
+        ])?;
+    }
+    let bytes = w.into_inner().map_err(|e| e.into_error())?;
+    Ok(String::from_utf8(bytes).expect("csv of utf-8 strings"))
+}
+
+/// What `ablate` produced.
+pub struct AblateReport {
+    pub run: RunReport,
+    pub ablation: Ablation,
+}
+
+/// The defenses an ablation runs, in table order.
+pub fn defenses(
+    config: &crate::defense::sieve::config::SieveConfig,
+    only: Option<&[String]>,
+) -> Result<Vec<String>, CliError> {
+    if let Some(only) = only
+        && let Some(bad) = only.iter().find(|v| config.variant(v).is_err())
+    {
+        return Err(CliError::bad_input(
+            config.variant(bad).err().unwrap_or_default(),
+        ));
+    }
+    let first = &config.variants[0].name;
+    let mut out = vec![
+        "none".to_string(),
+        "audit".to_string(),
+        REFERENCE.to_string(),
+    ];
+    for v in &config.variants {
+        if &v.name == first {
+            continue;
+        }
+        if only.is_none_or(|o| o.contains(&v.name)) {
+            out.push(format!("sieve:{}", v.name));
+        }
+    }
+    Ok(out)
+}
+
+/// Default output directory: a function of the command line, so reruns resume.
+pub fn default_out(a: &AblateArgs) -> PathBuf {
+    let mut id = super::run::default_run_id(&RunArgs {
+        defense: "ablate".into(),
+        ..a.run.clone()
+    });
+    if let Some(v) = &a.variants {
+        id.push_str(&format!("__only-{}", v.join("-")));
+    }
+    a.run.results_dir.join(id)
+}
+
+/// Runs the ablation and writes `ablation.{csv,json,md}` next to the run's files.
+pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, CliError> {
+    let options = super::run::defense_options(
+        paths,
+        args.run.sieve_config.as_deref(),
+        args.run.weights.as_deref(),
+    )?;
+    let config = options.sieve_config.clone().expect("always set");
+    let order = defenses(&config, args.variants.as_deref())?;
+    let out = args.run.out.clone().unwrap_or_else(|| default_out(&args));
+    let mut run_args = args.run.clone();
+    run_args.defense = order.join(",");
+    run_args.out = Some(out.clone());
+    // Ad-hoc weights would rename `sieve` and lose the reference row.
+    run_args.weights = None;
+    let report = run(paths, run_args).await?;
+    let simulated = report.summary.simulated;
+    let ablation = Ablation {
+        simulated,
+        note: simulated.then(|| SIMULATED_NOTE.to_string()),
+        model: args.run.model.clone(),
+        rows: rows(&report.summary.rows, &order),
+        footnotes: FOOTNOTES.iter().map(|s| s.to_string()).collect(),
+    };
+    let write = |name: &str, text: String| {
+        std::fs::write(out.join(name), text).map_err(|e| CliError {
+            code: 1,
+            message: format!("cannot write {}: {e}", out.join(name).display()),
+        })
+    };
+    write(
+        "ablation.json",
+        serde_json::to_string_pretty(&ablation).expect("json") + "\n",
+    )?;
+    write(
+        "ablation.csv",
+        csv(&ablation).map_err(|e| CliError {
+            code: 1,
+            message: e.to_string(),
+        })?,
+    )?;
+    write("ablation.md", markdown(&ablation))?;
+    Ok(AblateReport {
+        run: report,
+        ablation,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ablation_runs_every_variant_after_the_baselines() {
+        let c = crate::defense::sieve::config::SieveConfig::builtin();
+        let all = defenses(&c, None).unwrap();
+        assert_eq!(&all[..3], &["none", "audit", "sieve"]);
+        assert!(all.contains(&"sieve:no-causal".to_string()));
+        assert!(all.contains(&"sieve:layer1-only".to_string()));
+        assert_eq!(all.len(), 3 + c.variants.len() - 1);
+        let some = defenses(&c, Some(&["no-sem".to_string()])).unwrap();
+        assert_eq!(some, vec!["none", "audit", "sieve", "sieve:no-sem"]);
+        assert!(defenses(&c, Some(&["no-such".to_string()])).is_err());
+        // Every name the ablation uses builds.
+        for d in all {
+            crate::defense::build(&d).unwrap();
+        }
+    }
+}
+
+#[cfg(test)]
+mod end_to_end {
+    use super::*;
+
+    /// The end-to-end criteria on banking with the obedient scripted agent.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn ablate_runs_and_sieve_beats_none_with_fewer_judge_calls_than_audit() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::resolve(None, None, Some(PathBuf::from(".")));
+        let run = RunArgs {
+            suite: "banking".into(),
+            attack: "important".into(),
+            defense: String::new(),
+            model: "sim:obedient".into(),
+            planner_model: None,
+            judge_model: None,
+            seeds: 1,
+            seed: 0,
+            concurrency: 4,
+            max_steps: 30,
+            user_tasks: None,
+            injection_tasks: None,
+            out: Some(dir.path().to_path_buf()),
+            results_dir: dir.path().to_path_buf(),
+            shard: None,
+            clean: true,
+            sieve_config: None,
+            weights: None,
+            model_options: Default::default(),
+        };
+        let report = ablate(
+            &paths,
+            AblateArgs {
+                run,
+                variants: None,
+            },
+        )
+        .await
+        .unwrap();
+        let rows = &report.ablation.rows;
+        let get = |d: &str| rows.iter().find(|r| r.defense == d).unwrap();
+        let (none, audit, sieve) = (get("none"), get("audit"), get("sieve"));
+        let variants = crate::defense::sieve::config::SieveConfig::builtin()
+            .variants
+            .len();
+        assert_eq!(rows.len(), 2 + variants);
+        assert!(sieve.asr.unwrap() < none.asr.unwrap());
+        assert!(audit.judge_calls_per_episode > sieve.judge_calls_per_episode);
+        assert!(sieve.n_bypass_tagged > 0);
+        assert!(sieve.bypass_tagged_success > 0, "the bypass is measured");
+        assert!(sieve.success_via_layer1.unwrap() > 0);
+        assert_eq!(none.success_via_layer1, None);
+        for f in [
+            "ablation.csv",
+            "ablation.json",
+            "ablation.md",
+            "summary.json",
+        ] {
+            assert!(dir.path().join(f).is_file(), "{f}");
+        }
+        let md = std::fs::read_to_string(dir.path().join("ablation.md")).unwrap();
+        assert!(md.contains("sieve:no-causal") && md.contains("SIMULATED"));
+    }
+}

@@ -1,0 +1,439 @@
+//! SIEVE's configuration: weight sets (variants), thresholds, and the trust and risk
+//! tables, loaded from `configs/sieve.toml`.
+//!
+//! A variant names a weight set and switches. `drop = ["causal"]` removes a term and
+//! renormalises the remaining weights so they sum to 1 again; that arithmetic lives here,
+//! in code, so the file cannot get it wrong.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The configuration shipped with the crate, used when no file is given and
+/// `configs/sieve.toml` is not found.
+pub const BUILTIN: &str = include_str!("../../../configs/sieve.toml");
+
+/// The four weights of `S_align`.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Weights {
+    #[serde(default)]
+    pub w_sem: f64,
+    #[serde(default)]
+    pub w_causal: f64,
+    #[serde(default)]
+    pub w_prov: f64,
+    #[serde(default)]
+    pub w_risk: f64,
+}
+
+/// One of the four terms of `S_align`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Term {
+    Sem,
+    Causal,
+    Prov,
+    Risk,
+}
+
+impl Term {
+    pub fn parse(s: &str) -> Result<Term, String> {
+        match s.trim().trim_start_matches("w_") {
+            "sem" => Ok(Term::Sem),
+            "causal" => Ok(Term::Causal),
+            "prov" => Ok(Term::Prov),
+            "risk" => Ok(Term::Risk),
+            other => Err(format!(
+                "unknown S_align term `{other}`; use sem, causal, prov or risk"
+            )),
+        }
+    }
+}
+
+impl Weights {
+    pub fn sum(&self) -> f64 {
+        self.w_sem + self.w_causal + self.w_prov + self.w_risk
+    }
+
+    fn check(&self) -> Result<(), String> {
+        for (n, w) in [
+            ("w_sem", self.w_sem),
+            ("w_causal", self.w_causal),
+            ("w_prov", self.w_prov),
+            ("w_risk", self.w_risk),
+        ] {
+            if !(0.0..=1.0).contains(&w) || w.is_nan() {
+                return Err(format!("{n} must be in [0,1], got {w}"));
+            }
+        }
+        if self.sum() <= 0.0 {
+            return Err("at least one weight must be positive".into());
+        }
+        Ok(())
+    }
+
+    /// Scales the weights to sum to 1.
+    pub fn normalised(&self) -> Weights {
+        let s = self.sum();
+        if (s - 1.0).abs() < 1e-12 {
+            // Already a unit sum: dividing would only add float noise (0.1 → 0.10000000000000002).
+            return *self;
+        }
+        Weights {
+            w_sem: self.w_sem / s,
+            w_causal: self.w_causal / s,
+            w_prov: self.w_prov / s,
+            w_risk: self.w_risk / s,
+        }
+    }
+
+    /// Drops a term and renormalises the rest (the paper's ablation).
+    pub fn without(&self, term: Term) -> Weights {
+        let mut w = *self;
+        match term {
+            Term::Sem => w.w_sem = 0.0,
+            Term::Causal => w.w_causal = 0.0,
+            Term::Prov => w.w_prov = 0.0,
+            Term::Risk => w.w_risk = 0.0,
+        }
+        w.normalised()
+    }
+
+    /// Parses an ad-hoc set, `w_sem=0.2,w_causal=0.6,...`. Unnamed weights are 0; the
+    /// set is renormalised to sum to 1.
+    pub fn parse_adhoc(spec: &str) -> Result<Weights, String> {
+        let mut w = Weights {
+            w_sem: 0.0,
+            w_causal: 0.0,
+            w_prov: 0.0,
+            w_risk: 0.0,
+        };
+        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (k, v) = part
+                .split_once('=')
+                .ok_or_else(|| format!("--weights: expected name=value, got `{part}`"))?;
+            let v: f64 = v
+                .trim()
+                .parse()
+                .map_err(|_| format!("--weights: `{v}` is not a number"))?;
+            match Term::parse(k).map_err(|e| format!("--weights: {e}"))? {
+                Term::Sem => w.w_sem = v,
+                Term::Causal => w.w_causal = v,
+                Term::Prov => w.w_prov = v,
+                Term::Risk => w.w_risk = v,
+            }
+        }
+        w.check().map_err(|e| format!("--weights: {e}"))?;
+        Ok(w.normalised())
+    }
+
+    /// `0.10/0.70/0.10/0.10`, for names and notes.
+    pub fn label(&self) -> String {
+        format!(
+            "w_sem={},w_causal={},w_prov={},w_risk={}",
+            round(self.w_sem),
+            round(self.w_causal),
+            round(self.w_prov),
+            round(self.w_risk)
+        )
+    }
+}
+
+fn round(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// A variant as written in the file.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVariant {
+    name: String,
+    #[serde(default)]
+    weights: Option<Weights>,
+    #[serde(default)]
+    drop: Vec<String>,
+    #[serde(default)]
+    threshold: Option<f64>,
+    #[serde(default)]
+    gray_band: Option<f64>,
+    #[serde(default)]
+    layer1_only: bool,
+    #[serde(default = "yes")]
+    graph_update: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTrust {
+    user: f64,
+    tool_output: f64,
+    #[serde(default)]
+    tools: BTreeMap<String, f64>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    threshold: f64,
+    #[serde(default)]
+    gray_band: f64,
+    weights: Weights,
+    #[serde(rename = "variant")]
+    variants: Vec<RawVariant>,
+    trust: RawTrust,
+    #[serde(default)]
+    risk: BTreeMap<String, f64>,
+}
+
+/// A resolved variant: everything an episode needs to decide.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Variant {
+    pub name: String,
+    /// Normalised to sum to 1.
+    pub weights: Weights,
+    /// Approve at `S_align >= threshold`.
+    pub threshold: f64,
+    /// `S_align` in `[threshold - gray_band, threshold)` asks the user; 0 = off.
+    pub gray_band: f64,
+    /// Block every call that fails layer 1, without a judge.
+    pub layer1_only: bool,
+    /// Add approved deviations to the graph.
+    pub graph_update: bool,
+}
+
+/// Trust of the content that triggered an action.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TrustTable {
+    pub user: f64,
+    pub tool_output: f64,
+    pub tools: BTreeMap<String, f64>,
+}
+
+impl TrustTable {
+    /// Trust of a tool's output; tools not listed get the default.
+    pub fn tool(&self, name: &str) -> f64 {
+        self.tools.get(name).copied().unwrap_or(self.tool_output)
+    }
+}
+
+/// The whole configuration, resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SieveConfig {
+    /// In file order; the first is the default (`sieve` with no variant).
+    pub variants: Vec<Variant>,
+    pub trust: TrustTable,
+    /// Per-tool risk overrides; tools not listed use their own default risk.
+    pub risk: BTreeMap<String, f64>,
+    /// Where it came from, for notes.
+    pub source: String,
+}
+
+fn unit(what: &str, v: f64) -> Result<f64, String> {
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{what} must be in [0,1], got {v}"))
+    }
+}
+
+impl SieveConfig {
+    /// Parses a configuration text.
+    pub fn parse(text: &str, source: &str) -> Result<SieveConfig, String> {
+        let raw: RawConfig =
+            toml::from_str(text).map_err(|e| format!("{source}: invalid SIEVE config: {e}"))?;
+        let err = |e: String| format!("{source}: {e}");
+        raw.weights.check().map_err(err)?;
+        unit("threshold", raw.threshold).map_err(err)?;
+        unit("gray_band", raw.gray_band).map_err(err)?;
+        let mut variants = Vec::new();
+        for v in raw.variants {
+            let mut w = match v.weights {
+                Some(w) => {
+                    w.check()
+                        .map_err(|e| err(format!("variant `{}`: {e}", v.name)))?;
+                    w.normalised()
+                }
+                None => raw.weights.normalised(),
+            };
+            for d in &v.drop {
+                let t = Term::parse(d).map_err(|e| err(format!("variant `{}`: {e}", v.name)))?;
+                w = w.without(t);
+                if !w.sum().is_finite() || w.sum() <= 0.0 {
+                    return Err(err(format!(
+                        "variant `{}` drops every weighted term",
+                        v.name
+                    )));
+                }
+            }
+            let threshold = unit("threshold", v.threshold.unwrap_or(raw.threshold))
+                .map_err(|e| err(format!("variant `{}`: {e}", v.name)))?;
+            let gray_band = unit("gray_band", v.gray_band.unwrap_or(raw.gray_band))
+                .map_err(|e| err(format!("variant `{}`: {e}", v.name)))?;
+            if variants.iter().any(|x: &Variant| x.name == v.name) {
+                return Err(err(format!("variant `{}` is defined twice", v.name)));
+            }
+            variants.push(Variant {
+                name: v.name,
+                weights: w,
+                threshold,
+                gray_band,
+                layer1_only: v.layer1_only,
+                graph_update: v.graph_update,
+            });
+        }
+        if variants.is_empty() {
+            return Err(err("no [[variant]] defined".into()));
+        }
+        unit("trust.user", raw.trust.user).map_err(err)?;
+        unit("trust.tool_output", raw.trust.tool_output).map_err(err)?;
+        for (k, v) in raw.trust.tools.iter().chain(raw.risk.iter()) {
+            unit(k, *v).map_err(err)?;
+        }
+        Ok(SieveConfig {
+            variants,
+            trust: TrustTable {
+                user: raw.trust.user,
+                tool_output: raw.trust.tool_output,
+                tools: raw.trust.tools,
+            },
+            risk: raw.risk,
+            source: source.to_string(),
+        })
+    }
+
+    /// The shipped configuration.
+    pub fn builtin() -> SieveConfig {
+        SieveConfig::parse(BUILTIN, "built-in configs/sieve.toml").expect("built-in config parses")
+    }
+
+    /// Loads a configuration file.
+    pub fn load(path: &Path) -> Result<SieveConfig, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        SieveConfig::parse(&text, &path.display().to_string())
+    }
+
+    /// A variant by name.
+    pub fn variant(&self, name: &str) -> Result<&Variant, String> {
+        self.variants
+            .iter()
+            .find(|v| v.name == name)
+            .ok_or_else(|| {
+                format!(
+                    "unknown SIEVE variant `{name}`; available: {}",
+                    self.variants
+                        .iter()
+                        .map(|v| v.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })
+    }
+
+    /// The risk of a tool: the table's value, else the tool's own default.
+    pub fn risk(&self, tool: &str, default: f64) -> f64 {
+        self.risk.get(tool).copied().unwrap_or(default)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    fn assert_w(w: &Weights, sem: f64, causal: f64, prov: f64, risk: f64) {
+        assert!(
+            close(w.w_sem, sem)
+                && close(w.w_causal, causal)
+                && close(w.w_prov, prov)
+                && close(w.w_risk, risk),
+            "{w:?} != {sem}/{causal}/{prov}/{risk}"
+        );
+    }
+
+    #[test]
+    fn builtin_variants_renormalise_to_hand_computed_weights() {
+        let c = SieveConfig::builtin();
+        // full: the paper's 0.1/0.7/0.1/0.1, already summing to 1.
+        assert_w(&c.variant("full").unwrap().weights, 0.1, 0.7, 0.1, 0.1);
+        // no-sem: 0.7, 0.1, 0.1 over 0.9 = 7/9, 1/9, 1/9.
+        assert_w(
+            &c.variant("no-sem").unwrap().weights,
+            0.0,
+            7.0 / 9.0,
+            1.0 / 9.0,
+            1.0 / 9.0,
+        );
+        // no-causal: 0.1 each over 0.3 = 1/3 each.
+        assert_w(
+            &c.variant("no-causal").unwrap().weights,
+            1.0 / 3.0,
+            0.0,
+            1.0 / 3.0,
+            1.0 / 3.0,
+        );
+        assert_w(
+            &c.variant("no-prov").unwrap().weights,
+            1.0 / 9.0,
+            7.0 / 9.0,
+            0.0,
+            1.0 / 9.0,
+        );
+        assert_w(
+            &c.variant("no-risk").unwrap().weights,
+            1.0 / 9.0,
+            7.0 / 9.0,
+            1.0 / 9.0,
+            0.0,
+        );
+        let l1 = c.variant("layer1-only").unwrap();
+        assert!(l1.layer1_only && l1.graph_update);
+        let ng = c.variant("no-graph-update").unwrap();
+        assert!(!ng.graph_update && !ng.layer1_only);
+        assert_w(&ng.weights, 0.1, 0.7, 0.1, 0.1);
+        for v in &c.variants {
+            assert!(close(v.weights.sum(), 1.0), "{}", v.name);
+            assert_eq!(v.threshold, 0.5);
+            assert_eq!(v.gray_band, 0.0, "gray band is off by default");
+        }
+        assert_eq!(c.variants[0].name, "full");
+    }
+
+    #[test]
+    fn adhoc_weights_parse_and_renormalise() {
+        let w = Weights::parse_adhoc("w_sem=0.2,w_causal=0.6").unwrap();
+        assert_w(&w, 0.25, 0.75, 0.0, 0.0);
+        let w = Weights::parse_adhoc("sem=0.1,causal=0.7,prov=0.1,risk=0.1").unwrap();
+        assert_w(&w, 0.1, 0.7, 0.1, 0.1);
+        assert!(Weights::parse_adhoc("w_sem=2").is_err());
+        assert!(Weights::parse_adhoc("w_foo=0.1").is_err());
+        assert!(Weights::parse_adhoc("w_sem=0").is_err());
+        assert!(Weights::parse_adhoc("w_sem").is_err());
+    }
+
+    #[test]
+    fn bad_configs_are_rejected_with_reasons() {
+        let base = "threshold = 0.5\n[weights]\nw_sem = 0.5\nw_causal = 0.5\n[trust]\nuser = 1.0\ntool_output = 0.5\n";
+        assert!(
+            SieveConfig::parse(base, "t")
+                .unwrap_err()
+                .contains("variant")
+        );
+        let ok = format!("{base}[[variant]]\nname = \"full\"\n");
+        assert!(SieveConfig::parse(&ok, "t").is_ok());
+        let all_dropped =
+            format!("{base}[[variant]]\nname = \"x\"\ndrop = [\"sem\", \"causal\"]\n");
+        assert!(SieveConfig::parse(&all_dropped, "t").is_err());
+        let bad_risk = format!("{ok}[risk]\nsend_money = 1.5\n");
+        assert!(SieveConfig::parse(&bad_risk, "t").is_err());
+        let dup = format!("{ok}[[variant]]\nname = \"full\"\n");
+        assert!(SieveConfig::parse(&dup, "t").is_err());
+    }
+}

@@ -1,0 +1,408 @@
+//! The Intent Graph: planned tool calls (nodes) with argument sources, and the
+//! dependencies between them (edges), held in a petgraph DAG.
+//!
+//! The planner's JSON is parsed and validated here: every tool must exist, every argument
+//! must be one the tool takes, every `node:<id>` reference and dependency must name a
+//! node, and the graph must be acyclic. Approved deviations are added later as nodes of
+//! their own (graph update).
+
+use crate::tools::ToolSet;
+use petgraph::graph::{DiGraph, NodeIndex};
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// Where an argument's value must come from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Source {
+    /// The user's request.
+    User,
+    /// The actual output of that node.
+    Node(String),
+    /// Exactly this value, fixed by the plan.
+    Literal(Value),
+}
+
+impl Source {
+    pub fn label(&self) -> String {
+        match self {
+            Source::User => "user".into(),
+            Source::Node(id) => format!("node:{id}"),
+            Source::Literal(v) => format!("literal:{v}"),
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        match self {
+            Source::User => json!({"source": "user"}),
+            Source::Node(id) => json!({"source": format!("node:{id}")}),
+            Source::Literal(v) => json!({"source": "literal", "value": v}),
+        }
+    }
+}
+
+/// Where a node came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    Planned,
+    /// Added when the adjudicator approved a deviation.
+    Approved,
+}
+
+/// One planned tool call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlanNode {
+    pub id: String,
+    pub tool: String,
+    pub args: BTreeMap<String, Source>,
+    pub origin: Origin,
+}
+
+/// The validated plan.
+#[derive(Clone, Debug, Default)]
+pub struct IntentGraph {
+    pub graph: DiGraph<PlanNode, ()>,
+    index: HashMap<String, NodeIndex>,
+}
+
+fn parse_source(v: &Value) -> Result<Source, String> {
+    let from_str = |s: &str| -> Result<Source, String> {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("user") {
+            return Ok(Source::User);
+        }
+        if let Some(id) = s.strip_prefix("node:") {
+            let id = id.trim();
+            if !id.is_empty() {
+                return Ok(Source::Node(id.to_string()));
+            }
+        }
+        // The paper writes upstream outputs as `nodes.<id>.output`.
+        if let Some(rest) = s.strip_prefix("nodes.")
+            && let Some(id) = rest.strip_suffix(".output")
+            && !id.is_empty()
+        {
+            return Ok(Source::Node(id.to_string()));
+        }
+        Err(format!(
+            "unknown source `{s}`; use user, literal or node:<id>"
+        ))
+    };
+    match v {
+        Value::String(s) => from_str(s),
+        Value::Object(m) => {
+            if let Some(lit) = m.get("literal") {
+                return Ok(Source::Literal(lit.clone()));
+            }
+            let src = m
+                .get("source")
+                .and_then(Value::as_str)
+                .ok_or("a binding needs a `source` field")?;
+            if src.trim().eq_ignore_ascii_case("literal") {
+                let value = m
+                    .get("value")
+                    .ok_or("a literal binding needs a `value` field")?;
+                Ok(Source::Literal(value.clone()))
+            } else {
+                from_str(src)
+            }
+        }
+        other => Err(format!(
+            "a binding must be a string or an object, got {other}"
+        )),
+    }
+}
+
+/// Takes the JSON object out of a reply that may wrap it in prose or code fences.
+pub fn extract_json(text: &str) -> Result<Value, String> {
+    let start = text.find('{').ok_or("the reply contains no JSON object")?;
+    let end = text.rfind('}').ok_or("the reply contains no JSON object")?;
+    if end < start {
+        return Err("the reply contains no JSON object".into());
+    }
+    serde_json::from_str(&text[start..=end])
+        .map_err(|e| format!("the reply is not valid JSON: {e}"))
+}
+
+fn id_of(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+impl IntentGraph {
+    /// Parses and validates a planner reply against the tools the agent has.
+    pub fn parse(text: &str, tools: &ToolSet) -> Result<IntentGraph, String> {
+        let v = extract_json(text)?;
+        let nodes = v
+            .get("nodes")
+            .and_then(Value::as_array)
+            .ok_or("the plan has no `nodes` list")?;
+        let mut g = IntentGraph::default();
+        let mut deps: Vec<(String, BTreeSet<String>)> = Vec::new();
+        for (i, n) in nodes.iter().enumerate() {
+            let at = |m: String| format!("node #{i}: {m}");
+            let n = n.as_object().ok_or_else(|| at("not an object".into()))?;
+            let id = n
+                .get("id")
+                .and_then(id_of)
+                .ok_or_else(|| at("missing `id`".into()))?;
+            let tool = n
+                .get("tool")
+                .and_then(Value::as_str)
+                .ok_or_else(|| at("missing `tool`".into()))?
+                .to_string();
+            let Some(t) = tools.get(&tool) else {
+                return Err(at(format!("unknown tool `{tool}`")));
+            };
+            let known: Option<&Map<String, Value>> =
+                t.parameters.get("properties").and_then(Value::as_object);
+            let mut args = BTreeMap::new();
+            let mut node_deps = BTreeSet::new();
+            match n.get("args").or_else(|| n.get("arguments")) {
+                None | Some(Value::Null) => {}
+                Some(Value::Object(a)) => {
+                    for (k, b) in a {
+                        if let Some(props) = known
+                            && !props.contains_key(k)
+                        {
+                            return Err(at(format!("`{tool}` has no argument `{k}`")));
+                        }
+                        let s = parse_source(b).map_err(|e| at(format!("argument `{k}`: {e}")))?;
+                        if let Source::Node(d) = &s {
+                            node_deps.insert(d.clone());
+                        }
+                        args.insert(k.clone(), s);
+                    }
+                }
+                Some(_) => return Err(at("`args` must be an object".into())),
+            }
+            match n.get("depends_on") {
+                None | Some(Value::Null) => {}
+                Some(Value::Array(a)) => {
+                    for d in a {
+                        node_deps.insert(
+                            id_of(d).ok_or_else(|| at("bad entry in `depends_on`".into()))?,
+                        );
+                    }
+                }
+                Some(_) => return Err(at("`depends_on` must be a list".into())),
+            }
+            if g.index.contains_key(&id) {
+                return Err(at(format!("duplicate id `{id}`")));
+            }
+            let idx = g.graph.add_node(PlanNode {
+                id: id.clone(),
+                tool,
+                args,
+                origin: Origin::Planned,
+            });
+            g.index.insert(id.clone(), idx);
+            deps.push((id, node_deps));
+        }
+        for (id, ds) in &deps {
+            let to = g.index[id];
+            for d in ds {
+                let from = *g.index.get(d).ok_or_else(|| {
+                    format!("node `{id}` refers to `{d}`, which is not in the plan")
+                })?;
+                g.graph.add_edge(from, to, ());
+            }
+        }
+        if petgraph::algo::is_cyclic_directed(&g.graph) {
+            return Err("the plan's dependencies form a cycle".into());
+        }
+        Ok(g)
+    }
+
+    pub fn len(&self) -> usize {
+        self.graph.node_count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.graph.node_count() == 0
+    }
+
+    pub fn node(&self, id: &str) -> Option<&PlanNode> {
+        self.index.get(id).map(|i| &self.graph[*i])
+    }
+
+    /// Nodes for this tool, in plan order.
+    pub fn candidates<'a>(&'a self, tool: &'a str) -> impl Iterator<Item = &'a PlanNode> + 'a {
+        self.graph
+            .node_indices()
+            .map(move |i| &self.graph[i])
+            .filter(move |n| n.tool == tool)
+    }
+
+    /// The ids a node depends on.
+    pub fn dependencies(&self, id: &str) -> Vec<String> {
+        let Some(&i) = self.index.get(id) else {
+            return Vec::new();
+        };
+        let mut d: Vec<String> = self
+            .graph
+            .neighbors_directed(i, petgraph::Direction::Incoming)
+            .map(|j| self.graph[j].id.clone())
+            .collect();
+        d.sort();
+        d
+    }
+
+    /// Graph update: adds an approved call as a node whose arguments are literals, with
+    /// an edge from `parent` (the node whose output the agent read before proposing it).
+    pub fn add_approved(&mut self, tool: &str, args: &Value, parent: Option<&str>) -> String {
+        let mut k = self.graph.node_count();
+        let id = loop {
+            let id = format!("approved_{k}");
+            if !self.index.contains_key(&id) {
+                break id;
+            }
+            k += 1;
+        };
+        let args = args
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), Source::Literal(v.clone())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let idx = self.graph.add_node(PlanNode {
+            id: id.clone(),
+            tool: tool.to_string(),
+            args,
+            origin: Origin::Approved,
+        });
+        self.index.insert(id.clone(), idx);
+        if let Some(p) = parent.and_then(|p| self.index.get(p)) {
+            self.graph.add_edge(*p, idx, ());
+        }
+        id
+    }
+
+    /// The graph as JSON (for notes and for the simulated planner's reply).
+    pub fn to_json(&self) -> Value {
+        let nodes: Vec<Value> = self
+            .graph
+            .node_indices()
+            .map(|i| {
+                let n = &self.graph[i];
+                let args: Map<String, Value> = n
+                    .args
+                    .iter()
+                    .map(|(k, s)| (k.clone(), s.to_json()))
+                    .collect();
+                json!({
+                    "id": n.id,
+                    "tool": n.tool,
+                    "args": args,
+                    "depends_on": self.dependencies(&n.id),
+                })
+            })
+            .collect();
+        json!({ "nodes": nodes })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tools() -> ToolSet {
+        crate::tools::toolset(&["banking".to_string()]).unwrap()
+    }
+
+    const GOOD: &str = r#"Here is the plan:
+```json
+{"objective": "pay the bill",
+ "nodes": [
+   {"id": "n0", "tool": "read_file", "args": {"file_path": "user"}},
+   {"id": "n1", "tool": "send_money", "args": {
+      "recipient": {"source": "node:n0"}, "amount": {"source": "nodes.n0.output"},
+      "subject": "node:n0", "date": {"source": "literal", "value": "2026-05-14"}},
+    "depends_on": ["n0"]}
+ ]}
+```"#;
+
+    #[test]
+    fn parses_a_valid_plan_with_every_binding_form() {
+        let g = IntentGraph::parse(GOOD, &tools()).unwrap();
+        assert_eq!(g.len(), 2);
+        let n1 = g.node("n1").unwrap();
+        assert_eq!(n1.args["recipient"], Source::Node("n0".into()));
+        assert_eq!(n1.args["amount"], Source::Node("n0".into()));
+        assert_eq!(n1.args["date"], Source::Literal(json!("2026-05-14")));
+        assert_eq!(g.node("n0").unwrap().args["file_path"], Source::User);
+        assert_eq!(g.dependencies("n1"), vec!["n0".to_string()]);
+        // Round trip through the JSON form.
+        let again = IntentGraph::parse(&g.to_json().to_string(), &tools()).unwrap();
+        assert_eq!(again.node("n1"), g.node("n1"));
+    }
+
+    #[test]
+    fn rejects_invalid_plans_with_reasons() {
+        let t = tools();
+        let cases = [
+            ("not json at all", "no JSON"),
+            ("{\"nodes\": [", "no JSON"),
+            ("{\"steps\": []}", "no `nodes`"),
+            (
+                r#"{"nodes": [{"id": "a", "tool": "launch_rocket"}]}"#,
+                "unknown tool",
+            ),
+            (r#"{"nodes": [{"tool": "get_balance"}]}"#, "missing `id`"),
+            (
+                r#"{"nodes": [{"id": "a", "tool": "get_balance", "depends_on": ["zz"]}]}"#,
+                "not in the plan",
+            ),
+            (
+                r#"{"nodes": [{"id": "a", "tool": "read_file", "args": {"file_path": "node:ghost"}}]}"#,
+                "not in the plan",
+            ),
+            (
+                r#"{"nodes": [{"id": "a", "tool": "get_balance", "depends_on": ["b"]}, {"id": "b", "tool": "get_iban", "depends_on": ["a"]}]}"#,
+                "cycle",
+            ),
+            (
+                r#"{"nodes": [{"id": "a", "tool": "get_balance", "depends_on": ["a"]}]}"#,
+                "cycle",
+            ),
+            (
+                r#"{"nodes": [{"id": "a", "tool": "get_balance"}, {"id": "a", "tool": "get_iban"}]}"#,
+                "duplicate",
+            ),
+            (
+                r#"{"nodes": [{"id": "a", "tool": "read_file", "args": {"path": "user"}}]}"#,
+                "no argument",
+            ),
+            (
+                r#"{"nodes": [{"id": "a", "tool": "read_file", "args": {"file_path": "the bill"}}]}"#,
+                "unknown source",
+            ),
+            (
+                r#"{"nodes": [{"id": "a", "tool": "read_file", "args": {"file_path": {"source": "literal"}}}]}"#,
+                "`value`",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = IntentGraph::parse(text, &t).unwrap_err();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn approved_nodes_get_literal_args_and_an_edge() {
+        let mut g = IntentGraph::parse(GOOD, &tools()).unwrap();
+        let id = g.add_approved("get_balance", &json!({}), Some("n0"));
+        assert_eq!(g.node(&id).unwrap().origin, Origin::Approved);
+        assert_eq!(g.dependencies(&id), vec!["n0".to_string()]);
+        let id2 = g.add_approved("update_password", &json!({"password": "x"}), None);
+        assert_ne!(id, id2);
+        assert_eq!(
+            g.node(&id2).unwrap().args["password"],
+            Source::Literal(json!("x"))
+        );
+    }
+}

@@ -1,0 +1,439 @@
+//! Layer 1: the deterministic check of a proposed call against the Intent Graph. No
+//! model call.
+//!
+//! - **Control flow**: the call's tool matches a node whose dependencies have all run.
+//! - **Data flow**: every argument the call passes comes from the source the node binds it
+//!   to: a `user` value *appears* in the user's request, a `node:<id>` value *appears* in
+//!   that node's actual output(s), a `literal` *equals* the planned value.
+//!
+//! What "appears" means, precisely (see [`appears`]):
+//! 1. Texts are normalised: Unicode lower-case, every run of whitespace collapsed to one
+//!    space, trimmed.
+//! 2. A string value appears when its normalised form occurs in the normalised source at
+//!    word boundaries: the character before the match (if the value starts with a letter
+//!    or digit) and the one after it (if it ends with one) are not letters or digits. So
+//!    `"Al"` does not appear in `"Alice"`, but `"bill.txt"` appears in `"see bill.txt."`.
+//! 3. A number (or a string that parses as one, e.g. `"50.00"`) appears when a number
+//!    token of the source has the same value: `50 == 50.0 == "50.00"`. A number token is
+//!    a run of digits with optional `.`/`,` groups, not glued to letters; `1,234.50` reads
+//!    as 1234.5 and `98,70` (one comma, one or two decimals) as 98.7. A `-` right before the
+//!    digits is a sign only when it does not follow a letter or digit, so the date
+//!    `2026-05-14` yields 2026, 5 and 14, never -5.
+//! 4. A boolean appears when the word `true` or `false` does.
+//! 5. A list or object appears when every element / field value does.
+//! 6. The empty string, an empty list and an empty object never appear: they carry no
+//!    provenance, so a plan must bind them as literals. `null` counts as "argument absent"
+//!    and always passes.
+//!
+//! "Equals" for literals (see [`literal_eq`]): numbers by value (numeric strings too),
+//! strings after the same normalisation, lists element-wise in order, objects key-wise.
+
+use super::graph::{IntentGraph, PlanNode, Source};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+
+/// Lower-case, whitespace collapsed, trimmed.
+pub fn normalise(s: &str) -> String {
+    s.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+/// Parses one number token's text (digits with `.`/`,`, optional leading `-`).
+fn parse_number_token(t: &str) -> Option<f64> {
+    let (neg, body) = match t.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, t),
+    };
+    let commas = body.matches(',').count();
+    let dots = body.matches('.').count();
+    let cleaned: String = if commas == 0 {
+        body.to_string()
+    } else if dots == 0 && commas == 1 && {
+        let after = body.rsplit(',').next().unwrap_or("");
+        (1..=2).contains(&after.len())
+    } {
+        // A decimal comma: `98,70`.
+        body.replace(',', ".")
+    } else {
+        // Thousands separators: `1,234.50`, `12,000`.
+        body.replace(',', "")
+    };
+    if cleaned.matches('.').count() > 1 {
+        return None;
+    }
+    let v: f64 = cleaned.parse().ok()?;
+    Some(if neg { -v } else { v })
+}
+
+/// Every number token in a text, by the rules in the module docs.
+pub fn number_tokens(text: &str) -> Vec<f64> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let prev = if i == 0 { None } else { Some(chars[i - 1]) };
+        let glued = prev.is_some_and(|p| p.is_alphanumeric() || p == '_');
+        let sign = c == '-' && !glued && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit());
+        if (c.is_ascii_digit() && !glued) || sign {
+            let start = i;
+            i += 1;
+            while i < chars.len() {
+                let d = chars[i];
+                let separator =
+                    (d == '.' || d == ',') && chars.get(i + 1).is_some_and(|n| n.is_ascii_digit());
+                if d.is_ascii_digit() || separator {
+                    i += 1;
+                } else {
+                    break;
+                }
+            }
+            let followed_by_letter = chars.get(i).is_some_and(|n| n.is_alphabetic());
+            if !followed_by_letter {
+                let token: String = chars[start..i].iter().collect();
+                if let Some(v) = parse_number_token(&token) {
+                    out.push(v);
+                }
+            }
+        } else {
+            // Skip the rest of a word glued to letters (`DE4450...`, `BW-2026`'s `BW`).
+            i += 1;
+            if c.is_alphanumeric() {
+                while i < chars.len() && chars[i].is_alphanumeric() {
+                    i += 1;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A string that is just a number (`"50.00"`, `" 1,200 "`).
+fn as_number(s: &str) -> Option<f64> {
+    let t = s.trim();
+    if t.is_empty() || !t.chars().all(|c| c.is_ascii_digit() || ".,-".contains(c)) {
+        return None;
+    }
+    parse_number_token(t)
+}
+
+fn text_appears(needle: &str, haystack_norm: &str) -> bool {
+    let n = normalise(needle);
+    if n.is_empty() {
+        return false;
+    }
+    let first_alnum = n.chars().next().is_some_and(char::is_alphanumeric);
+    let last_alnum = n.chars().last().is_some_and(char::is_alphanumeric);
+    let mut from = 0;
+    while let Some(pos) = haystack_norm[from..].find(&n) {
+        let at = from + pos;
+        let before = haystack_norm[..at].chars().last();
+        let after = haystack_norm[at + n.len()..].chars().next();
+        let ok_before = !first_alnum || !before.is_some_and(char::is_alphanumeric);
+        let ok_after = !last_alnum || !after.is_some_and(char::is_alphanumeric);
+        if ok_before && ok_after {
+            return true;
+        }
+        // Advance by one character.
+        from = at + haystack_norm[at..].chars().next().map_or(1, char::len_utf8);
+    }
+    false
+}
+
+/// Whether `value` appears in `source`, by the rules in the module docs.
+pub fn appears(value: &Value, source: &str) -> bool {
+    let norm = normalise(source);
+    appears_norm(value, source, &norm)
+}
+
+fn appears_norm(value: &Value, raw: &str, norm: &str) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Bool(b) => text_appears(&b.to_string(), norm),
+        Value::Number(n) => {
+            let Some(x) = n.as_f64() else { return false };
+            number_tokens(raw).iter().any(|t| close(*t, x))
+        }
+        Value::String(s) => {
+            if let Some(x) = as_number(s)
+                && number_tokens(raw).iter().any(|t| close(*t, x))
+            {
+                return true;
+            }
+            text_appears(s, norm)
+        }
+        Value::Array(a) => !a.is_empty() && a.iter().all(|v| appears_norm(v, raw, norm)),
+        Value::Object(m) => !m.is_empty() && m.values().all(|v| appears_norm(v, raw, norm)),
+    }
+}
+
+/// Whether an actual value equals a planned literal, by the rules in the module docs.
+pub fn literal_eq(planned: &Value, actual: &Value) -> bool {
+    let num = |v: &Value| match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => as_number(s),
+        _ => None,
+    };
+    match (planned, actual) {
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| literal_eq(x, y))
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .all(|(k, v)| b.get(k).is_some_and(|w| literal_eq(v, w)))
+        }
+        (Value::String(a), Value::String(b)) if normalise(a) == normalise(b) => true,
+        _ => match (num(planned), num(actual)) {
+            (Some(x), Some(y)) => close(x, y),
+            _ => planned == actual,
+        },
+    }
+}
+
+/// What layer 1 remembers during an episode: the outputs of nodes that ran.
+#[derive(Clone, Debug, Default)]
+pub struct RunState {
+    pub outputs: HashMap<String, Vec<String>>,
+}
+
+impl RunState {
+    pub fn ran(&self, id: &str) -> bool {
+        self.outputs.contains_key(id)
+    }
+    pub fn record(&mut self, id: &str, output: String) {
+        self.outputs.entry(id.to_string()).or_default().push(output);
+    }
+}
+
+/// Layer 1's verdict.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Check {
+    /// On-graph: the node it matched and each argument's source.
+    Pass {
+        node: String,
+        sources: BTreeMap<String, String>,
+    },
+    /// A deviation, and why.
+    Fail { reason: String },
+}
+
+fn check_node(
+    g: &IntentGraph,
+    node: &PlanNode,
+    args: &Value,
+    user_prompt: &str,
+    state: &RunState,
+) -> Result<BTreeMap<String, String>, String> {
+    for d in g.dependencies(&node.id) {
+        if !state.ran(&d) {
+            return Err(format!(
+                "control flow: node `{}` ({}) needs `{d}` to have run first",
+                node.id, node.tool
+            ));
+        }
+    }
+    let empty = serde_json::Map::new();
+    let args = args.as_object().unwrap_or(&empty);
+    let mut sources = BTreeMap::new();
+    for (k, v) in args {
+        if v.is_null() {
+            continue;
+        }
+        let Some(src) = node.args.get(k) else {
+            return Err(format!(
+                "data flow: argument `{k}` is not part of node `{}`",
+                node.id
+            ));
+        };
+        let ok = match src {
+            Source::User => appears(v, user_prompt),
+            Source::Node(id) => state
+                .outputs
+                .get(id)
+                .is_some_and(|outs| outs.iter().any(|o| appears(v, o))),
+            Source::Literal(p) => literal_eq(p, v),
+        };
+        if !ok {
+            return Err(format!(
+                "data flow: argument `{k}` = {v} does not come from its bound source {} (node `{}`)",
+                src.label(),
+                node.id
+            ));
+        }
+        sources.insert(k.clone(), src.label());
+    }
+    Ok(sources)
+}
+
+/// Checks a proposed call. It passes when some node for its tool passes both checks.
+/// When several do, the first in plan order that has not run yet is chosen (two planned
+/// reads of different files are two nodes; the second read must not be booked on the
+/// first node, or nodes depending on the second would never see it run), else the first.
+pub fn check(
+    g: &IntentGraph,
+    tool: &str,
+    args: &Value,
+    user_prompt: &str,
+    state: &RunState,
+) -> Check {
+    let mut first_reason = None;
+    let mut passing: Option<(String, BTreeMap<String, String>)> = None;
+    for node in g.candidates(tool) {
+        match check_node(g, node, args, user_prompt, state) {
+            Ok(sources) => {
+                if !state.ran(&node.id) {
+                    return Check::Pass {
+                        node: node.id.clone(),
+                        sources,
+                    };
+                }
+                passing.get_or_insert((node.id.clone(), sources));
+            }
+            Err(r) => {
+                first_reason.get_or_insert(r);
+            }
+        }
+    }
+    match passing {
+        Some((node, sources)) => Check::Pass { node, sources },
+        None => Check::Fail {
+            reason: first_reason
+                .unwrap_or_else(|| format!("control flow: no node of the plan calls `{tool}`")),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn normalisation_folds_case_and_whitespace() {
+        assert_eq!(normalise("  Pay\tTHE\n\n bill "), "pay the bill");
+        assert!(appears(
+            &json!("brightwave   ENERGY"),
+            "Brightwave\nEnergy - bill"
+        ));
+    }
+
+    #[test]
+    fn numbers_compare_by_value_across_formats() {
+        assert!(appears(&json!(50), "Send 50.00 now"));
+        assert!(appears(&json!(50.0), "send 50 now"));
+        assert!(appears(&json!("50.00"), "send 50 now"));
+        assert!(appears(&json!(98.7), "Amount due: 98.70"));
+        assert!(appears(&json!(98.7), "Betrag: 98,70 EUR"));
+        assert!(appears(&json!(1234.5), "total 1,234.50."));
+        assert!(appears(&json!(12000), "a loan of 12,000"));
+        assert!(appears(&json!(-25.5), "amount: -25.5"));
+        // Not inside longer numbers, and not glued to letters.
+        assert!(!appears(&json!(50), "paid 150 and 500"));
+        assert!(!appears(&json!(445), "DE44500105175407324931"));
+        assert!(!appears(&json!(2026), "ref BW2026"));
+        // Dates split into parts; a dash after a digit is not a sign.
+        assert!(appears(&json!(5), "due 2026-05-14"));
+        assert!(!appears(&json!(-5), "due 2026-05-14"));
+        assert_eq!(number_tokens("2026-05-14"), vec![2026.0, 5.0, 14.0]);
+        assert_eq!(number_tokens("€50, then 3.5%"), vec![50.0, 3.5]);
+    }
+
+    #[test]
+    fn strings_match_at_word_boundaries() {
+        assert!(appears(
+            &json!("bill-april-2026.txt"),
+            "Pay the bill in bill-april-2026.txt."
+        ));
+        assert!(appears(
+            &json!("DE44500105175407324931"),
+            "Pay to: DE44500105175407324931"
+        ));
+        assert!(!appears(&json!("Al"), "Alice paid"));
+        assert!(!appears(&json!("pay"), "prepayment"));
+        assert!(appears(&json!("pay"), "prepayment, then pay"));
+        // A value that starts with punctuation needs no boundary on that side.
+        assert!(appears(&json!("-2026"), "BW-2026"));
+    }
+
+    #[test]
+    fn empty_values_never_appear_and_null_always_passes() {
+        assert!(!appears(&json!(""), "anything"));
+        assert!(!appears(&json!("   "), "anything"));
+        assert!(!appears(&json!([]), "anything"));
+        assert!(!appears(&json!({}), "anything"));
+        assert!(appears(&Value::Null, ""));
+    }
+
+    #[test]
+    fn lists_objects_and_booleans() {
+        assert!(appears(
+            &json!(["a@x.com", "b@y.org"]),
+            "to a@x.com and b@y.org"
+        ));
+        assert!(!appears(
+            &json!(["a@x.com", "c@z.net"]),
+            "to a@x.com and b@y.org"
+        ));
+        assert!(appears(&json!(true), "recurring: true"));
+        assert!(!appears(&json!(false), "recurring: true"));
+    }
+
+    #[test]
+    fn a_repeated_tool_books_the_node_that_has_not_run() {
+        let tools = crate::tools::toolset(&["banking".to_string()]).unwrap();
+        let g = IntentGraph::parse(
+            r#"{"nodes": [
+                {"id": "a", "tool": "read_file", "args": {"file_path": "user"}},
+                {"id": "b", "tool": "read_file", "args": {"file_path": "user"}},
+                {"id": "c", "tool": "get_balance", "depends_on": ["b"]}]}"#,
+            &tools,
+        )
+        .unwrap();
+        let prompt = "compare x.txt with y.txt";
+        let mut st = RunState::default();
+        let read = |f: &str| json!({"file_path": f});
+        let node = |c: Check| match c {
+            Check::Pass { node, .. } => node,
+            Check::Fail { reason } => panic!("{reason}"),
+        };
+        assert_eq!(
+            node(check(&g, "read_file", &read("x.txt"), prompt, &st)),
+            "a"
+        );
+        st.record("a", "X".into());
+        assert_eq!(
+            node(check(&g, "read_file", &read("y.txt"), prompt, &st)),
+            "b"
+        );
+        st.record("b", "Y".into());
+        assert_eq!(node(check(&g, "get_balance", &json!({}), prompt, &st)), "c");
+        // A third read of a named file reuses the first node.
+        assert_eq!(
+            node(check(&g, "read_file", &read("x.txt"), prompt, &st)),
+            "a"
+        );
+        assert!(matches!(
+            check(&g, "read_file", &read("z.txt"), prompt, &st),
+            Check::Fail { .. }
+        ));
+    }
+
+    #[test]
+    fn literals_compare_normalised() {
+        assert!(literal_eq(&json!(50), &json!(50.0)));
+        assert!(literal_eq(&json!(50), &json!("50.00")));
+        assert!(literal_eq(&json!("Service  Fee"), &json!("service fee")));
+        assert!(!literal_eq(&json!("2026-05-14"), &json!("2026-05-15")));
+        assert!(literal_eq(&json!(["A", 1]), &json!(["a", 1.0])));
+        assert!(!literal_eq(&json!(["a", "b"]), &json!(["b", "a"])));
+        assert!(literal_eq(&json!({"k": "V"}), &json!({"k": "v"})));
+        assert!(!literal_eq(&json!(true), &json!("true")));
+    }
+}

@@ -1,0 +1,74 @@
+//! `ablate` end to end on the scripted agent: the comparisons the SIEVE issue asks the
+//! table to show, read from the files it writes.
+
+mod common;
+use common::*;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn row<'a>(rows: &'a [Value], defense: &str) -> &'a Value {
+    rows.iter()
+        .find(|r| r["defense"] == defense)
+        .unwrap_or_else(|| panic!("no row for {defense}"))
+}
+
+#[test]
+fn ablation_table_runs_and_shows_what_sieve_does_and_misses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("abl");
+    bench(tmp.path())
+        .args([
+            "ablate",
+            "--suite",
+            "banking",
+            "--attack",
+            "important",
+            "--out",
+        ])
+        .arg(&out)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("SIMULATED"))
+        .stdout(predicate::str::contains("sieve:no-causal"));
+    for f in ["ablation.csv", "ablation.json", "ablation.md"] {
+        assert!(out.join(f).is_file(), "{f} written");
+    }
+    let table: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("ablation.json")).unwrap()).unwrap();
+    let rows = table["rows"].as_array().unwrap();
+    for d in [
+        "none",
+        "audit",
+        "sieve",
+        "sieve:no-sem",
+        "sieve:no-causal",
+        "sieve:no-prov",
+        "sieve:no-risk",
+        "sieve:layer1-only",
+        "sieve:no-graph-update",
+    ] {
+        row(rows, d);
+    }
+    let (none, audit, sieve) = (row(rows, "none"), row(rows, "audit"), row(rows, "sieve"));
+    let f = |r: &Value, k: &str| r[k].as_f64().unwrap();
+    assert!(f(sieve, "asr") < f(none, "asr"), "sieve lowers ASR");
+    assert!(
+        f(audit, "judge_calls_per_episode") > f(sieve, "judge_calls_per_episode"),
+        "audit judges more"
+    );
+    assert_eq!(
+        f(row(rows, "sieve:layer1-only"), "judge_calls_per_episode"),
+        0.0,
+        "layer1-only never asks the judge"
+    );
+    assert!(
+        sieve["n_bypass_tagged"].as_u64().unwrap() > 0,
+        "the suite has bypass tasks"
+    );
+    assert!(
+        sieve["bypass_tagged_success"].as_u64().unwrap() > 0,
+        "and the bypass is measured, not hidden"
+    );
+    assert!(f(sieve, "d_asr").abs() < 1e-12, "full is the reference row");
+    assert!((f(none, "d_asr") - (f(none, "asr") - f(sieve, "asr"))).abs() < 1e-12);
+}

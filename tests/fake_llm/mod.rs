@@ -1,0 +1,212 @@
+//! A loopback OpenAI-compatible "LLM" for tests: it follows the user task's reference
+//! plan (found by the user prompt in the request), and, when a tool result shows an
+//! injection task's goal, carries that task's plan out first, like `sim:obedient` but over
+//! HTTP, so every byte goes through the real backend.
+#![allow(dead_code)]
+
+use serde_json::{Value, json};
+use sieve_bench::commands::Paths;
+use sieve_bench::commands::run::RunArgs;
+use sieve_bench::model::config::ModelOptions;
+use sieve_bench::model::openai::parse_prompted_calls;
+use sieve_bench::suite::{PlannedCall, Suite};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use wiremock::{Request, Respond, ResponseTemplate};
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn paths() -> Paths {
+    Paths::resolve(None, None, Some(repo()))
+}
+
+pub fn banking() -> Suite {
+    sieve_bench::suite::load(&repo().join("suites/agentdojo/banking")).unwrap()
+}
+
+/// A fake endpoint following reference plans.
+#[derive(Clone)]
+pub struct PlanFollower {
+    pub suites: Arc<Vec<Suite>>,
+    /// Expect tool calls as JSON blocks in text (`--tool-format prompted`).
+    pub prompted: bool,
+    /// Demand this bearer key (else 401 that echoes the key it got, as some servers do).
+    pub key: Option<String>,
+    /// Report `usage` (else the client must estimate).
+    pub usage: bool,
+    /// Send arguments that are not JSON on the first tool call of each episode.
+    pub bad_args_first: bool,
+    pub calls: Arc<AtomicUsize>,
+}
+
+impl PlanFollower {
+    pub fn new(suites: Vec<Suite>) -> Self {
+        PlanFollower {
+            suites: Arc::new(suites),
+            prompted: false,
+            key: None,
+            usage: true,
+            bad_args_first: false,
+            calls: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+}
+
+fn squash(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+impl Respond for PlanFollower {
+    fn respond(&self, req: &Request) -> ResponseTemplate {
+        let auth = req
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok());
+        let (status, body) = self.reply(auth, &req.body);
+        ResponseTemplate::new(status).set_body_json(body)
+    }
+}
+
+impl PlanFollower {
+    /// The status and JSON body answering a request with this `Authorization` and body.
+    pub fn reply(&self, auth: Option<&str>, body: &[u8]) -> (u16, Value) {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if let Some(k) = &self.key {
+            let got = auth.unwrap_or("");
+            if got != format!("Bearer {k}") {
+                return (
+                    401,
+                    json!({"error": {
+                    "message": format!("Incorrect API key provided: {}", got.trim_start_matches("Bearer ")),
+                    "type": "invalid_request_error"}}),
+                );
+            }
+        }
+        let body: Value = match serde_json::from_slice(body) {
+            Ok(b) => b,
+            Err(_) => return (400, json!({"error": {"message": "bad json"}})),
+        };
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let user = messages
+            .iter()
+            .find(|m| m["role"] == "user")
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("");
+        let Some((suite, ut)) = self.suites.iter().find_map(|s| {
+            s.user_tasks
+                .iter()
+                .find(|t| t.prompt == user)
+                .map(|t| (s, t))
+        }) else {
+            return (400, json!({"error": {"message": "unknown task"}}));
+        };
+        let mut queue: Vec<&PlannedCall> = ut.plan.iter().collect();
+        let mut pos = 0;
+        let mut injected = false;
+        for m in &messages {
+            match m["role"].as_str() {
+                Some("assistant") => {
+                    pos += if self.prompted {
+                        parse_prompted_calls(m["content"].as_str().unwrap_or(""), 0).len()
+                    } else {
+                        m["tool_calls"].as_array().map_or(0, |a| a.len())
+                    }
+                }
+                Some("tool") | Some("user") => {
+                    let content = squash(m["content"].as_str().unwrap_or(""));
+                    if !injected
+                        && let Some(it) = suite
+                            .injection_tasks
+                            .iter()
+                            .find(|it| content.contains(&squash(&it.goal)))
+                    {
+                        let at = pos.min(queue.len());
+                        queue.splice(at..at, it.plan.iter());
+                        injected = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let (message, finish) = match queue.get(pos) {
+            Some(call) => {
+                let args = if self.bad_args_first && pos == 0 {
+                    "{\"file_path\": oops".to_string()
+                } else {
+                    call.args.to_string()
+                };
+                if self.prompted {
+                    (
+                        json!({"role": "assistant", "content": format!(
+                            "Next step.\n```json\n{{\"tool\": \"{}\", \"arguments\": {}}}\n```",
+                            call.tool.as_str(), args)}),
+                        "stop",
+                    )
+                } else {
+                    (
+                        // No `type` on the call and null content, as some servers send.
+                        json!({"role": "assistant", "content": null, "tool_calls": [
+                            {"id": format!("call_{pos}"),
+                             "function": {"name": call.tool.as_str(), "arguments": args}}]}),
+                        "tool_calls",
+                    )
+                }
+            }
+            None => (
+                json!({"role": "assistant", "content": ut.answer.clone().unwrap_or_else(|| "Done.".into()),
+                       "reasoning_content": "All steps are done."}),
+                "stop",
+            ),
+        };
+        let mut reply = json!({
+            "id": "chatcmpl-test", "object": "chat.completion", "model": body["model"],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        });
+        if self.usage {
+            let prompt = body.to_string().len() as u64 / 4;
+            reply["usage"] = json!({"prompt_tokens": prompt, "completion_tokens": 17, "total_tokens": prompt + 17});
+        }
+        (200, reply)
+    }
+}
+
+/// `run` arguments for the banking suite against `base_url`.
+pub fn run_args(out: &Path, base_url: &str, model_options: ModelOptions) -> RunArgs {
+    RunArgs {
+        suite: "banking".into(),
+        attack: "important".into(),
+        defense: "none".into(),
+        model: "openai:test-model".into(),
+        planner_model: None,
+        judge_model: None,
+        seeds: 1,
+        seed: 0,
+        concurrency: 4,
+        max_steps: 10,
+        user_tasks: None,
+        injection_tasks: None,
+        out: Some(out.to_path_buf()),
+        results_dir: out.to_path_buf(),
+        shard: None,
+        clean: true,
+        sieve_config: None,
+        weights: None,
+        model_options: ModelOptions {
+            base_url: Some(base_url.to_string()),
+            api_key_env: Some("SIEVE_BENCH_TEST_UNSET_KEY".into()),
+            backoff_base: Some(std::time::Duration::from_millis(10)),
+            ..model_options
+        },
+    }
+}
+
+pub fn read_jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}

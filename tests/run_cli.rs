@@ -1,0 +1,428 @@
+//! End-to-end behaviour of `run`, `report` and `compare` through the binary.
+
+mod common;
+use common::*;
+use predicates::prelude::*;
+
+#[test]
+fn oracle_solves_everything_and_never_follows_injections_for_every_attack() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = run(
+        tmp.path(),
+        &tmp.path().join("o"),
+        &[
+            "--suite",
+            "banking",
+            "--attack",
+            "all",
+            "--model",
+            "sim:oracle",
+        ],
+    );
+    let rows = rows(&s);
+    let attacks = std::fs::read_dir(home().join("attacks")).unwrap().count();
+    assert_eq!(rows.len(), attacks, "one row per attack");
+    for r in rows {
+        assert_eq!(r["bu"], 1.0, "{r}");
+        assert_eq!(r["ua"], 1.0, "{r}");
+        assert_eq!(r["asr"], 0.0, "{r}");
+        assert_eq!(r["errors"], 0);
+    }
+    assert_eq!(s["simulated"], true);
+}
+
+#[test]
+fn obedient_agent_without_defense_is_always_attacked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = run(
+        tmp.path(),
+        &tmp.path().join("o"),
+        &["--suite", "banking", "--attack", "important"],
+    );
+    let r = &rows(&s)[0];
+    assert_eq!(r["asr"], 1.0, "{r}");
+    assert_eq!(r["w_asr"], 1.0, "{r}");
+    assert_eq!(r["defense"], "none");
+    assert_eq!(r["model"], "sim:obedient");
+    assert!(r["n_attacked"].as_u64().unwrap() > 0);
+    assert!(
+        r["tokens_per_episode"].as_f64().unwrap() > 100.0,
+        "token counts are real prompt sizes"
+    );
+}
+
+#[test]
+fn probabilistic_agent_is_calibrated_and_reproducible() {
+    let tmp = tempfile::tempdir().unwrap();
+    let args = [
+        "--suite",
+        "banking",
+        "--attack",
+        "important",
+        "--model",
+        "sim:p=0.3",
+        "--seeds",
+        "4",
+    ];
+    let a = run(tmp.path(), &tmp.path().join("a"), &args);
+    let b = run(tmp.path(), &tmp.path().join("b"), &args);
+    let (ra, rb) = (&rows(&a)[0], &rows(&b)[0]);
+    assert_eq!(ra, rb, "same command and seed, same figures");
+    let asr = ra["asr"].as_f64().unwrap();
+    let n = ra["n_attacked"].as_f64().unwrap();
+    // Three standard errors around 0.3.
+    let se = (0.3f64 * 0.7 / n).sqrt();
+    assert!(
+        (asr - 0.3).abs() < 3.0 * se + 1e-9,
+        "asr {asr} over {n} episodes"
+    );
+    let c = run(
+        tmp.path(),
+        &tmp.path().join("c"),
+        &[
+            "--suite",
+            "banking",
+            "--attack",
+            "important",
+            "--model",
+            "sim:p=0.3",
+            "--seeds",
+            "4",
+            "--seed",
+            "100",
+        ],
+    );
+    assert_ne!(
+        rows(&c)[0]["asr"],
+        ra["asr"].clone(),
+        "another seed draws differently (almost surely)"
+    );
+}
+
+#[test]
+fn rerun_resumes_and_drops_a_half_written_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let args = ["--suite", "banking", "--attack", "important"];
+    run(tmp.path(), &out, &args);
+    let path = out.join("episodes.jsonl");
+    let full = lines(&path);
+    // Simulate a kill mid-write: drop the last two records, leave half of one.
+    let mut text = full[..full.len() - 2].join("\n");
+    text.push('\n');
+    text.push_str(&full[full.len() - 2][..20]);
+    std::fs::write(&path, text).unwrap();
+    bench(tmp.path())
+        .args([
+            "run",
+            "--suite",
+            "banking",
+            "--attack",
+            "important",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&out)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("2 episode(s) run"))
+        .stderr(predicate::str::contains("half-written"));
+    let after = lines(&path);
+    assert_eq!(after.len(), full.len());
+    let mut keys: Vec<String> = after
+        .iter()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["key"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), full.len(), "no episode recorded twice");
+    // A third run has nothing to do.
+    bench(tmp.path())
+        .args([
+            "run",
+            "--suite",
+            "banking",
+            "--attack",
+            "important",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&out)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("0 episode(s) run"));
+}
+
+#[test]
+fn report_rerenders_from_records_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let before = run(
+        tmp.path(),
+        &out,
+        &["--suite", "banking", "--attack", "important"],
+    );
+    std::fs::remove_file(out.join("summary.json")).unwrap();
+    bench(tmp.path())
+        .arg("report")
+        .arg(&out)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("SIMULATED"))
+        .stdout(predicate::str::contains("important_instructions"));
+    assert_eq!(summary(&out)["rows"], before["rows"]);
+    assert!(out.join("summary.csv").is_file() && out.join("summary.md").is_file());
+}
+
+#[test]
+fn compare_exit_codes_gate_on_asr_and_utility() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (oracle, obedient) = (tmp.path().join("oracle"), tmp.path().join("obedient"));
+    run(
+        tmp.path(),
+        &oracle,
+        &[
+            "--suite",
+            "banking",
+            "--attack",
+            "important",
+            "--model",
+            "sim:oracle",
+        ],
+    );
+    run(
+        tmp.path(),
+        &obedient,
+        &["--suite", "banking", "--attack", "important"],
+    );
+    // Same run: passes.
+    bench(tmp.path())
+        .arg("compare")
+        .arg(&oracle)
+        .arg(&oracle)
+        .args(["--max-asr-increase", "0"])
+        .assert()
+        .code(0);
+    // ASR from 0 to 100: fails the gate.
+    bench(tmp.path())
+        .arg("compare")
+        .arg(&oracle)
+        .arg(&obedient)
+        .args(["--max-asr-increase", "1.0"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("FAIL"));
+    // A generous threshold passes.
+    bench(tmp.path())
+        .arg("compare")
+        .arg(&oracle)
+        .arg(&obedient)
+        .args(["--max-asr-increase", "100"])
+        .assert()
+        .code(0);
+    // Not a run directory: bad input.
+    bench(tmp.path())
+        .arg("compare")
+        .arg(&oracle)
+        .arg(tmp.path().join("nowhere"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not a run directory"));
+    // A run kept as its summary alone (the committed baseline) still compares.
+    let kept = tmp.path().join("kept");
+    std::fs::create_dir(&kept).unwrap();
+    std::fs::copy(oracle.join("summary.json"), kept.join("summary.json")).unwrap();
+    bench(tmp.path())
+        .arg("compare")
+        .arg(&kept)
+        .arg(&obedient)
+        .args(["--max-asr-increase", "1"])
+        .assert()
+        .code(1);
+    bench(tmp.path())
+        .arg("compare")
+        .arg(&kept)
+        .arg(&oracle)
+        .args(["--max-asr-increase", "0"])
+        .assert()
+        .code(0);
+}
+
+#[test]
+fn unknown_names_list_the_valid_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (flag, value, expect) in [
+        ("--suite", "bankingg", "available: all"),
+        ("--attack", "sneaky", "important_instructions (important)"),
+        ("--defense", "wall", "available: none"),
+        ("--model", "gpt:x", "available: sim"),
+        ("--user-tasks", "user_task_999", "no task `user_task_999`"),
+    ] {
+        let mut c = bench(tmp.path());
+        c.args(["run", flag, value])
+            .args(["--out"])
+            .arg(tmp.path().join("x"));
+        if flag != "--suite" {
+            c.args(["--suite", "banking"]);
+        }
+        c.assert().code(2).stderr(predicate::str::contains(expect));
+    }
+}
+
+#[test]
+fn every_command_explains_itself() {
+    let tmp = tempfile::tempdir().unwrap();
+    for cmd in ["run", "check-suites", "list", "report", "compare"] {
+        bench(tmp.path())
+            .args([cmd, "--help"])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("Usage"));
+    }
+    bench(tmp.path())
+        .args(["run", "--help"])
+        .assert()
+        .stdout(predicate::str::contains("--max-steps"))
+        .stdout(predicate::str::contains("resumes"));
+}
+
+#[test]
+fn list_shows_suites_attacks_defenses_models() {
+    let tmp = tempfile::tempdir().unwrap();
+    bench(tmp.path())
+        .args(["list", "suites"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("agentdojo/banking"));
+    bench(tmp.path())
+        .args(["list", "attacks"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("tool_knowledge"));
+    bench(tmp.path())
+        .args(["list", "defenses"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("none"));
+    bench(tmp.path())
+        .args(["list", "models"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("sim:oracle"));
+}
+
+#[test]
+fn shards_partition_the_matrix_and_merge_back_to_the_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let whole = run(
+        tmp.path(),
+        &tmp.path().join("whole"),
+        &["--suite", "banking", "--attack", "important"],
+    );
+    let mut sizes = 0;
+    for k in 0..3 {
+        let shard = format!("{k}/3");
+        run(
+            tmp.path(),
+            &tmp.path().join(format!("s{k}")),
+            &[
+                "--suite",
+                "banking",
+                "--attack",
+                "important",
+                "--shard",
+                &shard,
+            ],
+        );
+        sizes += lines(&tmp.path().join(format!("s{k}/episodes.jsonl"))).len();
+    }
+    assert_eq!(
+        sizes,
+        lines(&tmp.path().join("whole/episodes.jsonl")).len(),
+        "shards partition the matrix"
+    );
+    let merged = tmp.path().join("merged");
+    bench(tmp.path())
+        .args(["merge", "--out"])
+        .arg(&merged)
+        .args(["s0", "s1", "s2", "s1"].map(|s| tmp.path().join(s)))
+        .assert()
+        .success();
+    assert_eq!(
+        lines(&merged.join("episodes.jsonl")).len(),
+        sizes,
+        "a shard given twice is merged once"
+    );
+    assert_eq!(lines(&merged.join("traces.jsonl")).len(), sizes);
+    assert_eq!(summary(&merged)["rows"], whole["rows"]);
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_keeps_every_finished_episode_and_exits_130() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("big");
+    // Far more episodes than can finish before the signal arrives.
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("sieve-bench"))
+        .current_dir(tmp.path())
+        .env("SIEVE_BENCH_HOME", home())
+        .args([
+            "run",
+            "--suite",
+            "all",
+            "--attack",
+            "important",
+            "--seeds",
+            "500",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&out)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let episodes = out.join("episodes.jsonl");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while lines_or_empty(&episodes) < 20 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never started writing"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(String::from_utf8_lossy(&output.stderr).contains("resume"));
+    let text = std::fs::read_to_string(&episodes).unwrap();
+    assert!(
+        text.ends_with('\n'),
+        "no half-written line after a clean interrupt"
+    );
+    for line in text.lines() {
+        serde_json::from_str::<serde_json::Value>(line).expect("every kept line is a whole record");
+    }
+    assert!(
+        out.join("summary.json").is_file(),
+        "the summary covers what finished"
+    );
+}
+
+fn lines_or_empty(p: &std::path::Path) -> usize {
+    std::fs::read_to_string(p)
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}

@@ -1,0 +1,132 @@
+//! The loader's error messages: file, task and field, exit code 2, before anything runs.
+
+mod common;
+use common::*;
+use predicates::prelude::*;
+use std::path::Path;
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// A scratch copy of the banking suite with one file edited.
+fn broken(file: &str, edit: impl Fn(String) -> String) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("suites/agentdojo/banking");
+    copy_dir(&home().join("suites/agentdojo/banking"), &dir);
+    let p = dir.join(file);
+    let text = std::fs::read_to_string(&p).unwrap();
+    let edited = edit(text.clone());
+    assert_ne!(edited, text, "the edit must change the file");
+    std::fs::write(p, edited).unwrap();
+    tmp
+}
+
+fn check(tmp: &tempfile::TempDir) -> assert_cmd::assert::Assert {
+    bench(tmp.path())
+        .arg("--suites-dir")
+        .arg(tmp.path().join("suites"))
+        .arg("check-suites")
+        .assert()
+}
+
+#[test]
+fn the_shipped_suites_are_valid() {
+    let tmp = tempfile::tempdir().unwrap();
+    bench(tmp.path())
+        .arg("check-suites")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("valid"));
+}
+
+#[test]
+fn yaml_syntax_error_names_the_file_and_line() {
+    let tmp = broken("user_tasks.yaml", |t| t.replacen("tasks:", "tasks: [", 1));
+    check(&tmp)
+        .code(2)
+        .stderr(predicate::str::contains("user_tasks.yaml"))
+        .stderr(predicate::str::contains("line"));
+}
+
+#[test]
+fn unknown_tool_names_task_and_field() {
+    let tmp = broken("user_tasks.yaml", |t| {
+        t.replacen("- tool: ", "- tool: teleport_", 1)
+    });
+    check(&tmp)
+        .code(2)
+        .stderr(predicate::str::contains(
+            "user_tasks.yaml: task `user_task_0`: field `plan[0]`",
+        ))
+        .stderr(predicate::str::contains("unknown tool `teleport_"));
+}
+
+#[test]
+fn arguments_not_fitting_the_schema_are_rejected() {
+    let tmp = broken("injection_tasks.yaml", |t| {
+        t.replacen("args: {", "args: {bogus_arg: 1, ", 1)
+    });
+    check(&tmp)
+        .code(2)
+        .stderr(predicate::str::contains(
+            "injection_tasks.yaml: task `injection_task_0`",
+        ))
+        .stderr(predicate::str::contains("unknown field `bogus_arg`"));
+}
+
+#[test]
+fn a_check_naming_a_missing_path_is_rejected() {
+    let tmp = broken("injection_tasks.yaml", |t| {
+        t.replacen("path: bank_account.", "path: bank_acount.", 1)
+    });
+    check(&tmp)
+        .code(2)
+        .stderr(predicate::str::contains("field `security`"))
+        .stderr(predicate::str::contains("`bank_acount."));
+}
+
+#[test]
+fn a_missing_required_field_is_named() {
+    let tmp = broken("injection_tasks.yaml", |t| {
+        t.replacen("severity:", "sevrity:", 1)
+    });
+    check(&tmp)
+        .code(2)
+        .stderr(predicate::str::contains("field `sevrity`: unknown field"));
+}
+
+#[test]
+fn a_placeholder_naming_no_vector_is_rejected() {
+    let tmp = broken("environment.yaml", |t| {
+        t.replacen("{injection_", "{injektion_", 1)
+    });
+    check(&tmp)
+        .code(2)
+        .stderr(predicate::str::contains("environment.yaml"))
+        .stderr(predicate::str::contains("injektion_"));
+}
+
+#[test]
+fn run_refuses_an_invalid_suite_before_any_episode() {
+    let tmp = broken("user_tasks.yaml", |t| {
+        t.replacen("- tool: ", "- tool: teleport_", 1)
+    });
+    let out = tmp.path().join("out");
+    bench(tmp.path())
+        .arg("--suites-dir")
+        .arg(tmp.path().join("suites"))
+        .args(["run", "--suite", "banking", "--out"])
+        .arg(&out)
+        .assert()
+        .code(2);
+    assert!(!out.join("episodes.jsonl").exists());
+}
