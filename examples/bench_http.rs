@@ -190,19 +190,25 @@ async fn main() {
     }
 
     if modes.iter().any(|m| m == "run") {
-        let fake = fake_llm::PlanFollower::new(vec![fake_llm::banking()]);
+        // The frozen banking copy of the replay fixture: 6 episodes and 19 calls per seed,
+        // whatever the live suites grow into.
+        let fixture = fake_llm::repo().join("tests/fixtures/replay");
+        let suite = sieve_bench::suite::load(&fixture.join("suites/agentdojo/banking")).unwrap();
+        let paths = sieve_bench::commands::Paths::resolve(
+            Some(fixture.join("suites")),
+            Some(fixture.join("attacks")),
+            Some(fixture.clone()),
+        );
+        let fake = fake_llm::PlanFollower::new(vec![suite]);
         let counter = fake.calls.clone();
         let (base, conns) = serve(Arc::new(move |auth, body| fake.reply(auth, body)), delay).await;
-        // Banking: 6 episodes per seed, 19 calls per 6 episodes.
         let seeds = (calls as u64 * 6).div_ceil(19).div_ceil(6);
         let dir = tempfile::tempdir().unwrap();
         let mut args = fake_llm::run_args(dir.path(), &base, ModelOptions::default());
         args.seeds = seeds;
         args.concurrency = conc;
         let t = Instant::now();
-        let r = sieve_bench::commands::run::run(&fake_llm::paths(), args)
-            .await
-            .unwrap();
+        let r = sieve_bench::commands::run::run(&paths, args).await.unwrap();
         let elapsed = t.elapsed();
         assert_eq!(r.outcome.errored, 0);
         let made = counter.load(Ordering::SeqCst);
