@@ -168,6 +168,23 @@ async fn a_reply_cut_at_max_tokens_keeps_its_finish_reason() {
 }
 
 #[tokio::test]
+async fn spent_quota_is_fatal_not_retried() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(429).set_body_json(json!({"error": {
+            "message": "You exceeded your current quota.",
+            "type": "insufficient_quota", "code": "insufficient_quota"}})))
+        .mount(&server)
+        .await;
+    let err = ask(&model(&server, ModelOptions::default()))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ModelError::Fatal(_)), "{err}");
+    assert!(err.to_string().contains("out of quota"), "{err}");
+    assert_eq!(server.received_requests().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
 async fn server_error_then_success_is_retried() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))

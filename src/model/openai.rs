@@ -10,7 +10,8 @@
 //!
 //! Faults: 429, 408, 5xx, timeouts and dropped connections are retried with exponential
 //! backoff and full jitter, honouring `Retry-After` (seconds or an HTTP date), up to
-//! `max_retries` times. 401/403 are [`ModelError::Fatal`] (the runner stops the whole run);
+//! `max_retries` times. 401/403, and a 429 that says the quota is spent, are
+//! [`ModelError::Fatal`] (the runner stops the whole run);
 //! other 4xx fail the episode with the endpoint's message; a body that is not a
 //! chat-completion reply fails the episode with its first bytes.
 //!
@@ -216,6 +217,16 @@ fn error_message(body: &[u8]) -> String {
     }
 }
 
+/// Whether a 429 body says the account has no quota left (OpenAI's `insufficient_quota`),
+/// as opposed to a rate limit that waiting lifts.
+fn out_of_quota(body: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(body).is_ok_and(|v| {
+        ["/error/code", "/error/type"]
+            .iter()
+            .any(|p| v.pointer(p).and_then(Value::as_str) == Some("insufficient_quota"))
+    })
+}
+
 fn describe(e: &reqwest::Error) -> String {
     // Never print the URL's or headers' details beyond the kind of failure.
     let kind = if e.is_timeout() {
@@ -384,6 +395,13 @@ impl Endpoint {
             };
         }
         let msg = error_message(&bytes);
+        if code == 429 && out_of_quota(&bytes) {
+            // Retrying cannot help, and every other episode would fail the same way.
+            return Attempt::Fail(ModelError::Fatal(format!(
+                "{} reports the account is out of quota (HTTP 429: {msg})",
+                self.cfg.name
+            )));
+        }
         match code {
             401 | 403 => Attempt::Fail(ModelError::Fatal(format!(
                 "{} rejected the credentials (HTTP {code}: {msg}); check ${} and --base-url",
