@@ -626,8 +626,21 @@ pub fn parse_prompted_calls(content: &str, step_salt: usize) -> Vec<ToolCall> {
     if candidates.is_empty() && (trimmed.starts_with('{') || trimmed.starts_with('[')) {
         candidates.push(trimmed);
     }
+    let mut broken: Option<ToolCall> = None;
     for c in candidates {
         let Ok(v) = serde_json::from_str::<Value>(c.trim()) else {
+            // A block that names a tool but is not JSON is a call with bad arguments: the
+            // agent answers it with a tool error, as it does for native calls.
+            if broken.is_none()
+                && let Some(name) =
+                    quoted_value_after(c, "\"tool\"").or_else(|| quoted_value_after(c, "\"name\""))
+            {
+                broken = Some(ToolCall {
+                    id: format!("call_{step_salt}_0"),
+                    name,
+                    arguments: c.trim().to_string(),
+                });
+            }
             continue;
         };
         let items = match v {
@@ -661,7 +674,16 @@ pub fn parse_prompted_calls(content: &str, step_salt: usize) -> Vec<ToolCall> {
             return calls;
         }
     }
-    Vec::new()
+    broken.into_iter().collect()
+}
+
+/// The string after `key` and a colon in text that is not valid JSON: `"tool": "x"` → `x`.
+fn quoted_value_after(text: &str, key: &str) -> Option<String> {
+    let after = &text[text.find(key)? + key.len()..];
+    let after = after.trim_start().strip_prefix(':')?.trim_start();
+    let inner = after.strip_prefix('"')?;
+    let name = &inner[..inner.find('"')?];
+    (!name.is_empty() && name.len() <= 128).then(|| name.to_string())
 }
 
 // ---------------------------------------------------------------------------------
@@ -1074,6 +1096,15 @@ mod tests {
         let c = parse_prompted_calls(r#"{"tool": "a", "arguments": "{\"x\": 2}"}"#, 0);
         assert_eq!(c[0].arguments, r#"{"x": 2}"#);
         assert!(parse_prompted_calls("The balance is 10.", 0).is_empty());
+        // Broken JSON that names a tool: a call whose arguments the agent will reject.
+        let c = parse_prompted_calls(
+            "```json\n{\"tool\": \"send_money\", \"arguments\": {\"amount\": 5,}}\n```",
+            2,
+        );
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].name, "send_money");
+        assert!(serde_json::from_str::<Value>(&c[0].arguments).is_err());
+        assert!(parse_prompted_calls("```json\n{not json at all\n```", 0).is_empty());
         assert!(parse_prompted_calls("```python\nprint(1)\n```", 0).is_empty());
     }
 }
