@@ -705,3 +705,43 @@ async fn openai_embedder_posts_batches_and_replays_from_cache() {
     assert_eq!(with(None), "lexical");
     assert_eq!(with(Some("openai:emb-1")), "openai:emb-1");
 }
+
+#[tokio::test]
+async fn a_defense_judge_on_its_own_model_is_called_over_http_and_metered_apart() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(PlanFollower::new(vec![banking()]))
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = run_args(
+        dir.path(),
+        &format!("{}/v1", server.uri()),
+        Default::default(),
+    );
+    args.attack = "none".into();
+    args.defense = "audit".into();
+    args.judge_model = Some(format!("openai:{}", fake_llm::JUDGE_MODEL));
+    args.user_tasks = Some(vec!["user_task_0".into()]);
+    let report = sieve_bench::commands::run::run(&paths(), args)
+        .await
+        .unwrap();
+    assert_eq!(report.outcome.errored, 0);
+    let rec = &read_jsonl(&dir.path().join("episodes.jsonl"))[0];
+    assert_eq!(rec["utility"], true, "{rec}");
+    let agent_calls = rec["cost"]["agent"]["calls"].as_u64().unwrap();
+    let judge_calls = rec["cost"]["judge"]["calls"].as_u64().unwrap();
+    assert!(judge_calls >= 1, "{rec}");
+    assert_eq!(rec["cost"]["judge"]["prompt_tokens"], 100 * judge_calls);
+    let reqs = server.received_requests().await.unwrap();
+    let models: Vec<String> = reqs
+        .iter()
+        .map(|r| serde_json::from_slice::<serde_json::Value>(&r.body).unwrap()["model"].to_string())
+        .collect();
+    let judged = models
+        .iter()
+        .filter(|m| m.contains(fake_llm::JUDGE_MODEL))
+        .count() as u64;
+    assert_eq!(judged, judge_calls);
+    assert_eq!(models.len() as u64, agent_calls + judge_calls);
+}

@@ -27,6 +27,9 @@ pub fn banking() -> Suite {
     sieve_bench::suite::load(&repo().join("suites/agentdojo/banking")).unwrap()
 }
 
+/// Requests for this model id get a judge's approval instead of an agent turn.
+pub const JUDGE_MODEL: &str = "judge-model";
+
 /// A fake endpoint following reference plans.
 #[derive(Clone)]
 pub struct PlanFollower {
@@ -89,6 +92,16 @@ impl PlanFollower {
             Ok(b) => b,
             Err(_) => return (400, json!({"error": {"message": "bad json"}})),
         };
+        if body["model"] == JUDGE_MODEL {
+            // A defense's judge: approve, in the JSON the adjudicator expects.
+            return (
+                200,
+                json!({"choices": [{"message": {"role": "assistant",
+                    "content": "{\"score\": 1.0, \"reason\": \"The call serves the user's request.\"}"},
+                    "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 100, "completion_tokens": 12}}),
+            );
+        }
         let messages = body["messages"].as_array().cloned().unwrap_or_default();
         let user = messages
             .iter()
