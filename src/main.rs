@@ -34,8 +34,6 @@ struct Cli {
     command: Command,
 }
 
-// Parsed once per process: the size of the `run` variant does not matter.
-#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run episodes and print the summary table. Rerunning the same command resumes.
