@@ -29,7 +29,9 @@ fn pts(v: Option<f64>) -> String {
 }
 
 fn delta(base: Option<f64>, new: Option<f64>) -> Option<f64> {
-    Some((new? - base?) * 100.0)
+    let d = (new? - base?) * 100.0;
+    // Equal rates print as +0.0, never -0.0 from a last-bit difference.
+    Some(if d.abs() < 1e-9 { 0.0 } else { d })
 }
 
 fn fmt_delta(d: Option<f64>) -> String {
