@@ -447,6 +447,8 @@ mod tests {
             error: None,
             notes: serde_json::Value::Null,
             version: "0".into(),
+            suite_fingerprint: String::new(),
+            attack_fingerprint: None,
         }
     }
 

@@ -426,3 +426,60 @@ fn lines_or_empty(p: &std::path::Path) -> usize {
         .map(|t| t.lines().count())
         .unwrap_or(0)
 }
+
+#[test]
+fn resuming_over_records_of_an_edited_suite_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A private copy of the suites, so the test can edit one.
+    let suites = tmp.path().join("suites");
+    let copy = |from: &std::path::Path, to: &std::path::Path| {
+        std::process::Command::new("cp")
+            .arg("-r")
+            .arg(from)
+            .arg(to)
+            .status()
+            .unwrap()
+    };
+    assert!(copy(&home().join("suites"), &suites).success());
+    let out = tmp.path().join("r");
+    let args = [
+        "run",
+        "--suite",
+        "banking",
+        "--attack",
+        "important",
+        "--quiet",
+        "--out",
+    ];
+    bench(tmp.path())
+        .arg("--suites-dir")
+        .arg(&suites)
+        .args(args)
+        .arg(&out)
+        .assert()
+        .success();
+    let before = lines(&out.join("episodes.jsonl")).len();
+    // Same data: resumes, nothing to do.
+    bench(tmp.path())
+        .arg("--suites-dir")
+        .arg(&suites)
+        .args(args)
+        .arg(&out)
+        .assert()
+        .success();
+    // Edited data: refused, and nothing is lost.
+    let f = suites.join("agentdojo/banking/suite.yaml");
+    let text = std::fs::read_to_string(&f).unwrap();
+    std::fs::write(&f, format!("{text}\n# edited\n")).unwrap();
+    bench(tmp.path())
+        .arg("--suites-dir")
+        .arg(&suites)
+        .args(args)
+        .arg(&out)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "other versions of: suite agentdojo/banking",
+        ));
+    assert_eq!(lines(&out.join("episodes.jsonl")).len(), before);
+}

@@ -108,6 +108,17 @@ impl Attack {
         out.trim().to_string()
     }
 
+    /// SHA-256 of the template: records carry it, so a resumed run never mixes payloads
+    /// of two versions of an attack.
+    pub fn fingerprint(&self) -> String {
+        use sha2::{Digest, Sha256};
+        Sha256::digest(self.template.as_bytes())
+            .iter()
+            .take(8)
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
     /// Whether `name` selects this attack (its name or an alias).
     pub fn answers_to(&self, name: &str) -> bool {
         self.name == name || self.aliases.iter().any(|a| a == name)

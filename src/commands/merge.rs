@@ -22,15 +22,30 @@ pub fn merge(out: &Path, inputs: &[PathBuf]) -> Result<usize, CliError> {
     let (existing, _) =
         record::read_records(&out.join(EPISODES)).map_err(|e| io("cannot read", out, e))?;
     let mut seen: HashSet<String> = record::recorded_keys(&existing);
-    let mut added_keys: HashSet<String> = HashSet::new();
-    let open = |name: &str| {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(out.join(name))
-            .map_err(|e| io("cannot open", &out.join(name), e))
+    // Shards of one benchmark share their suite and attack data; refuse to mix versions.
+    let mut versions: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    let mut check_version = |r: &record::EpisodeRecord, from: &Path| -> Result<(), CliError> {
+        let mut pairs = vec![(format!("suite {}", r.suite), r.suite_fingerprint.clone())];
+        if let (Some(a), Some(f)) = (&r.attack, &r.attack_fingerprint) {
+            pairs.push((format!("attack {a}"), f.clone()));
+        }
+        for (what, fp) in pairs {
+            let known = versions.entry(what.clone()).or_insert_with(|| fp.clone());
+            if *known != fp {
+                return Err(CliError::bad_input(format!(
+                    "{}: {what} was recorded with another version of its data ({fp} vs {known}); shards of different versions cannot be merged",
+                    from.display()
+                )));
+            }
+        }
+        Ok(())
     };
-    let (mut episodes, mut traces) = (open(EPISODES)?, open(TRACES)?);
+    for r in &existing {
+        check_version(r, out)?;
+    }
+    // Read and check every shard before writing anything, so a bad shard leaves the
+    // output untouched.
+    let mut shards = Vec::new();
     for input in inputs {
         let path = input.join(EPISODES);
         if !path.is_file() {
@@ -47,6 +62,21 @@ pub fn merge(out: &Path, inputs: &[PathBuf]) -> Result<usize, CliError> {
                 path.display()
             );
         }
+        for r in &records {
+            check_version(r, input)?;
+        }
+        shards.push((input, records));
+    }
+    let open = |name: &str| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(out.join(name))
+            .map_err(|e| io("cannot open", &out.join(name), e))
+    };
+    let (mut episodes, mut traces) = (open(EPISODES)?, open(TRACES)?);
+    let mut added_keys: HashSet<String> = HashSet::new();
+    for (input, records) in shards {
         let mut new_here = HashSet::new();
         for r in records {
             if seen.insert(r.key.clone()) {

@@ -287,9 +287,12 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         concurrency: args.concurrency,
         shard: args.shard,
     };
-    let outcome = runner::execute(plan).await.map_err(|e| CliError {
-        code: 1,
-        message: format!("writing results to {}: {e}", out.display()),
+    let outcome = runner::execute(plan).await.map_err(|e| match e {
+        runner::RunError::Stale(m) => CliError::bad_input(m),
+        runner::RunError::Io(e) => CliError {
+            code: 1,
+            message: format!("writing results to {}: {e}", out.display()),
+        },
     })?;
     let mut summary = report::from_dir(&out).map_err(|e| CliError {
         code: 1,

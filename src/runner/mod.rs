@@ -188,6 +188,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         .as_ref()
         .map(|i| i.vectors.iter().map(|v| v.0.clone()).collect())
         .unwrap_or_default();
+    let attack_fingerprint = job.injection.map(|(ai, _)| plan.attacks[ai].fingerprint());
     let (it, attack, severity, tags) = match &injection {
         Some(i) => (
             Some(i.task.id.0.clone()),
@@ -238,6 +239,8 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         error: result.error,
         notes: result.notes,
         version: env!("CARGO_PKG_VERSION").to_string(),
+        suite_fingerprint: suite.fingerprint.clone(),
+        attack_fingerprint,
     };
     let trace = TraceRecord {
         key: job.key,
@@ -250,13 +253,64 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
 }
 
 /// Runs the plan's jobs not yet recorded in `plan.out`, appending each as it finishes.
-pub async fn execute(plan: RunPlan) -> std::io::Result<RunOutcome> {
+/// Why a run could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// The directory holds episodes of another version of a suite or attack: resuming
+    /// would mix two benchmarks in one table.
+    #[error("{0}")]
+    Stale(String),
+}
+
+/// Refuses to resume over records made with other suite or attack data.
+fn check_fresh(plan: &RunPlan, existing: &[EpisodeRecord]) -> Result<(), RunError> {
+    let mut stale = std::collections::BTreeSet::new();
+    for r in existing {
+        if let Some(s) = plan.suites.iter().find(|s| s.qualified_name() == r.suite)
+            && r.suite_fingerprint != s.fingerprint
+        {
+            stale.insert(format!(
+                "suite {} (recorded {}, now {})",
+                r.suite,
+                or_unknown(&r.suite_fingerprint),
+                s.fingerprint
+            ));
+        }
+        if let Some(name) = &r.attack
+            && let Some(a) = plan.attacks.iter().find(|a| &a.name == name)
+            && r.attack_fingerprint.as_deref() != Some(a.fingerprint().as_str())
+        {
+            stale.insert(format!(
+                "attack {name} (recorded {}, now {})",
+                or_unknown(r.attack_fingerprint.as_deref().unwrap_or("")),
+                a.fingerprint()
+            ));
+        }
+    }
+    if stale.is_empty() {
+        return Ok(());
+    }
+    Err(RunError::Stale(format!(
+        "{} holds episodes recorded with other versions of: {}. Resuming would mix them in one table; run into a new --out directory (or delete this one).",
+        plan.out.display(),
+        stale.into_iter().collect::<Vec<_>>().join("; ")
+    )))
+}
+
+fn or_unknown(s: &str) -> &str {
+    if s.is_empty() { "unknown" } else { s }
+}
+
+pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
     std::fs::create_dir_all(&plan.out)?;
     let mut outcome = RunOutcome::default();
     let ep_path = plan.out.join(record::EPISODES);
     outcome.dropped_partial_line = record::drop_partial_tail(&ep_path)?;
     record::drop_partial_tail(&plan.out.join(record::TRACES))?;
     let (existing, _) = record::read_records(&ep_path)?;
+    check_fresh(&plan, &existing)?;
     let done: HashSet<String> = record::recorded_keys(&existing);
     let all = plan.jobs();
     outcome.planned = all.len();

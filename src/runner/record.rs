@@ -56,6 +56,12 @@ pub struct EpisodeRecord {
     #[serde(default)]
     pub notes: Value,
     pub version: String,
+    /// The suite's data fingerprint when the episode ran.
+    #[serde(default)]
+    pub suite_fingerprint: String,
+    /// The attack template's fingerprint, for attacked episodes.
+    #[serde(default)]
+    pub attack_fingerprint: Option<String>,
 }
 
 impl EpisodeRecord {

@@ -181,6 +181,9 @@ pub struct Suite {
     pub injection_tasks: Vec<InjectionTask>,
     /// For each user task, the vectors its reference plan reads (canary run).
     pub injectable: BTreeMap<TaskId, Vec<VectorId>>,
+    /// SHA-256 of every file in the suite folder: records carry it, so a resumed run
+    /// never mixes episodes of two versions of a suite.
+    pub fingerprint: String,
 }
 
 /// The result of running a plan on an environment.
@@ -495,6 +498,14 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
         user_tasks,
         injection_tasks,
         injectable: BTreeMap::new(),
+        fingerprint: fingerprint(dir).map_err(|e| {
+            SuiteError::at(
+                dir,
+                None,
+                None,
+                format!("cannot read the suite folder: {e}"),
+            )
+        })?,
     };
     suite.injectable = suite
         .user_tasks
@@ -502,6 +513,39 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
         .map(|t| (t.id.clone(), suite.vectors_read_by(&t.plan)))
         .collect();
     Ok(suite)
+}
+
+/// SHA-256 over the relative paths and contents of every file below `dir`, in sorted
+/// order, so any edit to a suite's data changes it.
+pub fn fingerprint(dir: &Path) -> std::io::Result<String> {
+    use sha2::{Digest, Sha256};
+    fn collect(base: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+        for e in std::fs::read_dir(dir)? {
+            let p = e?.path();
+            if p.is_dir() {
+                collect(base, &p, out)?;
+            } else {
+                out.push(p.strip_prefix(base).expect("below base").to_path_buf());
+            }
+        }
+        Ok(())
+    }
+    let mut files = Vec::new();
+    collect(dir, dir, &mut files)?;
+    files.sort();
+    let mut h = Sha256::new();
+    for f in files {
+        h.update(f.to_string_lossy().as_bytes());
+        h.update([0]);
+        let bytes = std::fs::read(dir.join(&f))?;
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(&bytes);
+    }
+    Ok(h.finalize()
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect())
 }
 
 /// A suite found on disk, before loading.
