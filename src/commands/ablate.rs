@@ -258,11 +258,7 @@ pub fn markdown(a: &Ablation) -> String {
         if a.simulated { " (simulated)" } else { "" }
     )
     .unwrap();
-    writeln!(out, "| {} |", HEADER.join(" | ")).unwrap();
-    writeln!(out, "|{}", "---|".repeat(HEADER.len())).unwrap();
-    for r in &a.rows {
-        writeln!(out, "| {} |", cells(r).join(" | ")).unwrap();
-    }
+    out.push_str(&crate::report::md_table(&HEADER, a.rows.iter().map(cells)));
     out.push('\n');
     for f in &a.footnotes {
         writeln!(out, "- {f}").unwrap();

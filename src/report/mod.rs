@@ -193,6 +193,18 @@ pub fn grid<const N: usize>(
     t
 }
 
+/// A Markdown table with the same header and cells as [`grid`].
+pub fn md_table<const N: usize>(
+    header: &[&str; N],
+    rows: impl Iterator<Item = [String; N]>,
+) -> String {
+    let mut out = format!("| {} |\n|{}\n", header.join(" | "), "---|".repeat(N));
+    for r in rows {
+        writeln!(out, "| {} |", r.join(" | ")).unwrap();
+    }
+    out
+}
+
 /// The terminal table.
 pub fn table(summary: &Summary) -> String {
     let t = if summary.priced() {
@@ -218,17 +230,12 @@ pub fn markdown(summary: &Summary) -> String {
         writeln!(out, "> **{note}**\n").unwrap();
     }
     if summary.priced() {
-        writeln!(out, "| {} |", priced_header().join(" | ")).unwrap();
-        writeln!(out, "|{}", "---|".repeat(priced_header().len())).unwrap();
-        for r in &summary.rows {
-            writeln!(out, "| {} |", priced_cells(r).join(" | ")).unwrap();
-        }
+        out.push_str(&md_table(
+            &priced_header(),
+            summary.rows.iter().map(priced_cells),
+        ));
     } else {
-        writeln!(out, "| {} |", HEADER.join(" | ")).unwrap();
-        writeln!(out, "|{}", "---|".repeat(HEADER.len())).unwrap();
-        for r in &summary.rows {
-            writeln!(out, "| {} |", cells(r).join(" | ")).unwrap();
-        }
+        out.push_str(&md_table(&HEADER, summary.rows.iter().map(cells)));
     }
     out.push('\n');
     for f in &summary.footnotes {

@@ -423,11 +423,7 @@ mod tests {
     }
 
     fn call(e: &mut Value, name: &str, args: Value) -> Result<Value, ToolError> {
-        tools()
-            .into_iter()
-            .find(|t| t.name.as_str() == name)
-            .unwrap()
-            .call(e, &args)
+        crate::tools::named(tools(), name).call(e, &args)
     }
 
     #[test]

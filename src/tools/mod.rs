@@ -353,6 +353,15 @@ pub fn check_address(field: &str, a: &str) -> Result<(), ToolError> {
     }
 }
 
+/// The tool of that name in a domain's list (for the domains' unit tests).
+#[cfg(test)]
+pub(crate) fn named(tools: Vec<Tool>, name: &str) -> Tool {
+    tools
+        .into_iter()
+        .find(|t| t.name.as_str() == name)
+        .unwrap_or_else(|| panic!("no tool `{name}`"))
+}
+
 /// The next free integer id among the `id` fields of the given lists.
 pub fn next_id(lists: &[&Vec<Value>]) -> i64 {
     lists

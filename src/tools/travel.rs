@@ -549,10 +549,7 @@ mod tests {
     }
 
     fn tool(name: &str) -> Tool {
-        tools()
-            .into_iter()
-            .find(|t| t.name.as_str() == name)
-            .unwrap()
+        crate::tools::named(tools(), name)
     }
 
     fn call(e: &mut Value, name: &str, args: Value) -> Result<Value, ToolError> {
