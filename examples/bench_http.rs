@@ -193,7 +193,7 @@ async fn main() {
         // The frozen banking copy of the replay fixture: 6 episodes and 19 calls per seed,
         // whatever the live suites grow into.
         let fixture = fake_llm::repo().join("tests/fixtures/replay");
-        let suite = sieve_bench::suite::load(&fixture.join("suites/agentdojo/banking")).unwrap();
+        let suite = sieve_bench::suite::load(&fixture.join("suites/dojo-style/banking")).unwrap();
         let paths = sieve_bench::commands::Paths::resolve(
             Some(fixture.join("suites")),
             Some(fixture.join("attacks")),

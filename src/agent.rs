@@ -435,7 +435,7 @@ mod tests {
 
     fn banking() -> Suite {
         crate::suite::load(
-            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/agentdojo/banking"),
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/dojo-style/banking"),
         )
         .unwrap()
     }

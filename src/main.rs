@@ -92,7 +92,7 @@ enum ListWhat {
 
 #[derive(Args, Debug)]
 struct RunCli {
-    /// Suites: `all`, a family (`agentdojo`), `family/suite`, or a suite name; comma-separated.
+    /// Suites: `all`, a family (`dojo-style`), `family/suite`, or a suite name; comma-separated.
     #[arg(long, default_value = "all")]
     suite: String,
     /// Attacks by name or alias, comma-separated; `all`; or `none` for clean episodes only.

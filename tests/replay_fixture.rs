@@ -92,7 +92,7 @@ async fn replayed_run_matches_the_committed_summary() {
 #[tokio::test]
 #[ignore = "regenerates tests/fixtures/replay; run on purpose"]
 async fn record_replay_fixture() {
-    let suite = sieve_bench::suite::load(&fixture().join("suites/agentdojo/banking")).unwrap();
+    let suite = sieve_bench::suite::load(&fixture().join("suites/dojo-style/banking")).unwrap();
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(PlanFollower::new(vec![suite]))

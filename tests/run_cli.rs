@@ -298,7 +298,7 @@ fn list_shows_suites_attacks_defenses_models() {
         .args(["list", "suites"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("agentdojo/banking"));
+        .stdout(predicate::str::contains("dojo-style/banking"));
     bench(tmp.path())
         .args(["list", "attacks"])
         .assert()
@@ -468,7 +468,7 @@ fn resuming_over_records_of_an_edited_suite_is_refused() {
         .assert()
         .success();
     // Edited data: refused, and nothing is lost.
-    let f = suites.join("agentdojo/banking/suite.yaml");
+    let f = suites.join("dojo-style/banking/suite.yaml");
     let text = std::fs::read_to_string(&f).unwrap();
     std::fs::write(&f, format!("{text}\n# edited\n")).unwrap();
     bench(tmp.path())
@@ -479,7 +479,7 @@ fn resuming_over_records_of_an_edited_suite_is_refused() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains(
-            "other versions of: suite agentdojo/banking",
+            "other versions of: suite dojo-style/banking",
         ));
     assert_eq!(lines(&out.join("episodes.jsonl")).len(), before);
 }

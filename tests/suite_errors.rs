@@ -20,8 +20,8 @@ fn copy_dir(from: &Path, to: &Path) {
 /// A scratch copy of the banking suite with one file edited.
 fn broken(file: &str, edit: impl Fn(String) -> String) -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("suites/agentdojo/banking");
-    copy_dir(&home().join("suites/agentdojo/banking"), &dir);
+    let dir = tmp.path().join("suites/dojo-style/banking");
+    copy_dir(&home().join("suites/dojo-style/banking"), &dir);
     let p = dir.join(file);
     let text = std::fs::read_to_string(&p).unwrap();
     let edited = edit(text.clone());

@@ -26,6 +26,10 @@ pub fn list_suites(paths: &Paths) -> Result<String, CliError> {
         )
         .unwrap();
     }
+    out.push_str(
+        "\n`dojo-style` and `lure-style` suites are this project's own tasks, written in the style of\n\
+         AgentDojo and AgentLure: their numbers are not comparable with those benchmarks' published ones.\n",
+    );
     Ok(out)
 }
 

@@ -399,7 +399,7 @@ mod tests {
 
     fn row(defense: &str, asr: f64, simulated: bool) -> Row {
         Row {
-            suite: "agentdojo/banking".into(),
+            suite: "dojo-style/banking".into(),
             attack: "important_instructions".into(),
             defense: defense.into(),
             model: "sim:obedient".into(),
@@ -474,7 +474,7 @@ mod tests {
             text.lines()
                 .nth(1)
                 .unwrap()
-                .starts_with("agentdojo/banking,important_instructions,none,")
+                .starts_with("dojo-style/banking,important_instructions,none,")
         );
     }
 }

@@ -394,7 +394,7 @@ mod tests {
     fn defenses_share_an_episode_seed_and_other_fields_change_it() {
         let k = |d: &str, ut: &str, seed: u64| {
             let key =
-                format!("agentdojo/banking|{ut}|injection_task_0|important|{d}|sim:p=0.5|{seed}");
+                format!("dojo-style/banking|{ut}|injection_task_0|important|{d}|sim:p=0.5|{seed}");
             episode_seed(&seed_identity(&key), seed)
         };
         assert_eq!(

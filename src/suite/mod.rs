@@ -57,19 +57,24 @@ impl SuiteError {
     }
 }
 
-/// Which benchmark a suite imitates; it decides how attacks are built.
+/// Which benchmark's *style* a suite follows; it decides how attacks are built. These are
+/// this project's own tasks: the names say "-style" so nobody takes them for AgentDojo's or
+/// AgentLure's originals, whose published numbers they cannot be compared with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
 pub enum Family {
-    Agentdojo,
-    Agentlure,
+    /// AgentDojo-style: environment, tools, user and injection tasks; generic attack templates.
+    #[serde(rename = "dojo-style")]
+    DojoStyle,
+    /// AgentLure-style: context-dependent tasks and hand-written context-aware samples.
+    #[serde(rename = "lure-style")]
+    LureStyle,
 }
 
 impl fmt::Display for Family {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Family::Agentdojo => "agentdojo",
-            Family::Agentlure => "agentlure",
+            Family::DojoStyle => "dojo-style",
+            Family::LureStyle => "lure-style",
         })
     }
 }
@@ -585,7 +590,7 @@ pub fn discover(root: &Path) -> std::io::Result<Vec<SuiteRef>> {
     Ok(out)
 }
 
-/// Resolves a selector: `all`, a family (`agentdojo`), `family/suite`, or a bare suite
+/// Resolves a selector: `all`, a family (`dojo-style`), `family/suite`, or a bare suite
 /// name; a comma-separated list combines them.
 pub fn select(root: &Path, selector: &str) -> Result<Vec<SuiteRef>, String> {
     let found = discover(root)

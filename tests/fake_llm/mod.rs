@@ -24,7 +24,7 @@ pub fn paths() -> Paths {
 }
 
 pub fn banking() -> Suite {
-    sieve_bench::suite::load(&repo().join("suites/agentdojo/banking")).unwrap()
+    sieve_bench::suite::load(&repo().join("suites/dojo-style/banking")).unwrap()
 }
 
 /// Requests for this model id get a judge's approval instead of an agent turn.

@@ -112,7 +112,7 @@ mod tests {
 
     #[test]
     fn perfect_plan_binds_bill_fields_to_the_read() {
-        let suite = crate::suite::load(Path::new("suites/agentdojo/banking")).unwrap();
+        let suite = crate::suite::load(Path::new("suites/dojo-style/banking")).unwrap();
         let ut = suite.user_task("user_task_0").unwrap();
         let script = EpisodeScript {
             user_plan: ut.plan.clone(),

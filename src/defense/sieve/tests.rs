@@ -53,7 +53,7 @@ const ATTACKER: &str = "GB62QVPX07011644219908";
 impl Harness {
     /// Banking `user_task_0` (pay the bill), with an injection plan for the sim judge.
     fn new(planner: Option<&str>, judge: Option<&str>) -> Harness {
-        let suite = crate::suite::load(Path::new("suites/agentdojo/banking")).unwrap();
+        let suite = crate::suite::load(Path::new("suites/dojo-style/banking")).unwrap();
         let ut = suite.user_task("user_task_0").unwrap().clone();
         let tokens = Arc::new(TokenCounter::new().unwrap());
         let sim = crate::model::parse_model_spec("sim:obedient", tokens.clone()).unwrap();
