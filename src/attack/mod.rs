@@ -26,6 +26,28 @@ pub struct Attack {
     #[serde(default)]
     pub description: String,
     pub template: String,
+    /// Set for an attack an external suite's provider renders itself (`package:name` on
+    /// the command line): its name there. The template is then empty.
+    #[serde(skip)]
+    pub provider_attack: Option<String>,
+}
+
+/// The separator of a provider-rendered attack's name: `agentdojo:important_instructions`.
+pub const PROVIDER_ATTACK_SEP: char = ':';
+
+impl Attack {
+    /// An attack rendered by the provider of `package`'s suites, e.g. AgentDojo's own
+    /// `important_instructions`, so a published configuration can be reproduced exactly.
+    pub fn provider(package: &str, name: &str) -> Attack {
+        Attack {
+            name: format!("{package}{PROVIDER_ATTACK_SEP}{name}"),
+            aliases: Vec::new(),
+            family: package.to_string(),
+            description: format!("`{name}` as rendered by the `{package}` suites' provider"),
+            template: String::new(),
+            provider_attack: Some(name.to_string()),
+        }
+    }
 }
 
 fn default_family() -> String {
@@ -112,7 +134,13 @@ impl Attack {
     /// of two versions of an attack.
     pub fn fingerprint(&self) -> String {
         use sha2::{Digest, Sha256};
-        Sha256::digest(self.template.as_bytes())
+        // A provider-rendered attack has no template here; its text is the provider's,
+        // whose package version is part of the suite's fingerprint.
+        let text = match &self.provider_attack {
+            Some(name) => format!("provider:{name}"),
+            None => self.template.clone(),
+        };
+        Sha256::digest(text.as_bytes())
             .iter()
             .take(8)
             .map(|b| format!("{b:02x}"))
@@ -206,6 +234,18 @@ pub fn select(all: &[Attack], selector: &str) -> Result<Vec<Attack>, String> {
         if part == "none" {
             continue;
         }
+        if let Some((package, name)) = part.split_once(PROVIDER_ATTACK_SEP) {
+            if package.is_empty() || name.is_empty() {
+                return Err(format!(
+                    "attack `{part}`: a provider's attack is named `package{PROVIDER_ATTACK_SEP}attack`"
+                ));
+            }
+            let a = Attack::provider(package, name);
+            if !out.iter().any(|o| o.name == a.name) {
+                out.push(a);
+            }
+            continue;
+        }
         let matched: Vec<&Attack> = if part == "all" {
             all.iter().collect()
         } else {
@@ -243,6 +283,7 @@ mod tests {
 
     fn attack(template: &str) -> Attack {
         Attack {
+            provider_attack: None,
             name: "t".into(),
             aliases: vec!["tt".into()],
             family: "agentdojo".into(),

@@ -30,6 +30,41 @@ pub fn list_suites(paths: &Paths) -> Result<String, CliError> {
         "\n`dojo-style` and `lure-style` suites are this project's own tasks, written in the style of\n\
          AgentDojo and AgentLure: their numbers are not comparable with those benchmarks' published ones.\n",
     );
+    out.push_str(&list_external(paths)?);
+    Ok(out)
+}
+
+/// The suites each external provider serves (`suites/external/*.toml`), or why it cannot
+/// start and what to run. Counts need a `describe` per suite, so only names are listed.
+fn list_external(paths: &Paths) -> Result<String, CliError> {
+    let suites_dir = paths.suites_dir()?;
+    let packages = crate::external::known_packages(suites_dir);
+    let mut out = String::new();
+    if packages.is_empty() {
+        return Ok(out);
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::bad_input(format!("cannot start the async runtime: {e}")))?;
+    for package in packages {
+        let provider = crate::external::Provider::open(suites_dir, &package)
+            .map_err(|e| CliError::bad_input(e.to_string()))?;
+        writeln!(
+            out,
+            "\nexternal suites from {} (the benchmark's own tasks, tools and checks, run in its provider):",
+            provider.file.display()
+        )
+        .unwrap();
+        match runtime.block_on(provider.list()) {
+            Ok(names) => {
+                for n in names {
+                    writeln!(out, "  {n}").unwrap();
+                }
+            }
+            Err(e) => writeln!(out, "  not available: {e}").unwrap(),
+        }
+    }
     Ok(out)
 }
 

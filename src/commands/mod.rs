@@ -85,3 +85,66 @@ pub fn load_suites(paths: &Paths, selector: &str) -> Result<Vec<crate::suite::Su
         )))
     }
 }
+
+/// Loads a selector that may also name external suites (`agentdojo@v1.2.2/banking`, or a
+/// whole `agentdojo@v1.2.2`): those come from their provider, whose process pool is
+/// sized for `concurrency` episodes; the other parts go to [`load_suites`].
+pub async fn load_selected(
+    paths: &Paths,
+    selector: &str,
+    concurrency: usize,
+) -> Result<Vec<crate::suite::Suite>, CliError> {
+    use crate::external::{Provider, is_external_selector, package_of};
+    let parts: Vec<&str> = selector
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect();
+    let (external, data): (Vec<&str>, Vec<&str>) =
+        parts.into_iter().partition(|p| is_external_selector(p));
+    let mut suites = if data.is_empty() {
+        Vec::new()
+    } else {
+        load_suites(paths, &data.join(","))?
+    };
+    let mut providers: Vec<Provider> = Vec::new();
+    for part in external {
+        let package = package_of(part);
+        if !providers.iter().any(|p| p.spec.package == package) {
+            let p = Provider::open(paths.suites_dir()?, package)
+                .map_err(|e| CliError::bad_input(e.to_string()))?;
+            p.pool.grow_to(concurrency);
+            providers.push(p);
+        }
+        let provider = providers
+            .iter()
+            .find(|p| p.spec.package == package)
+            .expect("opened above");
+        let served = provider
+            .list()
+            .await
+            .map_err(|e| CliError::bad_input(e.to_string()))?;
+        let wanted: Vec<&String> = served
+            .iter()
+            .filter(|q| q.as_str() == part || q.split('/').next() == Some(part))
+            .collect();
+        if wanted.is_empty() {
+            return Err(CliError::bad_input(format!(
+                "no suite matches `{part}`; {} serves: {}",
+                provider.file.display(),
+                served.join(", ")
+            )));
+        }
+        for q in wanted {
+            if suites.iter().any(|s| &s.qualified_name() == q) {
+                continue;
+            }
+            let suite = provider
+                .load(q)
+                .await
+                .map_err(|e| CliError::bad_input(e.to_string()))?;
+            suites.push(suite);
+        }
+    }
+    Ok(suites)
+}

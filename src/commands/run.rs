@@ -1,6 +1,6 @@
 //! `run`: plan the matrix, run what is not yet recorded, summarise everything recorded.
 
-use super::{CliError, Paths, load_suites};
+use super::{CliError, Paths};
 use crate::model::config::{ModelFactory, ModelOptions};
 use crate::model::{Models, tokens::TokenCounter};
 use crate::report::{self, Summary};
@@ -165,6 +165,45 @@ pub fn defense_options(
     })
 }
 
+/// A provider-rendered attack (`agentdojo:important_instructions`) needs every selected
+/// suite to come from that package's provider, and the provider to know the attack.
+fn check_provider_attacks(
+    suites: &[crate::suite::Suite],
+    attacks: &[crate::attack::Attack],
+) -> Result<(), CliError> {
+    for a in attacks {
+        let Some(name) = &a.provider_attack else {
+            continue;
+        };
+        for s in suites {
+            let ok = s
+                .external
+                .as_ref()
+                .filter(|x| x.hello.package == a.family)
+                .map(|x| (x.attacks.contains(name), x.attacks.join(", ")));
+            match ok {
+                Some((true, _)) => {}
+                Some((false, known)) => {
+                    return Err(CliError::bad_input(format!(
+                        "attack `{}`: the provider of `{}` has no attack `{name}`; it has: {known}",
+                        a.name,
+                        s.qualified_name()
+                    )));
+                }
+                None => {
+                    return Err(CliError::bad_input(format!(
+                        "attack `{}` is rendered by the `{}` provider, but suite `{}` is not one of its suites",
+                        a.name,
+                        a.family,
+                        s.qualified_name()
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Runs (or resumes) and summarises.
 pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     if args.concurrency == 0 {
@@ -176,9 +215,11 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     if args.seeds == 0 {
         return Err(CliError::bad_input("--seeds must be at least 1"));
     }
-    let suites = load_suites(paths, &args.suite)?;
+    let suites = super::load_selected(paths, &args.suite, args.concurrency).await?;
     let problems: Vec<String> = suites
         .iter()
+        // An external suite's tasks are proved by its provider (and by the oracle run).
+        .filter(|s| s.external.is_none())
         .flat_map(|s| {
             crate::suite::validate::validate(s)
                 .into_iter()
@@ -194,6 +235,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     let all_attacks =
         crate::attack::load_all(&paths.attacks).map_err(|e| CliError::bad_input(e.to_string()))?;
     let attacks = crate::attack::select(&all_attacks, &args.attack).map_err(CliError::bad_input)?;
+    check_provider_attacks(&suites, &attacks)?;
     let options = defense_options(paths, args.sieve_config.as_deref(), args.weights.as_deref())?;
     let mut defenses = Vec::new();
     for d in args

@@ -181,6 +181,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
             attack: &attack.name,
             payload,
             vectors: suite.injectable.get(&ut.id).cloned().unwrap_or_default(),
+            provider_attack: attack.provider_attack.as_deref(),
         }
     });
     let payload = injection.as_ref().map(|i| i.payload.clone());
@@ -247,7 +248,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         messages: result.messages,
         calls: result.calls,
         answer: result.answer,
-        payload,
+        payload: result.payload.or(payload),
     };
     (record, trace, result.fatal)
 }

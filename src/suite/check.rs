@@ -56,6 +56,9 @@ pub enum Check {
     AnswerContains(OneOrMany),
     /// The final answer satisfies a matcher.
     Answer(Matcher),
+    /// Decided by an external suite's provider, which holds the task's own check
+    /// (docs/external-suites.md); data suites cannot use it.
+    External,
 }
 
 /// One string or a list of strings.
@@ -407,6 +410,9 @@ impl Check {
                     .all(|s| answer.contains(&s.to_lowercase()))
             }
             Check::Answer(m) => m.test(Some(&Value::String(o.answer.to_string()))),
+            // Only external suites carry it, and their episodes take the provider's
+            // verdict instead (`external::world`); here it can prove nothing.
+            Check::External => false,
         }
     }
 
@@ -465,6 +471,9 @@ impl Check {
                 }
             }
             Check::Answer(_) => Ok(()),
+            Check::External => {
+                Err("`external` checks belong to suites served by a provider process".into())
+            }
         }
     }
 }

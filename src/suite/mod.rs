@@ -68,6 +68,10 @@ pub enum Family {
     /// AgentLure-style: context-dependent tasks and hand-written context-aware samples.
     #[serde(rename = "lure-style")]
     LureStyle,
+    /// Served by a provider process (docs/external-suites.md); its real family is the
+    /// package and version it names, e.g. `agentdojo@v1.2.2`.
+    #[serde(rename = "external")]
+    External,
 }
 
 impl fmt::Display for Family {
@@ -75,6 +79,7 @@ impl fmt::Display for Family {
         f.write_str(match self {
             Family::DojoStyle => "dojo-style",
             Family::LureStyle => "lure-style",
+            Family::External => "external",
         })
     }
 }
@@ -189,6 +194,8 @@ pub struct Suite {
     /// SHA-256 of every file in the suite folder: records carry it, so a resumed run
     /// never mixes episodes of two versions of a suite.
     pub fingerprint: String,
+    /// Set when the suite lives in a provider process: its episodes run there.
+    pub external: Option<Arc<crate::external::ExternalSuite>>,
 }
 
 /// The result of running a plan on an environment.
@@ -238,6 +245,9 @@ pub fn canary(v: &VectorId) -> String {
 impl Suite {
     /// `family/name`, unique across the suites directory.
     pub fn qualified_name(&self) -> String {
+        if let Some(x) = &self.external {
+            return x.qualified.clone();
+        }
         format!("{}/{}", self.meta.family, self.meta.name)
     }
 
@@ -511,6 +521,7 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
                 format!("cannot read the suite folder: {e}"),
             )
         })?,
+        external: None,
     };
     suite.injectable = suite
         .user_tasks

@@ -142,6 +142,33 @@ impl Tool {
         }
     }
 
+    /// A tool that runs in an external suite's provider process (docs/external-suites.md):
+    /// its interface is known here, its effect is not, so calling it locally is an error
+    /// and its arguments are checked by the provider.
+    pub fn external(
+        name: &str,
+        description: &str,
+        parameters: Value,
+        kind: ToolKind,
+        risk: f64,
+    ) -> Tool {
+        let tool_name = name.to_string();
+        Tool {
+            name: ToolName::from(name),
+            description: description.to_string(),
+            parameters,
+            kind,
+            risk,
+            run: Box::new(move |_, _| {
+                Err(ToolError::new(
+                    ToolErrorKind::UnknownToolError,
+                    format!("`{tool_name}` runs in the suite's provider process, not here"),
+                ))
+            }),
+            check: Box::new(|_| Ok(())),
+        }
+    }
+
     /// Runs the tool. On error the environment is left exactly as it was.
     pub fn call(&self, env: &mut Value, args: &Value) -> Result<Value, ToolError> {
         (self.run)(env, args)
@@ -200,6 +227,15 @@ impl ToolSet {
                 parameters: t.parameters.clone(),
             })
             .collect()
+    }
+
+    /// A tool set from a list, in that order; a repeated name keeps the last definition.
+    pub fn from_tools(tools: impl IntoIterator<Item = Tool>) -> ToolSet {
+        let mut set = ToolSet::default();
+        for t in tools {
+            set.insert(t);
+        }
+        set
     }
 
     fn insert(&mut self, tool: Tool) {

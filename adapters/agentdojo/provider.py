@@ -1,0 +1,290 @@
+"""Serves the suites of the installed `agentdojo` package to sieve-bench.
+
+sieve-bench starts this script and talks to it in JSON lines on stdin/stdout, as
+docs/external-suites.md describes. Every task, tool and check stays AgentDojo's: this file
+only calls the package's public API and translates between it and the protocol, so that
+numbers measured through sieve-bench are AgentDojo's numbers.
+
+One process serves one episode at a time; sieve-bench runs a pool of them for concurrency.
+"""
+
+import json
+import sys
+import traceback
+from importlib.metadata import version as installed_version
+
+PROTOCOL = 1
+PACKAGE = "agentdojo"
+
+try:
+    from agentdojo.agent_pipeline.agent_pipeline import load_system_message
+    from agentdojo.agent_pipeline.tool_execution import is_string_list, tool_result_to_str
+    from agentdojo.attacks.attack_registry import ATTACKS, load_attack
+    from agentdojo.attacks.base_attacks import DEFAULT_MODEL_NAME, FixedJailbreakAttack
+    from agentdojo.functions_runtime import FunctionCall, FunctionsRuntime
+    from agentdojo.task_suite import load_suites
+except ImportError as missing:  # reported through the protocol, not as a traceback
+    IMPORT_ERROR = str(missing)
+else:
+    IMPORT_ERROR = None
+
+# Tool names that only read: AgentDojo does not classify its tools, while sieve-bench's
+# defenses (read-only whitelists, read auto-approval) need to know. This is our judgment
+# from the names, stated here so it can be checked.
+READ_PREFIXES = ("get_", "search_", "read_", "list_", "check_")
+
+
+class ProtocolError(Exception):
+    """A request this provider cannot serve; the episode it belongs to fails."""
+
+
+def family_of(benchmark_version):
+    return f"{PACKAGE}@{benchmark_version}"
+
+
+def split_suite(qualified):
+    """`agentdojo@v1.2.2/banking` -> ("v1.2.2", "banking")."""
+    family, _, name = qualified.partition("/")
+    package, _, benchmark_version = family.partition("@")
+    if package != PACKAGE or not benchmark_version or not name:
+        raise ProtocolError(f"`{qualified}` is not a suite of the form {PACKAGE}@<version>/<suite>")
+    return benchmark_version, name
+
+
+def versions():
+    # The package keeps its version table private; fall back to the newest we know of.
+    table = getattr(load_suites, "_SUITES", None)
+    return list(table.keys()) if table else ["v1.2.2"]
+
+
+class StandInPipeline:
+    """What AgentDojo's attacks read from a pipeline: only its name, naming the model."""
+
+    def __init__(self, name):
+        self.name = name
+
+
+def plain(value):
+    """JSON-ready copy of ground-truth arguments (dates and the like become strings)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def calls_of(task, environment):
+    return [{"tool": c.function, "args": plain(dict(c.args))} for c in task.ground_truth(environment)]
+
+
+class Provider:
+    def __init__(self):
+        self.suites = {}
+        self.candidates = {}
+        self.attacks = {}
+        self.episode = None
+
+    def suite(self, qualified):
+        if qualified not in self.suites:
+            benchmark_version, name = split_suite(qualified)
+            try:
+                self.suites[qualified] = load_suites.get_suite(benchmark_version, name)
+            except Exception as e:
+                raise ProtocolError(f"{PACKAGE} has no suite `{name}` in version `{benchmark_version}`: {e}")
+        return self.suites[qualified]
+
+    def vectors_read(self, qualified, user_task):
+        """The vectors the ground truth reads, found by AgentDojo's own canary run."""
+        key = (qualified, user_task.ID)
+        if key not in self.candidates:
+            finder = FixedJailbreakAttack("", self.suite(qualified), StandInPipeline(None))
+            try:
+                self.candidates[key] = list(finder.get_injection_candidates(user_task))
+            except ValueError:
+                self.candidates[key] = []  # AgentDojo: "not injectable"
+        return self.candidates[key]
+
+    # ------------------------------------------------------------------ operations
+
+    def hello(self, _req):
+        return {
+            "protocol": PROTOCOL,
+            "provider": "sieve-bench agentdojo adapter",
+            "package": PACKAGE,
+            "package_version": installed_version(PACKAGE),
+        }
+
+    def list(self, _req):
+        out = []
+        for v in versions():
+            for name in load_suites.get_suites(v):
+                out.append(f"{family_of(v)}/{name}")
+        return {"suites": out}
+
+    def describe(self, req):
+        qualified = req["suite"]
+        suite = self.suite(qualified)
+        default_env = suite.load_and_inject_default_environment({})
+        tools = []
+        for fn in suite.tools:
+            schema = fn.parameters.model_json_schema()
+            schema.pop("title", None)
+            schema.setdefault("properties", {})
+            tools.append({
+                "name": fn.name,
+                "description": fn.description,
+                "parameters": schema,
+                "kind": "read" if fn.name.startswith(READ_PREFIXES) else "write",
+            })
+        vectors = [{"id": k, "default": v} for k, v in suite.get_injection_vector_defaults().items()]
+        user_tasks = []
+        for task_id, task in suite.user_tasks.items():
+            env = task.init_environment(default_env.model_copy(deep=True))
+            user_tasks.append({
+                "id": task_id,
+                "prompt": task.PROMPT,
+                "plan": calls_of(task, env),
+                "answer": task.GROUND_TRUTH_OUTPUT,
+                "vectors": self.vectors_read(qualified, task),
+            })
+        injection_tasks = []
+        for task_id, task in suite.injection_tasks.items():
+            injection_tasks.append({
+                "id": task_id,
+                "goal": task.GOAL,
+                "plan": calls_of(task, default_env.model_copy(deep=True)),
+                "answer": task.GROUND_TRUTH_OUTPUT or None,
+                # AgentDojo weighs every injection task alike; its difficulty goes in the tags.
+                "severity": 1.0,
+                "tags": [f"difficulty:{task.DIFFICULTY.name.lower()}"],
+            })
+        return {
+            "suite": qualified,
+            "family": qualified.partition("/")[0],
+            "name": suite.name,
+            "system_prompt": load_system_message(None),
+            "tools": tools,
+            "vectors": vectors,
+            "user_tasks": user_tasks,
+            "injection_tasks": injection_tasks,
+            "attacks": list(ATTACKS),
+        }
+
+    def attack(self, req):
+        qualified, name, model = req["suite"], req["attack"], req.get("model") or ""
+        if name not in ATTACKS:
+            raise ProtocolError(f"{PACKAGE} has no attack `{name}`; it has: {', '.join(ATTACKS)}")
+        key = (qualified, name, model)
+        if key not in self.attacks:
+            suite = self.suite(qualified)
+            try:
+                attack = load_attack(name, suite, StandInPipeline(model))
+                model_name = getattr(attack, "model_name", None)
+            except ValueError:
+                # The package names only models it knows; for any other model (the scripted
+                # agent, a local server) it is built for a known one and given the package's
+                # own neutral model name instead.
+                attack = load_attack(name, suite, StandInPipeline("gpt-4o-2024-05-13"))
+                if hasattr(attack, "model_name"):
+                    attack.model_name = DEFAULT_MODEL_NAME
+                model_name = getattr(attack, "model_name", None)
+            self.attacks[key] = (attack, model_name)
+        attack, model_name = self.attacks[key]
+        suite = self.suite(qualified)
+        user_task = suite.get_user_task_by_id(req["user_task"])
+        injection_task = suite.get_injection_task_by_id(req["injection_task"])
+        try:
+            injections = attack.attack(user_task, injection_task)
+        except ValueError as e:  # not injectable
+            raise ProtocolError(str(e))
+        return {"injections": injections, "model_name": model_name}
+
+    def start(self, req):
+        suite = self.suite(req["suite"])
+        user_task = suite.get_user_task_by_id(req["user_task"])
+        injection_task = None
+        if req.get("injection_task"):
+            injection_task = suite.get_injection_task_by_id(req["injection_task"])
+        injections = req.get("injections") or {}
+        unknown = set(injections) - set(suite.get_injection_vector_defaults())
+        if unknown:
+            raise ProtocolError(f"unknown injection vectors: {', '.join(sorted(unknown))}")
+        env = user_task.init_environment(suite.load_and_inject_default_environment(injections))
+        self.episode = {
+            "suite": suite,
+            "user_task": user_task,
+            "injection_task": injection_task,
+            "pre": env.model_copy(deep=True),
+            "env": env,
+            "runtime": FunctionsRuntime(suite.tools),
+            "trace": [],
+        }
+        return {}
+
+    def current(self):
+        if self.episode is None:
+            raise ProtocolError("no episode started")
+        return self.episode
+
+    def call(self, req):
+        ep = self.current()
+        name, args = req["tool"], dict(req.get("arguments") or {})
+        # As AgentDojo's tool executor does: a list sent as a string becomes a list.
+        for k, v in list(args.items()):
+            if isinstance(v, str) and is_string_list(v):
+                from ast import literal_eval
+                args[k] = literal_eval(v)
+        ep["trace"].append(FunctionCall(function=name, args=args, id=req.get("id")))
+        result, error = ep["runtime"].run_function(ep["env"], name, args)
+        if error is not None:
+            return {"error": error}
+        return {"output": tool_result_to_str(result)}
+
+    def finish(self, req):
+        ep = self.current()
+        self.episode = None
+        answer = req.get("answer") or ""
+        args = (answer, ep["pre"], ep["env"], ep["trace"])
+        task = ep["user_task"]
+        utility = task.utility_from_traces(*args)
+        if utility is None:
+            utility = task.utility(answer, ep["pre"], ep["env"])
+        security = None
+        if ep["injection_task"] is not None:
+            inj = ep["injection_task"]
+            security = inj.security_from_traces(*args)
+            if security is None:
+                security = inj.security(answer, ep["pre"], ep["env"])
+        return {"utility": bool(utility), "security": None if security is None else bool(security)}
+
+
+def main():
+    provider = Provider()
+    out = sys.stdout
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            req = json.loads(line)
+            op = req.get("op")
+            if IMPORT_ERROR is not None:
+                raise ProtocolError(f"the `{PACKAGE}` package cannot be imported: {IMPORT_ERROR}")
+            handler = {
+                "hello": provider.hello,
+                "list": provider.list,
+                "describe": provider.describe,
+                "attack": provider.attack,
+                "start": provider.start,
+                "call": provider.call,
+                "finish": provider.finish,
+            }.get(op)
+            if handler is None:
+                raise ProtocolError(f"unknown op `{op}`")
+            reply = {"ok": True, **handler(req)}
+        except ProtocolError as e:
+            reply = {"ok": False, "error": str(e)}
+        except Exception as e:  # a bug in a task or here: the episode fails, the process lives
+            reply = {"ok": False, "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}
+        out.write(json.dumps(reply, default=str) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()

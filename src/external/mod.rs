@@ -1,0 +1,419 @@
+//! External suites: tasks, tools and checks that live in another process, reached
+//! through the JSON-lines protocol of docs/external-suites.md. A suite served this way
+//! becomes an ordinary [`Suite`] (tools by schema, tasks with reference plans) whose
+//! episodes run in a leased provider process ([`world::ExternalWorld`]), so the agent
+//! loop, defenses, scripted agents, records and reports work on it unchanged.
+//!
+//! A provider is declared by `suites/external/<package>.toml`; its suites are named
+//! `<package>@<version>/<suite>`, e.g. `agentdojo@v1.2.2/banking`.
+
+pub mod pool;
+pub mod process;
+pub mod protocol;
+pub mod world;
+
+use crate::ids::{TaskId, ToolName, VectorId};
+use crate::suite::check::Check;
+use crate::suite::env::EnvTemplate;
+use crate::suite::{
+    Family, InjectionTask, PlannedCall, Suite, SuiteMeta, Surface, UserTask, Vector,
+};
+use crate::tools::{Tool, ToolKind, ToolSet};
+use pool::Pool;
+use process::Launch;
+use protocol::{Description, Hello, Listing, Request};
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What can go wrong with a provider. Every variant but `Spec` fails only the episode
+/// (or the suite load) it happened in.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ExternalError {
+    #[error("{file}: {message}")]
+    Spec { file: PathBuf, message: String },
+    #[error("cannot start the suite provider `{program}`: {message}")]
+    Spawn { program: String, message: String },
+    #[error("the suite provider speaks protocol version {theirs}; this build speaks {ours}")]
+    Version { theirs: u32, ours: u32 },
+    /// The process crashed, hung or sent a malformed line; it was discarded.
+    #[error("suite provider failed: {0}")]
+    Broken(String),
+    /// The provider answered `ok: false`.
+    #[error("suite provider refused `{op}`: {message}")]
+    Refused { op: String, message: String },
+}
+
+/// `suites/external/<package>.toml`: how to start the provider of one package's suites.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderSpec {
+    /// The package part of the suite names this provider serves.
+    pub package: String,
+    /// Program and arguments; relative paths are relative to the project home (the
+    /// suites folder's parent), which is also the working directory.
+    pub command: Vec<String>,
+    /// An environment variable that, when set, replaces the program (e.g. a venv's python).
+    #[serde(default)]
+    pub program_env: Option<String>,
+    /// What to run when the provider cannot start (shown in the error).
+    #[serde(default)]
+    pub setup: Option<String>,
+    /// The longest one reply may take before the process counts as hung.
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: f64,
+}
+
+fn default_timeout() -> f64 {
+    300.0
+}
+
+/// A provider ready to serve: its spec and its process pool.
+pub struct Provider {
+    pub spec: ProviderSpec,
+    pub file: PathBuf,
+    pub pool: Arc<Pool>,
+    /// The files of the command that exist (the adapter script): their bytes are part of
+    /// every served suite's fingerprint.
+    command_files: Vec<PathBuf>,
+}
+
+impl Provider {
+    /// Reads `<suites>/external/<package>.toml`.
+    pub fn open(suites_dir: &Path, package: &str) -> Result<Provider, ExternalError> {
+        let dir = suites_dir.join("external");
+        let file = dir.join(format!("{package}.toml"));
+        let spec_error = |message: String| ExternalError::Spec {
+            file: file.clone(),
+            message,
+        };
+        let text = std::fs::read_to_string(&file).map_err(|e| {
+            let known = known_packages(suites_dir);
+            spec_error(format!(
+                "cannot read the provider of `{package}` ({e}); known providers: {}",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ))
+        })?;
+        let spec: ProviderSpec =
+            toml::from_str(&text).map_err(|e| spec_error(format!("invalid provider file: {e}")))?;
+        if spec.package != package {
+            return Err(spec_error(format!(
+                "field `package` is `{}` but the file is named for `{package}`",
+                spec.package
+            )));
+        }
+        let Some((program, args)) = spec.command.split_first() else {
+            return Err(spec_error("field `command` is empty".into()));
+        };
+        if !(spec.timeout_secs > 0.0) {
+            return Err(spec_error("field `timeout_secs` must be positive".into()));
+        }
+        let home = suites_dir
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        let program = match spec
+            .program_env
+            .as_deref()
+            .and_then(|v| std::env::var(v).ok())
+        {
+            Some(p) if !p.is_empty() => PathBuf::from(p),
+            _ => resolve(&home, program),
+        };
+        let command_files = args
+            .iter()
+            .map(|a| resolve(&home, a))
+            .filter(|p| p.is_file())
+            .collect();
+        let launch = Launch {
+            program,
+            args: args.to_vec(),
+            dir: home,
+            timeout: Duration::from_secs_f64(spec.timeout_secs),
+        };
+        Ok(Provider {
+            pool: Pool::new(launch, 1),
+            spec,
+            file,
+            command_files,
+        })
+    }
+
+    /// Adds the setup hint to errors that mean "the provider cannot run here".
+    fn explain(&self, e: ExternalError) -> ExternalError {
+        let hint = |m: String| match &self.spec.setup {
+            Some(s) => format!("{m}\n  to install what it needs, run: {s}"),
+            None => m,
+        };
+        match e {
+            ExternalError::Spawn { program, message } => ExternalError::Spawn {
+                program,
+                message: hint(message),
+            },
+            ExternalError::Refused { op, message } if op == "hello" => ExternalError::Refused {
+                op,
+                message: hint(message),
+            },
+            ExternalError::Broken(m) => ExternalError::Broken(hint(m)),
+            other => other,
+        }
+    }
+
+    /// The qualified names of every suite the provider serves.
+    pub async fn list(&self) -> Result<Vec<String>, ExternalError> {
+        let listing: Listing = self
+            .pool
+            .ask(&Request::List)
+            .await
+            .map_err(|e| self.explain(e))?;
+        Ok(listing.suites)
+    }
+
+    /// Loads one suite from the provider.
+    pub async fn load(&self, qualified: &str) -> Result<Suite, ExternalError> {
+        let mut lease = self.pool.lease().await.map_err(|e| self.explain(e))?;
+        let hello = lease.hello().clone();
+        let desc: Description = lease
+            .request(&Request::Describe { suite: qualified })
+            .await?;
+        drop(lease);
+        let mut files = Vec::new();
+        for f in &self.command_files {
+            files.push(std::fs::read(f).map_err(|e| ExternalError::Spec {
+                file: f.clone(),
+                message: format!("cannot read: {e}"),
+            })?);
+        }
+        build_suite(self.pool.clone(), hello, desc, &files).map_err(|message| {
+            ExternalError::Refused {
+                op: "describe".into(),
+                message: format!("`{qualified}`: {message}"),
+            }
+        })
+    }
+}
+
+fn resolve(home: &Path, p: &str) -> PathBuf {
+    let path = Path::new(p);
+    if path.is_absolute() || !p.contains('/') {
+        // A bare name (`python3`) is looked up on PATH.
+        path.to_path_buf()
+    } else {
+        home.join(path)
+    }
+}
+
+/// The packages with a provider file, sorted.
+pub fn known_packages(suites_dir: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(suites_dir.join("external"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_suffix(".toml").map(str::to_string)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Whether a suite selector part names external suites (`package@version[/suite]`).
+pub fn is_external_selector(part: &str) -> bool {
+    part.split('/').next().is_some_and(|f| f.contains('@'))
+}
+
+/// The package of an external selector part.
+pub fn package_of(part: &str) -> &str {
+    part.split('@').next().unwrap_or(part)
+}
+
+/// What the harness knows of a suite that lives in a provider.
+pub struct ExternalSuite {
+    /// `package@version/suite`.
+    pub qualified: String,
+    pub pool: Arc<Pool>,
+    pub hello: Hello,
+    /// The suite's own system prompt, used instead of the harness's.
+    pub system_prompt: Option<String>,
+    /// Attacks the provider renders itself.
+    pub attacks: Vec<String>,
+}
+
+impl fmt::Debug for ExternalSuite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExternalSuite")
+            .field("qualified", &self.qualified)
+            .field("hello", &self.hello)
+            .finish()
+    }
+}
+
+fn plan_of(calls: &[protocol::CallDesc]) -> Vec<PlannedCall> {
+    calls
+        .iter()
+        .map(|c| PlannedCall {
+            tool: ToolName(c.tool.clone()),
+            args: if c.args.is_null() {
+                Value::Object(Default::default())
+            } else {
+                c.args.clone()
+            },
+        })
+        .collect()
+}
+
+/// Default risk of a provider's tools when it names none: writes are where harm is done.
+fn default_risk(kind: ToolKind) -> f64 {
+    match kind {
+        ToolKind::Read => 0.1,
+        ToolKind::Write => 0.7,
+    }
+}
+
+/// Turns a description into a suite, checking what the harness relies on.
+pub fn build_suite(
+    pool: Arc<Pool>,
+    hello: Hello,
+    desc: Description,
+    command_files: &[Vec<u8>],
+) -> Result<Suite, String> {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(serde_json::to_vec(&hello).expect("serialises"));
+    h.update(serde_json::to_vec(&desc).expect("serialises"));
+    for f in command_files {
+        h.update((f.len() as u64).to_le_bytes());
+        h.update(f);
+    }
+    let fingerprint: String = h
+        .finalize()
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect();
+
+    let (family, name) = desc
+        .suite
+        .split_once('/')
+        .ok_or_else(|| format!("suite name `{}` is not `package@version/suite`", desc.suite))?;
+    let tools = ToolSet::from_tools(desc.tools.iter().map(|t| {
+        let kind = t.kind.unwrap_or(ToolKind::Write);
+        Tool::external(
+            &t.name,
+            &t.description,
+            t.parameters.clone(),
+            kind,
+            t.risk.unwrap_or_else(|| default_risk(kind)),
+        )
+    }));
+    let known_tool = |task: &str, plan: &[PlannedCall]| -> Result<(), String> {
+        for (i, c) in plan.iter().enumerate() {
+            if tools.get(c.tool.as_str()).is_none() {
+                return Err(format!(
+                    "task `{task}`: field `plan[{i}]`: unknown tool `{}`",
+                    c.tool
+                ));
+            }
+        }
+        Ok(())
+    };
+    let vectors: Vec<Vector> = desc
+        .vectors
+        .iter()
+        .map(|v| Vector {
+            id: VectorId(v.id.clone()),
+            description: v.description.clone(),
+            surface: Surface::ToolOutput,
+            default: v.default.clone(),
+        })
+        .collect();
+    let mut injectable = BTreeMap::new();
+    let mut user_tasks = Vec::new();
+    for t in &desc.user_tasks {
+        let plan = plan_of(&t.plan);
+        known_tool(&t.id, &plan)?;
+        for v in &t.vectors {
+            if !vectors.iter().any(|x| x.id.as_str() == v) {
+                return Err(format!(
+                    "task `{}`: field `vectors`: unknown vector `{v}`",
+                    t.id
+                ));
+            }
+        }
+        injectable.insert(
+            TaskId(t.id.clone()),
+            t.vectors.iter().map(|v| VectorId(v.clone())).collect(),
+        );
+        user_tasks.push(UserTask {
+            id: TaskId(t.id.clone()),
+            prompt: t.prompt.clone(),
+            plan,
+            answer: t.answer.clone(),
+            utility: Check::External,
+        });
+    }
+    let mut injection_tasks = Vec::new();
+    for t in &desc.injection_tasks {
+        let plan = plan_of(&t.plan);
+        known_tool(&t.id, &plan)?;
+        let severity = t.severity.unwrap_or(1.0);
+        if !(severity > 0.0 && severity <= 1.0) {
+            return Err(format!(
+                "task `{}`: field `severity`: must be in (0, 1], got {severity}",
+                t.id
+            ));
+        }
+        injection_tasks.push(InjectionTask {
+            id: TaskId(t.id.clone()),
+            goal: t.goal.clone(),
+            plan,
+            severity,
+            security: Check::External,
+            answer: t.answer.clone(),
+            tags: t.tags.clone(),
+        });
+    }
+    let meta = SuiteMeta {
+        name: name.to_string(),
+        family: Family::External,
+        domains: Vec::new(),
+        user: desc.user.clone().unwrap_or_else(|| "the user".into()),
+        date: String::new(),
+        description: format!(
+            "served by {} ({} {}) over the external-suite protocol",
+            hello.provider, hello.package, hello.package_version
+        ),
+        system_prompt: None,
+        tools: None,
+    };
+    let external = ExternalSuite {
+        qualified: format!("{family}/{name}"),
+        pool,
+        hello,
+        system_prompt: desc.system_prompt.clone(),
+        attacks: desc.attacks.clone(),
+    };
+    Ok(Suite {
+        meta,
+        dir: PathBuf::from(&desc.suite),
+        tools: Arc::new(tools),
+        env: EnvTemplate::new(Value::Object(Default::default()), Vec::new(), &[])
+            .expect("an empty template has no placeholders"),
+        vectors,
+        user_tasks,
+        injection_tasks,
+        injectable,
+        fingerprint,
+        external: Some(Arc::new(external)),
+    })
+}

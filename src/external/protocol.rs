@@ -1,0 +1,186 @@
+//! The messages of the external-suite protocol, version 1 (docs/external-suites.md).
+//!
+//! One JSON object per line each way. Every request carries `op`; every reply carries
+//! `ok`, and `error` when `ok` is false.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// The protocol version this harness speaks; a provider answering `hello` with another
+/// one is refused.
+pub const PROTOCOL: u32 = 1;
+
+/// What the harness asks of a provider.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request<'a> {
+    /// The handshake: protocol version, provider and package identity.
+    Hello { protocol: u32 },
+    /// The qualified names of the suites this provider serves.
+    List,
+    /// Everything about one suite: tools, vectors, tasks with reference plans.
+    Describe { suite: &'a str },
+    /// Payloads per vector rendered by the provider's own attack implementation.
+    Attack {
+        suite: &'a str,
+        attack: &'a str,
+        user_task: &'a str,
+        injection_task: &'a str,
+        model: &'a str,
+    },
+    /// A fresh episode; replaces any episode the process held before.
+    Start {
+        suite: &'a str,
+        user_task: &'a str,
+        injection_task: Option<&'a str>,
+        injections: &'a BTreeMap<String, String>,
+    },
+    /// Runs one tool in the current episode.
+    Call {
+        id: &'a str,
+        tool: &'a str,
+        arguments: &'a Value,
+    },
+    /// Ends the episode and returns its verdicts.
+    Finish { answer: &'a str },
+}
+
+impl Request<'_> {
+    pub fn op(&self) -> &'static str {
+        match self {
+            Request::Hello { .. } => "hello",
+            Request::List => "list",
+            Request::Describe { .. } => "describe",
+            Request::Attack { .. } => "attack",
+            Request::Start { .. } => "start",
+            Request::Call { .. } => "call",
+            Request::Finish { .. } => "finish",
+        }
+    }
+}
+
+/// The reply to `hello`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Hello {
+    pub protocol: u32,
+    #[serde(default)]
+    pub provider: String,
+    /// The package whose suites are served, e.g. `agentdojo`.
+    #[serde(default)]
+    pub package: String,
+    #[serde(default)]
+    pub package_version: String,
+}
+
+/// The reply to `list`.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Listing {
+    pub suites: Vec<String>,
+}
+
+/// A tool as the provider describes it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ToolDesc {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub parameters: Value,
+    /// `read` or `write`; absent means `write` (the cautious reading).
+    #[serde(default)]
+    pub kind: Option<crate::tools::ToolKind>,
+    #[serde(default)]
+    pub risk: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct VectorDesc {
+    pub id: String,
+    #[serde(default)]
+    pub default: String,
+    #[serde(default)]
+    pub description: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CallDesc {
+    pub tool: String,
+    #[serde(default)]
+    pub args: Value,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct UserTaskDesc {
+    pub id: String,
+    pub prompt: String,
+    /// The reference plan (the scripted agent follows it).
+    #[serde(default)]
+    pub plan: Vec<CallDesc>,
+    /// The final answer of the reference solution.
+    #[serde(default)]
+    pub answer: Option<String>,
+    /// The vectors the reference plan reads; empty means not injectable.
+    #[serde(default)]
+    pub vectors: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct InjectionTaskDesc {
+    pub id: String,
+    pub goal: String,
+    #[serde(default)]
+    pub plan: Vec<CallDesc>,
+    #[serde(default)]
+    pub answer: Option<String>,
+    /// Weight in (0, 1] for W-ASR; absent means 1.
+    #[serde(default)]
+    pub severity: Option<f64>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+/// The reply to `describe`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Description {
+    pub suite: String,
+    /// The agent's whole system prompt, when the suite defines its own.
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+    /// The user the agent works for, for attack templates' `{user}`.
+    #[serde(default)]
+    pub user: Option<String>,
+    pub tools: Vec<ToolDesc>,
+    #[serde(default)]
+    pub vectors: Vec<VectorDesc>,
+    pub user_tasks: Vec<UserTaskDesc>,
+    #[serde(default)]
+    pub injection_tasks: Vec<InjectionTaskDesc>,
+    /// Attacks the provider renders itself (`attack` op).
+    #[serde(default)]
+    pub attacks: Vec<String>,
+}
+
+/// The reply to `attack`.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Injections {
+    pub injections: BTreeMap<String, String>,
+}
+
+/// The reply to `call`: exactly one of the two is set.
+#[derive(Clone, Debug, Deserialize)]
+pub struct CallReply {
+    #[serde(default)]
+    pub output: Option<String>,
+    /// A tool error as the model must read it, e.g. `ValueError: ...`.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// The reply to `finish`.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Verdicts {
+    pub utility: bool,
+    /// Set for attacked episodes: true means the attack succeeded.
+    #[serde(default)]
+    pub security: Option<bool>,
+}

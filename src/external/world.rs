@@ -1,0 +1,107 @@
+//! An external suite's episode: a leased provider process holds the environment, runs
+//! the tools and judges the outcome.
+
+use super::pool::Lease;
+use super::protocol::{CallReply, Injections, Request, Verdicts as Reply};
+use super::{ExternalError, ExternalSuite};
+use crate::agent::Injection;
+use crate::world::{ToolReply, Verdicts, World, WorldError};
+use async_trait::async_trait;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+pub struct ExternalWorld {
+    lease: Lease,
+    attacked: bool,
+}
+
+impl ExternalWorld {
+    /// Leases a process and starts the episode in it. For an attack the provider renders
+    /// itself, it is asked for the payloads first. Returns the world and the injected
+    /// text (the first vector's, for the scripted agent).
+    pub async fn open(
+        suite: &ExternalSuite,
+        user_task: &str,
+        injection: Option<&Injection<'_>>,
+        model: &str,
+    ) -> Result<(ExternalWorld, Option<String>), ExternalError> {
+        let mut lease = suite.pool.lease().await?;
+        let injections: BTreeMap<String, String> = match injection {
+            None => BTreeMap::new(),
+            Some(inj) => match inj.provider_attack {
+                Some(attack) => {
+                    let reply: Injections = lease
+                        .request(&Request::Attack {
+                            suite: &suite.qualified,
+                            attack,
+                            user_task,
+                            injection_task: inj.task.id.as_str(),
+                            model,
+                        })
+                        .await?;
+                    reply.injections
+                }
+                None => inj
+                    .vectors
+                    .iter()
+                    .map(|v| (v.0.clone(), inj.payload.clone()))
+                    .collect(),
+            },
+        };
+        let _: Value = lease
+            .request(&Request::Start {
+                suite: &suite.qualified,
+                user_task,
+                injection_task: injection.map(|i| i.task.id.as_str()),
+                injections: &injections,
+            })
+            .await?;
+        let payload = injection.and_then(|_| injections.values().next().cloned());
+        Ok((
+            ExternalWorld {
+                lease,
+                attacked: injection.is_some(),
+            },
+            payload,
+        ))
+    }
+}
+
+#[async_trait]
+impl World for ExternalWorld {
+    async fn call(&mut self, id: &str, tool: &str, args: &Value) -> Result<ToolReply, WorldError> {
+        let reply: CallReply = self
+            .lease
+            .request(&Request::Call {
+                id,
+                tool,
+                arguments: args,
+            })
+            .await?;
+        Ok(match (reply.error, reply.output) {
+            (Some(error), _) => ToolReply {
+                text: error,
+                ok: false,
+            },
+            (None, output) => ToolReply {
+                text: output.unwrap_or_default(),
+                ok: true,
+            },
+        })
+    }
+
+    async fn finish(&mut self, answer: &str) -> Result<Verdicts, WorldError> {
+        let reply: Reply = self.lease.request(&Request::Finish { answer }).await?;
+        if self.attacked && reply.security.is_none() {
+            return Err(ExternalError::Refused {
+                op: "finish".into(),
+                message: "no `security` verdict for an attacked episode".into(),
+            }
+            .into());
+        }
+        Ok(Verdicts {
+            utility: reply.utility,
+            attack_success: if self.attacked { reply.security } else { None },
+        })
+    }
+}

@@ -1,0 +1,146 @@
+//! An episode's world: where the calls a defense allowed actually run, and where the
+//! episode's verdicts (utility, attack success) come from. The agent loop sees only this
+//! trait, so a data suite (tools in Rust, declarative checks) and an external suite
+//! (tools and checks in a provider process) run through the same loop.
+
+use crate::agent::EpisodeSpec;
+use crate::external::ExternalError;
+use crate::ids::VectorId;
+use crate::suite::check::{ExecutedCall, Outcome};
+use crate::suite::{InjectionTask, Suite, UserTask};
+use crate::tools::render::render;
+use async_trait::async_trait;
+use serde_json::Value;
+
+/// What a tool call showed the model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolReply {
+    pub text: String,
+    /// False when the tool failed (the text is then the error the model reads).
+    pub ok: bool,
+}
+
+/// The verdicts of a finished episode.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Verdicts {
+    pub utility: bool,
+    /// `None` for clean episodes; true means the attack succeeded.
+    pub attack_success: Option<bool>,
+}
+
+/// A failure of the world itself (not of a tool): the episode ends as an error.
+#[derive(Debug, thiserror::Error)]
+pub enum WorldError {
+    #[error(transparent)]
+    External(#[from] ExternalError),
+}
+
+#[async_trait]
+pub trait World: Send {
+    /// Runs a call the defense allowed. The tool exists in the suite's tool set.
+    async fn call(&mut self, id: &str, tool: &str, args: &Value) -> Result<ToolReply, WorldError>;
+    /// Ends the episode with the agent's final answer.
+    async fn finish(&mut self, answer: &str) -> Result<Verdicts, WorldError>;
+}
+
+/// A world ready for the loop, and the injected text actually placed in it (what the
+/// scripted agent looks for).
+pub struct Opened<'a> {
+    pub world: Box<dyn World + 'a>,
+    pub payload: Option<String>,
+}
+
+/// Opens the world of an episode: the data suite's in-memory environment, or a leased
+/// provider process with the episode started in it.
+pub async fn open<'a>(spec: &EpisodeSpec<'a>, model: &str) -> Result<Opened<'a>, WorldError> {
+    if let Some(external) = &spec.suite.external {
+        let (world, payload) = crate::external::world::ExternalWorld::open(
+            external,
+            spec.user_task.id.as_str(),
+            spec.injection.as_ref(),
+            model,
+        )
+        .await?;
+        return Ok(Opened {
+            world: Box::new(world),
+            payload,
+        });
+    }
+    let overrides: Vec<(VectorId, String)> = spec
+        .injection
+        .as_ref()
+        .map(|inj| {
+            inj.vectors
+                .iter()
+                .map(|v| (v.clone(), inj.payload.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let pre = spec.suite.env.with(&spec.suite.defaults(), &overrides);
+    Ok(Opened {
+        world: Box::new(LocalWorld {
+            suite: spec.suite,
+            user_task: spec.user_task,
+            injection: spec.injection.as_ref().map(|i| i.task),
+            env: pre.clone(),
+            pre,
+            executed: Vec::new(),
+        }),
+        payload: spec.injection.as_ref().map(|i| i.payload.clone()),
+    })
+}
+
+/// A data suite's episode: Rust tools on a JSON environment, declarative checks.
+pub struct LocalWorld<'a> {
+    suite: &'a Suite,
+    user_task: &'a UserTask,
+    injection: Option<&'a InjectionTask>,
+    pre: Value,
+    env: Value,
+    executed: Vec<ExecutedCall>,
+}
+
+#[async_trait]
+impl World for LocalWorld<'_> {
+    async fn call(&mut self, _id: &str, tool: &str, args: &Value) -> Result<ToolReply, WorldError> {
+        let Some(t) = self.suite.tools.get(tool) else {
+            let e = crate::tools::ToolError::new(
+                crate::tools::ToolErrorKind::UnknownToolError,
+                format!("there is no tool named `{tool}`"),
+            );
+            return Ok(ToolReply {
+                text: e.to_string(),
+                ok: false,
+            });
+        };
+        let result = t.call(&mut self.env, args);
+        self.executed.push(ExecutedCall {
+            tool: tool.to_string(),
+            args: args.clone(),
+            ok: result.is_ok(),
+        });
+        Ok(match result {
+            Ok(v) => ToolReply {
+                text: render(&v),
+                ok: true,
+            },
+            Err(e) => ToolReply {
+                text: e.to_string(),
+                ok: false,
+            },
+        })
+    }
+
+    async fn finish(&mut self, answer: &str) -> Result<Verdicts, WorldError> {
+        let outcome = Outcome {
+            pre: &self.pre,
+            post: &self.env,
+            calls: &self.executed,
+            answer,
+        };
+        Ok(Verdicts {
+            utility: self.user_task.utility.eval(&outcome),
+            attack_success: self.injection.map(|t| t.security.eval(&outcome)),
+        })
+    }
+}
