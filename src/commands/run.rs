@@ -88,6 +88,10 @@ impl Default for RunArgs {
     }
 }
 
+/// The most seeds one run takes: far beyond any useful repeat count, and small enough
+/// that the matrix of seeds fits in memory.
+pub const MAX_SEEDS: u64 = 100_000;
+
 /// What `run` produced.
 pub struct RunReport {
     pub out: PathBuf,
@@ -226,8 +230,11 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     if args.max_steps == 0 {
         return Err(CliError::bad_input("--max-steps must be at least 1"));
     }
-    if args.seeds == 0 {
-        return Err(CliError::bad_input("--seeds must be at least 1"));
+    if args.seeds == 0 || args.seeds > MAX_SEEDS {
+        return Err(CliError::bad_input(format!(
+            "--seeds must be between 1 and {MAX_SEEDS}, got {}",
+            args.seeds
+        )));
     }
     if args.seed.checked_add(args.seeds).is_none() {
         return Err(CliError::bad_input(format!(
@@ -350,6 +357,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     };
     let outcome = runner::execute(plan).await.map_err(|e| match e {
         runner::RunError::Stale(m) => CliError::bad_input(m),
+        runner::RunError::NothingToRun(m) => CliError::NothingToRun(m),
         runner::RunError::Io(e) => {
             CliError::failed(format!("writing results to {}: {e}", out.display()))
         }
