@@ -130,15 +130,16 @@ pub async fn run_episode(
     let started = Instant::now();
     let suite = spec.suite;
     let mut error: Option<String> = None;
-    let (mut world, payload) = match crate::world::open(&spec, models.agent.name()).await {
-        Ok(o) => (Some(o.world), o.payload),
-        Err(e) => {
-            error = Some(e.to_string());
-            (None, None)
-        }
-    };
+    let (mut world, payload, user_plan, injection_plan) =
+        match crate::world::open(&spec, models.agent.name()).await {
+            Ok(o) => (Some(o.world), o.payload, o.user_plan, o.injection_plan),
+            Err(e) => {
+                error = Some(e.to_string());
+                (None, None, None, None)
+            }
+        };
     let script = Arc::new(EpisodeScript {
-        user_plan: spec.user_task.plan.clone(),
+        user_plan: user_plan.unwrap_or_else(|| spec.user_task.plan.clone()),
         answer: spec
             .user_task
             .answer
@@ -148,7 +149,9 @@ pub async fn run_episode(
             .injection
             .as_ref()
             .map(|inj| crate::model::sim::ScriptedInjection {
-                plan: inj.task.plan.clone(),
+                plan: injection_plan
+                    .clone()
+                    .unwrap_or_else(|| inj.task.plan.clone()),
                 payload: payload.clone().unwrap_or_default(),
                 answer: inj.task.answer.clone(),
             }),

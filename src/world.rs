@@ -7,7 +7,7 @@ use crate::agent::EpisodeSpec;
 use crate::external::ExternalError;
 use crate::ids::VectorId;
 use crate::suite::check::{ExecutedCall, Outcome};
-use crate::suite::{InjectionTask, Suite, UserTask};
+use crate::suite::{InjectionTask, PlannedCall, Suite, UserTask};
 use crate::tools::render::render;
 use async_trait::async_trait;
 use serde_json::Value;
@@ -48,13 +48,17 @@ pub trait World: Send {
 pub struct Opened<'a> {
     pub world: Box<dyn World + 'a>,
     pub payload: Option<String>,
+    /// Reference plans recomputed for this episode's environment, when the world knows
+    /// better than the suite's static ones (for the scripted agent).
+    pub user_plan: Option<Vec<PlannedCall>>,
+    pub injection_plan: Option<Vec<PlannedCall>>,
 }
 
 /// Opens the world of an episode: the data suite's in-memory environment, or a leased
 /// provider process with the episode started in it.
 pub async fn open<'a>(spec: &EpisodeSpec<'a>, model: &str) -> Result<Opened<'a>, WorldError> {
     if let Some(external) = &spec.suite.external {
-        let (world, payload) = crate::external::world::ExternalWorld::open(
+        let (world, payload, started) = crate::external::world::ExternalWorld::open(
             external,
             spec.user_task.id.as_str(),
             spec.injection.as_ref(),
@@ -64,6 +68,11 @@ pub async fn open<'a>(spec: &EpisodeSpec<'a>, model: &str) -> Result<Opened<'a>,
         return Ok(Opened {
             world: Box::new(world),
             payload,
+            user_plan: started.plan.as_deref().map(crate::external::plan_of),
+            injection_plan: started
+                .injection_plan
+                .as_deref()
+                .map(crate::external::plan_of),
         });
     }
     let overrides: Vec<(VectorId, String)> = spec
@@ -87,6 +96,8 @@ pub async fn open<'a>(spec: &EpisodeSpec<'a>, model: &str) -> Result<Opened<'a>,
             executed: Vec::new(),
         }),
         payload: spec.injection.as_ref().map(|i| i.payload.clone()),
+        user_plan: None,
+        injection_plan: None,
     })
 }
 

@@ -206,6 +206,11 @@ class Provider:
         if unknown:
             raise ProtocolError(f"unknown injection vectors: {', '.join(sorted(unknown))}")
         env = user_task.init_environment(suite.load_and_inject_default_environment(injections))
+        # The ground truth of this episode's own environment: where the injected text
+        # changes a name the task must use, AgentDojo's ground truth follows it.
+        plans = {"plan": calls_of(user_task, env.model_copy(deep=True))}
+        if injection_task is not None:
+            plans["injection_plan"] = calls_of(injection_task, env.model_copy(deep=True))
         self.episode = {
             "suite": suite,
             "user_task": user_task,
@@ -215,7 +220,7 @@ class Provider:
             "runtime": FunctionsRuntime(suite.tools),
             "trace": [],
         }
-        return {}
+        return plans
 
     def current(self):
         if self.episode is None:

@@ -113,7 +113,7 @@ impl Provider {
         let Some((program, args)) = spec.command.split_first() else {
             return Err(spec_error("field `command` is empty".into()));
         };
-        if !(spec.timeout_secs > 0.0) {
+        if spec.timeout_secs.is_nan() || spec.timeout_secs <= 0.0 {
             return Err(spec_error("field `timeout_secs` must be positive".into()));
         }
         let home = suites_dir
@@ -258,7 +258,7 @@ impl fmt::Debug for ExternalSuite {
     }
 }
 
-fn plan_of(calls: &[protocol::CallDesc]) -> Vec<PlannedCall> {
+pub fn plan_of(calls: &[protocol::CallDesc]) -> Vec<PlannedCall> {
     calls
         .iter()
         .map(|c| PlannedCall {
@@ -367,7 +367,7 @@ pub fn build_suite(
         let plan = plan_of(&t.plan);
         known_tool(&t.id, &plan)?;
         let severity = t.severity.unwrap_or(1.0);
-        if !(severity > 0.0 && severity <= 1.0) {
+        if severity.is_nan() || severity <= 0.0 || severity > 1.0 {
             return Err(format!(
                 "task `{}`: field `severity`: must be in (0, 1], got {severity}",
                 t.id

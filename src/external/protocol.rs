@@ -166,6 +166,16 @@ pub struct Injections {
     pub injections: BTreeMap<String, String>,
 }
 
+/// The reply to `start`: optionally the reference plans recomputed on this episode's
+/// environment (an injection can change a name the reference solution uses).
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct Started {
+    #[serde(default)]
+    pub plan: Option<Vec<CallDesc>>,
+    #[serde(default)]
+    pub injection_plan: Option<Vec<CallDesc>>,
+}
+
 /// The reply to `call`: exactly one of the two is set.
 #[derive(Clone, Debug, Deserialize)]
 pub struct CallReply {

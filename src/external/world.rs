@@ -2,7 +2,7 @@
 //! the tools and judges the outcome.
 
 use super::pool::Lease;
-use super::protocol::{CallReply, Injections, Request, Verdicts as Reply};
+use super::protocol::{CallReply, Injections, Request, Started, Verdicts as Reply};
 use super::{ExternalError, ExternalSuite};
 use crate::agent::Injection;
 use crate::world::{ToolReply, Verdicts, World, WorldError};
@@ -24,7 +24,7 @@ impl ExternalWorld {
         user_task: &str,
         injection: Option<&Injection<'_>>,
         model: &str,
-    ) -> Result<(ExternalWorld, Option<String>), ExternalError> {
+    ) -> Result<(ExternalWorld, Option<String>, Started), ExternalError> {
         let mut lease = suite.pool.lease().await?;
         let injections: BTreeMap<String, String> = match injection {
             None => BTreeMap::new(),
@@ -48,7 +48,7 @@ impl ExternalWorld {
                     .collect(),
             },
         };
-        let _: Value = lease
+        let started: Started = lease
             .request(&Request::Start {
                 suite: &suite.qualified,
                 user_task,
@@ -63,6 +63,7 @@ impl ExternalWorld {
                 attacked: injection.is_some(),
             },
             payload,
+            started,
         ))
     }
 }
