@@ -891,7 +891,7 @@ mod tests {
     #[test]
     fn identical_repeats_give_the_interval_of_one_seed() {
         let ks: Vec<ClusterKey> = (0..12).map(|i| cluster(&i.to_string())).collect();
-        let outcome = |i: usize| i % 3 == 0;
+        let outcome = |i: usize| i.is_multiple_of(3);
         let once: Vec<Obs<'_>> = ks
             .iter()
             .enumerate()

@@ -112,7 +112,11 @@ fn rerunning_with_any_changed_identity_field_is_refused_naming_it() {
     let text = std::fs::read_to_string(&config).unwrap();
     std::fs::write(&config, format!("# a new comment\n{text}")).unwrap();
     small(tmp.path(), &out, &base).success();
-    std::fs::write(&config, text.replacen("threshold = 0.5", "threshold = 0.6", 1)).unwrap();
+    std::fs::write(
+        &config,
+        text.replacen("threshold = 0.5", "threshold = 0.6", 1),
+    )
+    .unwrap();
     small(tmp.path(), &out, &base)
         .code(2)
         .stderr(predicate::str::contains("defense_config"));

@@ -92,6 +92,10 @@ pub struct RunArgs {
     /// row then says "oracle planner" / "oracle judge".
     #[arg(long)]
     pub allow_oracle_roles: bool,
+    /// The model name attacks write into `{model}` (default: derived from --model without
+    /// provider, path, alias or tool format, e.g. `openai:org/X@local+prompted` → `X`).
+    #[arg(long, value_name = "NAME")]
+    pub attack_model_name: Option<String>,
     /// Endpoint, generation, cache/replay, embedder and price settings.
     #[command(flatten)]
     pub model_options: ModelOptions,
@@ -606,6 +610,13 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         args.planner_model.as_deref(),
         args.judge_model.as_deref(),
     )?;
+    let attack_model_name = match &args.attack_model_name {
+        Some(n) if n.trim().is_empty() => {
+            return Err(CliError::bad_input("--attack-model-name: empty name"));
+        }
+        Some(n) => n.trim().to_string(),
+        None => crate::attack::plain_model_name(models.agent.name()),
+    };
     let roles = Roles::of(&models);
     if roles.oracle_with_real_agent() && !args.allow_oracle_roles {
         return Err(CliError::bad_input(format!(
@@ -657,6 +668,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         concurrency: args.concurrency,
         shard: args.shard,
         retry_errors: !args.keep_errors,
+        attack_model_name,
     };
     let result = runner::execute(plan).await;
     let invocation = manifest.invocations.last_mut().expect("pushed above");

@@ -40,6 +40,8 @@ pub struct RunPlan {
     pub shard: Option<(usize, usize)>,
     /// Run episodes recorded with an error again (the default; `--keep-errors` turns it off).
     pub retry_errors: bool,
+    /// What attacks write into `{model}`; part of each attacked episode's attack fingerprint.
+    pub attack_model_name: String,
 }
 
 /// An episode's place in the matrix: with the run's identity (the folder's manifest) it
@@ -218,7 +220,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         let payload = attack.render(&AttackContext {
             goal: &task.goal,
             user: &suite.meta.user,
-            model: plan.models.agent.name(),
+            model: &plan.attack_model_name,
             task: &ut.prompt,
             plan: &task.plan,
         });
@@ -234,7 +236,9 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         .as_ref()
         .map(|i| i.vectors.iter().map(|v| v.0.clone()).collect())
         .unwrap_or_default();
-    let attack_fingerprint = job.injection.map(|(ai, _)| plan.attacks[ai].fingerprint());
+    let attack_fingerprint = job
+        .injection
+        .map(|(ai, _)| plan.attacks[ai].fingerprint_for(&plan.attack_model_name));
     let (it, attack, severity, tags) = match &injection {
         Some(i) => (
             Some(i.task.id.0.clone()),
@@ -329,12 +333,13 @@ fn check_fresh(plan: &RunPlan, existing: &[EpisodeRecord]) -> Result<(), RunErro
         }
         if let Some(name) = &r.attack
             && let Some(a) = plan.attacks.iter().find(|a| &a.name == name)
-            && r.attack_fingerprint.as_deref() != Some(a.fingerprint().as_str())
+            && r.attack_fingerprint.as_deref()
+                != Some(a.fingerprint_for(&plan.attack_model_name).as_str())
         {
             stale.insert(format!(
                 "attack {name} (recorded {}, now {})",
                 or_unknown(r.attack_fingerprint.as_deref().unwrap_or("")),
-                a.fingerprint()
+                a.fingerprint_for(&plan.attack_model_name)
             ));
         }
     }
