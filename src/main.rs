@@ -3,6 +3,7 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use sieve_bench::commands::{self, CliError, Paths, ablate::AblateArgs, run::RunArgs};
 use sieve_bench::report::compare::Thresholds;
+use sieve_bench::report::text::TableFlags;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -57,6 +58,8 @@ enum Command {
     Report {
         /// The run directory (what `run --out` names).
         run: PathBuf,
+        #[command(flatten)]
+        table: TableFlags,
     },
     /// Join shard directories (from `run --shard k/n`) into one run directory and summarise it.
     Merge {
@@ -66,6 +69,8 @@ enum Command {
         /// Shard run directories.
         #[arg(required = true)]
         shards: Vec<PathBuf>,
+        #[command(flatten)]
+        table: TableFlags,
     },
     /// Compare two runs per suite × attack × defense; exit 1 when a threshold is crossed.
     Compare {
@@ -149,6 +154,8 @@ struct RunCli {
     weights: Option<String>,
     #[command(flatten)]
     models: sieve_bench::model::config::ModelFlags,
+    #[command(flatten)]
+    table: TableFlags,
 }
 
 fn run_command(paths: &Paths, r: RunCli) -> Result<(), CliError> {
@@ -181,7 +188,9 @@ fn run_command(paths: &Paths, r: RunCli) -> Result<(), CliError> {
     };
     let report = runtime()?.block_on(commands::run::run(paths, args))?;
     if !r.quiet {
-        print!("{}", sieve_bench::report::table(&report.summary));
+        let table = sieve_bench::report::table(&report.summary, &r.table.options())
+            .map_err(CliError::bad_input)?;
+        print!("{table}");
     }
     finish(&report)
 }
@@ -323,11 +332,13 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
             ListWhat::Defenses => print!("{}", commands::list::list_defenses()),
             ListWhat::Models => print!("{}", commands::list::list_models(&paths)?),
         },
-        Command::Report { run } => print!("{}", commands::report_cmd::report(&run)?),
-        Command::Merge { out, shards } => {
+        Command::Report { run, table } => {
+            print!("{}", commands::report_cmd::report(&run, &table.options())?)
+        }
+        Command::Merge { out, shards, table } => {
             let added = commands::merge::merge(&out, &shards)?;
             eprintln!("{added} episode(s) merged into {}", out.display());
-            print!("{}", commands::report_cmd::report(&out)?);
+            print!("{}", commands::report_cmd::report(&out, &table.options())?);
         }
         Command::Compare {
             base,

@@ -250,6 +250,11 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         .unwrap_or_else(|| args.results_dir.join(&run_id));
     std::fs::create_dir_all(&out)
         .map_err(|e| CliError::bad_input(format!("cannot create {}: {e}", out.display())))?;
+    let order = report::Order {
+        suites: suites.iter().map(|s| s.qualified_name()).collect(),
+        attacks: attacks.iter().map(|a| a.name.clone()).collect(),
+        defenses: defenses.iter().map(|d| d.name().to_string()).collect(),
+    };
     let info = out.join(runner::record::RUN_INFO);
     if !info.exists() {
         let meta = serde_json::json!({
@@ -265,6 +270,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
             "replay": args.model_options.replay,
             "price_per_mtok": args.model_options.price_per_mtok.map(|(i, o)| [i, o]),
             "version": env!("CARGO_PKG_VERSION"),
+            "order": order,
         });
         std::fs::write(
             &info,
@@ -301,6 +307,10 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     if let Some((i, o)) = args.model_options.price_per_mtok {
         summary.apply_price(i, o);
     }
+    // This command line's order, even when resuming a run recorded with another.
+    let mut order_now = order;
+    order_now.extend(&summary.order);
+    summary.set_order(order_now);
     report::write_all(&out, &summary).map_err(|e| CliError {
         code: 1,
         message: format!("writing summary to {}: {e}", out.display()),
