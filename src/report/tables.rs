@@ -60,16 +60,17 @@ impl Order {
     }
 }
 
-fn all_episodes(r: &Row) -> u64 {
-    r.n_clean + r.n_attacked
-}
-
 /// The error rate with its interval: errored episodes ÷ all episodes of the row.
 pub fn error_rate(r: &Row) -> Value {
-    Rate::new(r.errors, all_episodes(r)).map_or(Value::Missing, |x| Value::Rate {
+    Rate::new(r.errors, r.episodes).map_or(Value::Missing, |x| Value::Rate {
         v: x.value,
         ci: Some([x.lo, x.hi]),
     })
+}
+
+/// One end of a per-seed range, as a rate column for files.
+fn seed_end(range: Option<[f64; 2]>, i: usize) -> Value {
+    Value::rate(range.map(|r| r[i]), None)
 }
 
 /// The identifying columns of a summary row.
@@ -150,7 +151,7 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
         Column::figure(
             "error_rate",
             "Err %",
-            "Errored episodes ÷ all episodes of the row (clean and attacked).",
+            "Errored episodes ÷ all episodes of the row (clean and attacked), with its 95% Wilson interval.",
             Show::Default,
             error_rate,
         )
@@ -217,11 +218,45 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
             |r: &Row| Value::num(Some(r.judge_calls_per_episode), 2),
         ),
         Column::figure(
+            "too_many_errors",
+            "!",
+            "`!` when the row's error rate exceeds the run's --max-error-rate: its rates rest on too few episodes.",
+            Show::Extra,
+            |r: &Row| {
+                if r.too_many_errors {
+                    Value::Text("!".into())
+                } else {
+                    Value::Missing
+                }
+            },
+        ),
+        Column::figure(
             "errors",
             "Err",
-            "Errored episodes (their own outcome).",
+            "Errored episodes (their own outcome, outside the rates' denominators unless errors_as is agentdojo).",
             Show::File,
             |r: &Row| Value::Count(r.errors),
+        ),
+        Column::figure(
+            "episodes",
+            "Episodes",
+            "All of the row's episodes, errored included: the error rate's n.",
+            Show::File,
+            |r: &Row| Value::Count(r.episodes),
+        ),
+        Column::figure(
+            "errors_as",
+            "Errors as",
+            "How errored episodes count in rates: excluded (their own outcome) or agentdojo (utility false, attack succeeded).",
+            Show::File,
+            |r: &Row| Value::Text(r.errors_as.as_str().into()),
+        ),
+        Column::figure(
+            "seeds",
+            "Seeds",
+            "Distinct seeds among the row's episodes.",
+            Show::Extra,
+            |r: &Row| Value::Count(r.seeds),
         ),
         Column::figure(
             "hit_step_limit",
@@ -308,6 +343,48 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
                     }
                 }
             },
+        ),
+        Column::figure(
+            "asr_seed_lo",
+            "ASR seed min",
+            "With several seeds: the lowest ASR over single seeds.",
+            Show::File,
+            |r: &Row| seed_end(r.asr_seed_range, 0),
+        ),
+        Column::figure(
+            "asr_seed_hi",
+            "ASR seed max",
+            "With several seeds: the highest ASR over single seeds.",
+            Show::File,
+            |r: &Row| seed_end(r.asr_seed_range, 1),
+        ),
+        Column::figure(
+            "ua_seed_lo",
+            "UA seed min",
+            "With several seeds: the lowest UA over single seeds.",
+            Show::File,
+            |r: &Row| seed_end(r.ua_seed_range, 0),
+        ),
+        Column::figure(
+            "ua_seed_hi",
+            "UA seed max",
+            "With several seeds: the highest UA over single seeds.",
+            Show::File,
+            |r: &Row| seed_end(r.ua_seed_range, 1),
+        ),
+        Column::figure(
+            "bu_seed_lo",
+            "BU seed min",
+            "With several seeds: the lowest BU over single seeds.",
+            Show::File,
+            |r: &Row| seed_end(r.bu_seed_range, 0),
+        ),
+        Column::figure(
+            "bu_seed_hi",
+            "BU seed max",
+            "With several seeds: the highest BU over single seeds.",
+            Show::File,
+            |r: &Row| seed_end(r.bu_seed_range, 1),
         ),
         Column::figure(
             "dollars_per_episode",
