@@ -20,8 +20,15 @@ pub struct Comparison {
     pub violations: Vec<String>,
 }
 
-fn key(r: &Row) -> (String, String, String) {
-    (r.suite.clone(), r.attack.clone(), r.defense.clone())
+/// Rows match on suite, attack, defense and model: a run with another model is another
+/// row, never gated against this one.
+fn key(r: &Row) -> (String, String, String, String) {
+    (
+        r.suite.clone(),
+        r.attack.clone(),
+        r.defense.clone(),
+        r.model.clone(),
+    )
 }
 
 fn pts(v: Option<f64>) -> String {
@@ -66,6 +73,18 @@ pub fn compare(base: &Summary, new: &Summary, t: Thresholds) -> Comparison {
         let d_ua = delta(b.ua, n.ua);
         let d_bu = delta(b.bu, n.bu);
         let mut gate = Vec::new();
+        // More errors hide outcomes: a row whose error rate rose fails whatever its rates.
+        if let (Some(eb), Some(en)) = (b.error_rate, n.error_rate)
+            && en > eb + 1e-9
+        {
+            gate.push(format!(
+                "error rate {:.1}% > {:.1}% ({} of {} episodes errored)",
+                en * 100.0,
+                eb * 100.0,
+                n.errors,
+                n.episodes
+            ));
+        }
         if let (Some(max), Some(d)) = (t.max_asr_increase, d_asr)
             && d > max + 1e-9
         {
