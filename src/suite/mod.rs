@@ -156,6 +156,10 @@ pub struct UserTask {
     /// The answer a correct agent gives at the end (used by the scripted agent).
     pub answer: Option<String>,
     pub utility: Check,
+    /// Plan arguments the agent works out rather than reads, as `"<step>.<arg>"` → how
+    /// (e.g. `"1.amount": 162.00 share minus 72.00 already paid`): the provenance lint
+    /// accepts these without finding them in what the agent saw.
+    pub derived: BTreeMap<String, String>,
 }
 
 /// What the attacker wants, how to do it, and how to tell it happened.
@@ -455,7 +459,9 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
             &ut_path,
             &id,
             map,
-            &["id", "prompt", "plan", "answer", "utility", "comment"],
+            &[
+                "id", "prompt", "plan", "answer", "utility", "derived", "comment",
+            ],
         )?;
         let task = UserTask {
             id: TaskId(id.clone()),
@@ -463,7 +469,26 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
             plan: field(&ut_path, &id, map, "plan", true)?.unwrap(),
             answer: field(&ut_path, &id, map, "answer", false)?,
             utility: field(&ut_path, &id, map, "utility", true)?.unwrap(),
+            derived: field(&ut_path, &id, map, "derived", false)?.unwrap_or_default(),
         };
+        for key in task.derived.keys() {
+            let known = key.split_once('.').is_some_and(|(step, arg)| {
+                step.parse::<usize>()
+                    .ok()
+                    .and_then(|i| task.plan.get(i))
+                    .is_some_and(|c| c.args.get(arg).is_some())
+            });
+            if !known {
+                return Err(SuiteError::at(
+                    &ut_path,
+                    Some(&id),
+                    Some("derived"),
+                    format!(
+                        "`{key}` names no argument of the plan; write `<step>.<argument>`, steps counted from 0"
+                    ),
+                ));
+            }
+        }
         check_plan(&ut_path, &id, &task.plan, &tools)?;
         task.utility
             .validate(&benign, &tools)
