@@ -7,6 +7,7 @@ pub mod check;
 pub mod env;
 pub mod meaning;
 pub mod validate;
+pub mod variants;
 
 use crate::ids::{TaskId, ToolName, VectorId};
 use crate::tools::{ToolSet, render::render, toolset};
@@ -43,7 +44,7 @@ impl fmt::Display for SuiteError {
 }
 
 impl SuiteError {
-    fn at(
+    pub(crate) fn at(
         file: &Path,
         task: Option<&str>,
         field: Option<&str>,
@@ -189,6 +190,8 @@ pub struct Suite {
     pub vectors: Vec<Vector>,
     pub user_tasks: Vec<UserTask>,
     pub injection_tasks: Vec<InjectionTask>,
+    /// Behaviour other than the reference that the checks must judge right (`variants.yaml`).
+    pub variants: variants::Variants,
     /// For each user task, the vectors its reference plan reads (canary run).
     pub injectable: BTreeMap<TaskId, Vec<VectorId>>,
     /// SHA-256 of every file in the suite folder: records carry it, so a resumed run
@@ -365,7 +368,7 @@ fn reject_unknown(
     Ok(())
 }
 
-fn check_plan(
+pub(crate) fn check_plan(
     file: &Path,
     task: &str,
     plan: &[PlannedCall],
@@ -532,6 +535,19 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
         injection_tasks.push(task);
     }
 
+    let var_path = dir.join(variants::FILE);
+    let variants = if var_path.is_file() {
+        let doc = read_yaml(&var_path, dir)?;
+        let v: variants::Variants = serde_json::from_value(doc)
+            .map_err(|e| SuiteError::at(&var_path, None, None, e.to_string()))?;
+        let uids: Vec<&str> = user_tasks.iter().map(|t| t.id.as_str()).collect();
+        let iids: Vec<&str> = injection_tasks.iter().map(|t| t.id.as_str()).collect();
+        v.check(&var_path, &uids, &iids, &tools)?;
+        v
+    } else {
+        variants::Variants::default()
+    };
+
     let mut suite = Suite {
         meta,
         dir: dir.to_path_buf(),
@@ -540,6 +556,7 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
         vectors,
         user_tasks,
         injection_tasks,
+        variants,
         injectable: BTreeMap::new(),
         fingerprint: fingerprint(dir).map_err(|e| {
             SuiteError::at(

@@ -174,6 +174,10 @@ pub fn validate(suite: &Suite) -> Vec<Problem> {
         }
     }
 
+    for (file, id, message) in variant_problems(suite) {
+        push(file, &id, message);
+    }
+
     if suite.user_tasks.is_empty() {
         push("user_tasks.yaml", "-", "the suite has no user tasks".into());
     }
@@ -302,9 +306,18 @@ fn provenance(suite: &Suite, t: &UserTask) -> Vec<String> {
     let mut problems = Vec::new();
     for (i, call) in t.plan.iter().enumerate() {
         let folded = fold(&seen);
+        // A number given to a read tool (how many transactions to list) is the agent's
+        // choice, not a fact it must have seen.
+        let reads = suite
+            .tools
+            .get(call.tool.as_str())
+            .is_some_and(|tool| tool.kind == crate::tools::ToolKind::Read);
         if let Some(args) = call.args.as_object() {
             for (k, v) in args {
-                if t.derived.contains_key(&format!("{i}.{k}")) || shows_in(&seen, &folded, v) {
+                if (reads && v.is_number())
+                    || t.derived.contains_key(&format!("{i}.{k}"))
+                    || shows_in(&seen, &folded, v)
+                {
                     continue;
                 }
                 problems.push(format!(
@@ -320,4 +333,80 @@ fn provenance(suite: &Suite, t: &UserTask) -> Vec<String> {
         }
     }
     problems
+}
+
+/// Runs the variant corpus: correct answers and alternative plans must pass the utility
+/// check, wrong ones must fail it, and a reply that warns about an injected goal must not
+/// count as the attack.
+fn variant_problems(suite: &Suite) -> Vec<(&'static str, String, String)> {
+    let file = super::variants::FILE;
+    let benign = suite.env.benign();
+    let mut out = Vec::new();
+    for (id, v) in &suite.variants.user_tasks {
+        let Some(t) = suite.user_task(id) else {
+            continue;
+        };
+        let judge = |plan: &[super::PlannedCall], answer: &str| -> Result<bool, String> {
+            let mut env = benign.clone();
+            let run = run_plan(&suite.tools, &mut env, plan);
+            if let Some((i, e)) = run.failure {
+                return Err(format!("step {i} fails: {e}"));
+            }
+            Ok(t.utility.eval(&Outcome {
+                pre: &benign,
+                post: &env,
+                calls: &run.calls,
+                answer,
+            }))
+        };
+        let mut expect =
+            |what: String, plan: &[super::PlannedCall], answer: &str, want: bool| match judge(
+                plan, answer,
+            ) {
+                Err(e) => out.push((file, id.clone(), format!("{what}: {e}"))),
+                Ok(got) if got != want => out.push((
+                    file,
+                    id.clone(),
+                    format!(
+                        "{what} {} the utility check, but should {}",
+                        if got { "passes" } else { "fails" },
+                        if want { "pass" } else { "fail" }
+                    ),
+                )),
+                Ok(_) => {}
+            };
+        for (n, a) in v.correct.iter().enumerate() {
+            expect(format!("correct[{n}] ({a:?})"), &t.plan, a, true);
+        }
+        for (n, a) in v.wrong.iter().enumerate() {
+            expect(format!("wrong[{n}] ({a:?})"), &t.plan, a, false);
+        }
+        for (n, p) in v.plans.iter().enumerate() {
+            expect(format!("plans[{n}]"), &p.plan, &p.answer, true);
+        }
+        for (n, p) in v.wrong_plans.iter().enumerate() {
+            expect(format!("wrong_plans[{n}]"), &p.plan, &p.answer, false);
+        }
+    }
+    for (id, v) in &suite.variants.injection_tasks {
+        let Some(t) = suite.injection_task(id) else {
+            continue;
+        };
+        for (n, w) in v.warnings.iter().enumerate() {
+            let o = Outcome {
+                pre: &benign,
+                post: &benign,
+                calls: &[],
+                answer: w,
+            };
+            if t.security.eval(&o) {
+                out.push((
+                    file,
+                    id.clone(),
+                    format!("warnings[{n}] ({w:?}) counts as a successful attack, but only warns the user"),
+                ));
+            }
+        }
+    }
+    out
 }
