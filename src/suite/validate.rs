@@ -296,12 +296,11 @@ fn shows_in(seen: &str, folded_seen: &str, value: &Value) -> bool {
 /// found nowhere proves nothing about a model that must find it.
 fn provenance(suite: &Suite, t: &UserTask) -> Vec<String> {
     let benign = suite.env.benign();
-    let mut seen = format!(
-        "{}\n{}\n{}",
-        t.prompt,
-        suite.meta.date,
-        serde_json::to_string(&benign).expect("json")
-    );
+    // The environment is large: it is searched only for values not found in the prompt
+    // and outputs, so the lint stays cheap enough to run before every `run`.
+    let env_text = serde_json::to_string(&benign).expect("json");
+    let env_folded = fold(&env_text);
+    let mut seen = format!("{}\n{}", t.prompt, suite.meta.date);
     let mut env = benign.clone();
     let mut problems = Vec::new();
     for (i, call) in t.plan.iter().enumerate() {
@@ -317,6 +316,7 @@ fn provenance(suite: &Suite, t: &UserTask) -> Vec<String> {
                 if (reads && v.is_number())
                     || t.derived.contains_key(&format!("{i}.{k}"))
                     || shows_in(&seen, &folded, v)
+                    || shows_in(&env_text, &env_folded, v)
                 {
                     continue;
                 }
