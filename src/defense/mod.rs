@@ -216,7 +216,8 @@ pub fn build_with(spec: &str, opts: &BuildOptions) -> Result<Arc<dyn Defense>, S
             )?))
         }
         _ => Err(format!(
-            "unknown defense `{spec}`; available: {}",
+            "unknown defense `{spec}`{}; available: {}",
+            crate::suggest::did_you_mean(name, NAMES.iter().copied()),
             NAMES.join(", ")
         )),
     }
