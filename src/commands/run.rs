@@ -574,14 +574,14 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
             args.seeds
         )));
     }
-    if args.seed.checked_add(args.seeds).is_none() {
+    let Some(last_seed) = args.seed.checked_add(args.seeds - 1) else {
         return Err(CliError::bad_input(format!(
             "--seed {} with --seeds {} runs past the largest seed ({}); lower one of them",
             args.seed,
             args.seeds,
             u64::MAX
         )));
-    }
+    };
     let suites = load_suites(paths, &args.suite)?;
     let problems: Vec<String> = suites
         .iter()
@@ -713,7 +713,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         clean: !args.no_clean,
         defenses,
         models,
-        seeds: (args.seed..args.seed + args.seeds).collect(),
+        seeds: (args.seed..=last_seed).collect(),
         user_tasks: args.user_tasks.clone(),
         injection_tasks: args.injection_tasks.clone(),
         max_steps: args.max_steps,
@@ -828,6 +828,7 @@ mod tests {
             &paths,
             RunArgs {
                 seed: u64::MAX,
+                seeds: 2,
                 out: Some(dir.path().join("r")),
                 ..RunArgs::default()
             },
