@@ -385,14 +385,25 @@ pub struct Roles {
     pub agent_scripted: bool,
     pub planner_scripted: bool,
     pub judge_scripted: bool,
+    /// The labels rows carry for the scripted planner and judge (`oracle judge`, …).
+    pub helper_labels: Vec<String>,
 }
 
 impl Roles {
     pub fn of(models: &Models) -> Roles {
+        use crate::model::Component;
         Roles {
             agent_scripted: models.agent.simulated(),
             planner_scripted: models.planner.simulated(),
             judge_scripted: models.judge.simulated(),
+            helper_labels: [
+                models.planner.scripted(Component::Planner),
+                models.judge.scripted(Component::Judge),
+            ]
+            .into_iter()
+            .flatten()
+            .map(|r| r.label)
+            .collect(),
         }
     }
 
@@ -414,10 +425,7 @@ impl Roles {
 
     /// "oracle planner", "oracle judge": what rows of such a run say.
     pub fn oracle_labels(&self) -> Vec<String> {
-        self.scripted_helpers()
-            .into_iter()
-            .map(|r| format!("oracle {r}"))
-            .collect()
+        self.helper_labels.clone()
     }
 
     /// The roles that are scripted, by name (`agent`, `planner`, `judge`).

@@ -10,7 +10,8 @@
 
 use super::tokens::TokenCounter;
 use super::{
-    ChatModel, ChatReply, ChatRequest, Message, ModelError, Role, SimHint, ToolCall, Usage,
+    ChatModel, ChatReply, ChatRequest, Component, Message, ModelError, Role, ScriptedRole, SimHint,
+    ToolCall, Usage,
 };
 use crate::suite::PlannedCall;
 use crate::suite::check::loose_eq;
@@ -94,6 +95,59 @@ impl SimProfile {
             judge_error,
             label,
         })
+    }
+
+    /// What the scripted model knows in `role`: the label every row carries. The
+    /// planner and judge read the answer key (the reference plan, which calls are
+    /// injected), so they are oracles; `judge_error` only flips some verdicts.
+    pub fn role(&self, role: Component) -> ScriptedRole {
+        let (short, knows) = match role {
+            Component::Agent => (
+                "scripted".to_string(),
+                format!(
+                    "replays the user task's reference plan and answer{}",
+                    match self.obedience {
+                        Obedience::Never => ", and never follows an injection".to_string(),
+                        Obedience::Always => ", and carries out the injection task's reference plan once it reads the payload".to_string(),
+                        Obedience::Probability(p) => format!(
+                            ", and carries out the injection task's reference plan once it reads the payload in a seeded {}% of episodes",
+                            p * 100.0
+                        ),
+                    }
+                ),
+            ),
+            Component::Planner => (
+                "oracle".to_string(),
+                "answers with the intent graph of the user task's reference plan (the answer key)"
+                    .to_string(),
+            ),
+            Component::Judge if self.judge_error > 0.0 => (
+                format!("oracle (judge_error={})", self.judge_error),
+                format!(
+                    "knows which calls belong to the injection task's reference plan and scores them 0, every other call 1, then flips a seeded {}% of its verdicts",
+                    self.judge_error * 100.0
+                ),
+            ),
+            Component::Judge => (
+                "oracle".to_string(),
+                "knows which calls belong to the injection task's reference plan: scores them 0 and every other call 1 (the answer key)".to_string(),
+            ),
+            _ => (
+                "oracle".to_string(),
+                "answers from the episode's reference plans and payload (the answer key)"
+                    .to_string(),
+            ),
+        };
+        // "oracle (judge_error=0.1)" → "oracle judge (judge_error=0.1)".
+        let label = match short.split_once(' ') {
+            Some((kind, rest)) => format!("{kind} {} {rest}", role.as_str()),
+            None => format!("{short} {}", role.as_str()),
+        };
+        ScriptedRole {
+            label,
+            short,
+            knows,
+        }
     }
 
     /// Whether the agent of this episode follows injections: one seeded draw.
@@ -227,6 +281,10 @@ impl ChatModel for SimModel {
         true
     }
 
+    fn scripted(&self, role: Component) -> Option<ScriptedRole> {
+        Some(self.profile.role(role))
+    }
+
     async fn chat(&self, req: &ChatRequest<'_>) -> Result<ChatReply, ModelError> {
         let channel = req.sim.as_ref().ok_or_else(|| {
             ModelError::Request(
@@ -257,6 +315,28 @@ impl ChatModel for SimModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The planner and judge read the answer key, so their labels say oracle, with the
+    /// judge's error rate when it has one; the agent is "scripted" and says which profile.
+    #[test]
+    fn role_labels_say_oracle_where_the_role_reads_the_answer_key() {
+        let p = SimProfile::parse("oracle").unwrap();
+        assert_eq!(p.role(Component::Agent).label, "scripted agent");
+        assert!(p.role(Component::Agent).knows.contains("never follows"));
+        assert_eq!(p.role(Component::Planner).label, "oracle planner");
+        let j = p.role(Component::Judge);
+        assert_eq!(
+            (j.label.as_str(), j.short.as_str()),
+            ("oracle judge", "oracle")
+        );
+        let noisy = SimProfile::parse("obedient,judge_error=0.1").unwrap();
+        let j = noisy.role(Component::Judge);
+        assert_eq!(j.label, "oracle judge (judge_error=0.1)");
+        assert_eq!(j.short, "oracle (judge_error=0.1)");
+        assert!(j.knows.contains("10%"), "{}", j.knows);
+        let half = SimProfile::parse("p=0.5").unwrap();
+        assert!(half.role(Component::Agent).knows.contains("50%"));
+    }
 
     #[test]
     fn recognises_reindented_payloads() {
