@@ -43,7 +43,13 @@ fn obedient_agent_without_defense_is_always_attacked() {
     assert_eq!(r["asr"], 1.0, "{r}");
     assert_eq!(r["w_asr"], 1.0, "{r}");
     assert_eq!(r["defense"], "none");
-    assert_eq!(r["model"], "sim:obedient");
+    // The model name states the scripted roles' knobs too.
+    assert!(
+        r["model"]
+            .as_str()
+            .unwrap()
+            .starts_with("sim:obedient,judge_auc=")
+    );
     assert!(r["n_attacked"].as_u64().unwrap() > 0);
     assert!(
         r["tokens_per_episode"].as_f64().unwrap() > 100.0,

@@ -27,6 +27,17 @@ pub struct Weights {
     pub w_risk: f64,
 }
 
+/// How `S_prov` values a tool output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provenance {
+    /// One trust for every tool output (`trust.tool_output`), one for the request: the
+    /// paper's experiments used a static score.
+    Static,
+    /// The per-tool table (`[trust.tools]`): who can write what each tool returns.
+    Dynamic,
+}
+
 /// One of the four terms of `S_align`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Term {
@@ -160,6 +171,8 @@ struct RawVariant {
     layer1_only: bool,
     #[serde(default = "yes")]
     graph_update: bool,
+    #[serde(default)]
+    provenance: Option<Provenance>,
 }
 
 fn yes() -> bool {
@@ -181,6 +194,7 @@ struct RawConfig {
     threshold: f64,
     #[serde(default)]
     gray_band: f64,
+    provenance: Provenance,
     weights: Weights,
     #[serde(rename = "variant")]
     variants: Vec<RawVariant>,
@@ -203,6 +217,8 @@ pub struct Variant {
     pub layer1_only: bool,
     /// Add approved deviations to the graph.
     pub graph_update: bool,
+    /// How `S_prov` values tool outputs.
+    pub provenance: Provenance,
 }
 
 /// Trust of the content that triggered an action.
@@ -283,6 +299,7 @@ impl SieveConfig {
                 gray_band,
                 layer1_only: v.layer1_only,
                 graph_update: v.graph_update,
+                provenance: v.provenance.unwrap_or(raw.provenance),
             });
         }
         if variants.is_empty() {
@@ -398,7 +415,21 @@ mod tests {
         let ng = c.variant("no-graph-update").unwrap();
         assert!(!ng.graph_update && !ng.layer1_only);
         assert_w(&ng.weights, 0.1, 0.7, 0.1, 0.1);
+        assert_eq!(
+            c.variant("dynamic-prov").unwrap().provenance,
+            Provenance::Dynamic
+        );
+        assert_w(
+            &c.variant("dynamic-prov").unwrap().weights,
+            0.1,
+            0.7,
+            0.1,
+            0.1,
+        );
         for v in &c.variants {
+            if v.name != "dynamic-prov" {
+                assert_eq!(v.provenance, Provenance::Static, "{}", v.name);
+            }
             assert!(close(v.weights.sum(), 1.0), "{}", v.name);
             assert_eq!(v.threshold, 0.5);
             assert_eq!(v.gray_band, 0.0, "gray band is off by default");
@@ -420,7 +451,7 @@ mod tests {
 
     #[test]
     fn bad_configs_are_rejected_with_reasons() {
-        let base = "threshold = 0.5\n[weights]\nw_sem = 0.5\nw_causal = 0.5\n[trust]\nuser = 1.0\ntool_output = 0.5\n";
+        let base = "threshold = 0.5\nprovenance = \"static\"\n[weights]\nw_sem = 0.5\nw_causal = 0.5\n[trust]\nuser = 1.0\ntool_output = 0.5\n";
         assert!(
             SieveConfig::parse(base, "t")
                 .unwrap_err()
