@@ -120,7 +120,8 @@ pub struct Row {
     /// Successful attacks with no executed injected call seen by either check.
     #[serde(default)]
     pub success_unchecked: Option<u64>,
-    /// Attacked episodes whose injection task is tagged `provenance_bypass`.
+    /// Attacked episodes on designed bypass pairs (a bypass task on a user task it names
+    /// in `designed_for`).
     #[serde(default)]
     pub n_bypass_tagged: u64,
     /// … and how many of them succeeded.
@@ -147,6 +148,18 @@ impl Row {
 
 /// The tag suites put on injection tasks built to exercise SIEVE's provenance bypass.
 pub const BYPASS_TAG: &str = "provenance_bypass";
+
+/// The attack label a record is summarised under. Injection tasks written to defeat one
+/// defense (tagged [`BYPASS_TAG`]) stay out of the headline rows, which compare every
+/// defense on tasks none of them was targeted by; they get a row of their own,
+/// `<attack>+provenance_bypass`.
+pub fn attack_label(attack: &str, r: &EpisodeRecord) -> String {
+    if r.injection_tags.iter().any(|t| t == BYPASS_TAG) {
+        format!("{attack}+{BYPASS_TAG}")
+    } else {
+        attack.to_string()
+    }
+}
 
 /// How a successful attack got through, from the defense's notes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -228,10 +241,7 @@ pub fn row(
     let via = |a: Attribution| {
         attributed.then(|| successes.iter().filter(|r| attribute(r) == Some(a)).count() as u64)
     };
-    let tagged: Vec<&&EpisodeRecord> = attacked
-        .iter()
-        .filter(|r| r.injection_tags.iter().any(|t| t == BYPASS_TAG))
-        .collect();
+    let tagged: Vec<&&EpisodeRecord> = attacked.iter().filter(|r| r.bypass_pair).collect();
     let (asr_v, asr_ci) = ci(asr);
     let (bu_v, bu_ci) = ci(bu);
     let (ua_v, ua_ci) = ci(ua);
@@ -304,7 +314,7 @@ pub fn summarise(records: &[EpisodeRecord]) -> Vec<Row> {
     for r in sorted {
         let k = (r.suite.clone(), r.defense.clone(), r.model.clone());
         match &r.attack {
-            Some(a) if r.attacked() => attacked.entry((k, a.clone())).or_default().push(r),
+            Some(a) if r.attacked() => attacked.entry((k, attack_label(a, r))).or_default().push(r),
             _ => clean.entry(k).or_default().push(r),
         }
     }
@@ -452,6 +462,7 @@ mod tests {
             latency_ms: 0.0,
             error: None,
             harmful_call: None,
+            bypass_pair: false,
             notes: serde_json::Value::Null,
             version: "0".into(),
             suite_fingerprint: String::new(),
@@ -500,6 +511,7 @@ mod tests {
             r.notes = serde_json::json!({ "calls": calls });
             r.harmful_call = harmful;
             r.injection_tags = tags.iter().map(|t| t.to_string()).collect();
+            r.bypass_pair = !tags.is_empty();
             r
         };
         let records = vec![
@@ -511,11 +523,23 @@ mod tests {
             with(true, &["layer1"], None, &[BYPASS_TAG]),
             with(false, &["layer1"], None, &[BYPASS_TAG]),
         ];
-        let r = &summarise(&records)[0];
-        assert_eq!(r.success_via_layer1, Some(2));
-        assert_eq!(r.success_via_adjudicator, Some(1));
-        assert_eq!(r.success_unchecked, Some(1));
-        assert_eq!((r.n_bypass_tagged, r.bypass_tagged_success), (3, 2));
+        let rows = summarise(&records);
+        // The bypass tasks get a row of their own, apart from the headline row.
+        let head = rows.iter().find(|r| r.attack == "x").unwrap();
+        let tagged = rows
+            .iter()
+            .find(|r| r.attack == format!("x+{BYPASS_TAG}"))
+            .unwrap();
+        assert_eq!((head.n_attacked, tagged.n_attacked), (2, 3));
+        assert_eq!(head.success_via_layer1, Some(1));
+        assert_eq!(head.success_via_adjudicator, Some(1));
+        assert_eq!(tagged.success_via_layer1, Some(1));
+        assert_eq!(tagged.success_unchecked, Some(1));
+        assert_eq!(
+            (tagged.n_bypass_tagged, tagged.bypass_tagged_success),
+            (3, 2)
+        );
+        assert_eq!(head.n_bypass_tagged, 0);
         // Defenses without such notes are not attributed.
         let plain = vec![rec("a", Some("x"), true, Some(true), 1.0, 10)];
         assert_eq!(summarise(&plain)[0].success_via_layer1, None);

@@ -21,7 +21,9 @@ fn oracle_solves_everything_and_never_follows_injections_for_every_attack() {
     );
     let rows = rows(&s);
     let attacks = std::fs::read_dir(home().join("attacks")).unwrap().count();
-    assert_eq!(rows.len(), attacks, "one row per attack");
+    // Banking has provenance-bypass tasks: each attack has a headline row and a row of
+    // its own for them.
+    assert_eq!(rows.len(), 2 * attacks, "two rows per attack");
     for r in rows {
         assert_eq!(r["bu"], 1.0, "{r}");
         assert_eq!(r["ua"], 1.0, "{r}");

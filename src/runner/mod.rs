@@ -198,6 +198,9 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         ),
         None => (None, None, None, Vec::new()),
     };
+    let bypass_pair = injection
+        .as_ref()
+        .is_some_and(|i| i.task.designed_for.contains(&ut.id));
     let mut episode_defense = defense.episode();
     let spec = EpisodeSpec {
         suite,
@@ -238,6 +241,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         latency_ms: result.latency_ms,
         error: result.error,
         harmful_call: result.harmful_call,
+        bypass_pair,
         notes: result.notes,
         version: env!("CARGO_PKG_VERSION").to_string(),
         suite_fingerprint: suite.fingerprint.clone(),

@@ -57,6 +57,10 @@ pub struct EpisodeRecord {
     /// security check saw; `None` when the harm came without a call (the answer).
     #[serde(default)]
     pub harmful_call: Option<usize>,
+    /// An injection task on a user task it names in `designed_for` (a designed
+    /// provenance-bypass pair).
+    #[serde(default)]
+    pub bypass_pair: bool,
     #[serde(default)]
     pub notes: Value,
     pub version: String,

@@ -142,6 +142,16 @@ impl SieveDefense {
     }
 }
 
+impl SieveDefense {
+    /// One setting moved for a sensitivity sweep; the name says which
+    /// (`sieve@threshold=0.35`).
+    pub fn with_override(mut self, o: config::Override) -> Result<SieveDefense, String> {
+        o.apply(&mut self.variant)?;
+        self.name = format!("{}@{}", self.name, o.label());
+        Ok(self)
+    }
+}
+
 fn r3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
