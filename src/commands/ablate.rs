@@ -128,8 +128,8 @@ pub struct Ablation {
 const FOOTNOTES: &[&str] = &[
     "One row per defense on the same episodes; (±x) = difference from `sieve` (the full variant), in percentage points for rates.",
     "Esc % = proposed calls sent to the judge / proposed calls. Judge, Tok and Calls are per episode (clean and attacked).",
-    "Succ L1/Adj/Unchk = successful attacks whose injected call passed layer 1 (provenance bypass) / was approved by the adjudicator / was seen by neither. Bypass = successes / episodes on tasks tagged provenance_bypass.",
-    "Variants: no-X drops a term of S_align and renormalises the rest; layer1-only blocks every deviation; no-graph-update does not add approved calls to the graph.",
+    "Succ L1/Adj/Unchk = successful attacks whose harmful call (the one whose effect the security check saw) passed layer 1 (provenance bypass) / was approved by the adjudicator / no call did it. Rows <attack>+provenance_bypass hold the tasks written to defeat SIEVE, left out of the headline rows; Bypass = successes / episodes on the pairs those tasks were designed for.",
+    "Variants: no-X drops a term of S_align and renormalises the rest; layer1-only blocks every deviation; no-graph-update does not add approved calls to the graph; dynamic-prov takes S_prov from the per-tool trust table; sieve@<setting>=<x> is a sweep point.",
 ];
 
 /// `a - b`, with float noise from different summation orders flushed to 0.
