@@ -78,7 +78,7 @@ impl JobKey {
     /// The part of the key that seeds the episode: everything but the defense and the
     /// seed. Leaving the defense out gives every defense the same random draws for the
     /// same episode (common random numbers): a `sim:p=<x>` agent obeys in the same
-    /// episodes and a `judge_error` judge errs on the same calls, so differences between
+    /// episodes and a scripted judge draws the same scores for the same calls, so differences between
     /// defenses come from the defenses, not from luck.
     pub fn seed_identity(&self) -> String {
         [

@@ -2,7 +2,8 @@
 //! check of every proposed call against it, and a tiered semantic adjudicator only for
 //! the calls that deviate. Approved deviations join the graph (graph update).
 //!
-//! - [`planner`]: the one planner call per episode and the simulated perfect planner.
+//! - [`planner`]: the one planner call per episode, and the reference graph the scripted
+//!   planner degrades by its stated quality.
 //! - [`graph`]: the Intent Graph (petgraph DAG), parsing and validation.
 //! - [`layer1`]: control-flow and data-flow checks, and what "appears" means.
 //! - [`adjudicator`]: `S_align` and the judge (shared with `audit`).
