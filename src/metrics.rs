@@ -355,7 +355,7 @@ pub struct Row {
     /// Tokens per episode by component (agent, planner, judge, detector, embedding).
     pub tokens_by_component: BTreeMap<String, f64>,
     pub calls_by_component: BTreeMap<String, f64>,
-    /// Successful attacks whose injected call passed layer 1 (provenance bypass).
+    /// Successful attacks whose harmful call passed layer 1 (provenance bypass).
     #[serde(default)]
     pub success_via_layer1: Option<u64>,
     /// Successful attacks whose injected call the adjudicator approved.
