@@ -143,3 +143,60 @@ pub fn list_models(paths: &Paths) -> Result<String, CliError> {
     );
     Ok(out)
 }
+
+/// Lists the tasks of the selected suites with the first line of each prompt or goal.
+pub fn list_tasks(paths: &Paths, selector: &str) -> Result<String, CliError> {
+    let suites = load_suites(paths, selector)?;
+    let first_line = |s: &str, width: usize| {
+        let line = s
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim();
+        if line.chars().count() > width {
+            let cut: String = line.chars().take(width - 1).collect();
+            format!("{cut}…")
+        } else {
+            line.to_string()
+        }
+    };
+    let mut out = String::new();
+    for s in &suites {
+        writeln!(
+            out,
+            "{} ({} user tasks, {} injection tasks)",
+            s.qualified_name(),
+            s.user_tasks.len(),
+            s.injection_tasks.len()
+        )
+        .unwrap();
+        let id_w = s
+            .user_tasks
+            .iter()
+            .map(|t| t.id.0.len())
+            .chain(s.injection_tasks.iter().map(|t| t.id.0.len()))
+            .max()
+            .unwrap_or(0);
+        let text_w = 100usize.saturating_sub(id_w + 4).max(20);
+        for t in &s.user_tasks {
+            writeln!(
+                out,
+                "  {:<id_w$}  {}",
+                t.id.0,
+                first_line(&t.prompt, text_w)
+            )
+            .unwrap();
+        }
+        for t in &s.injection_tasks {
+            writeln!(
+                out,
+                "  {:<id_w$}  {}",
+                t.id.0,
+                first_line(&format!("[attacker] {}", t.goal), text_w)
+            )
+            .unwrap();
+        }
+        out.push('\n');
+    }
+    Ok(out)
+}

@@ -121,7 +121,10 @@ impl DefenseCtx<'_> {
             .embedder
             .embed(texts)
             .await
-            .map_err(|e| DefenseError::Other(e.to_string()))?;
+            .map_err(|e| match e {
+                crate::embed::EmbedError::Model(m) => DefenseError::Model(m),
+                other => DefenseError::Other(other.to_string()),
+            })?;
         let tokens: u64 = texts.iter().map(|t| self.models.tokens.count(t)).sum();
         self.meter.record_embedding(1, tokens);
         Ok(out)
@@ -229,7 +232,8 @@ pub fn build_with(spec: &str, opts: &BuildOptions) -> Result<Arc<dyn Defense>, S
             }))
         }
         _ => Err(format!(
-            "unknown defense `{spec}`; available: {}",
+            "unknown defense `{spec}`{}; available: {}",
+            crate::suggest::did_you_mean(name, NAMES.iter().copied()),
             NAMES.join(", ")
         )),
     }

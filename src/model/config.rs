@@ -363,8 +363,11 @@ impl ModelFactory {
             )));
         }
         let Some((named, model)) = self.resolve(spec)? else {
+            let mut candidates: Vec<&str> = vec!["sim", "sim:oracle", "sim:obedient", "openai"];
+            candidates.extend(self.named.keys().map(String::as_str));
             return Err(format!(
-                "unknown model `{spec}`; available: {} (named endpoints come from configs/{MODELS_TOML})",
+                "unknown model `{spec}`{}; available: {} (named endpoints come from configs/{MODELS_TOML})",
+                crate::suggest::did_you_mean(spec, candidates),
                 self.known()
             ));
         };

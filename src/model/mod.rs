@@ -207,6 +207,13 @@ pub trait ChatModel: Send + Sync {
         serde_json::json!({ "name": self.name() })
     }
     async fn chat(&self, req: &ChatRequest<'_>) -> Result<ChatReply, ModelError>;
+    /// One cheap request before a run, offering `tools`, so a wrong URL, a missing `/v1`
+    /// or a bad key stops the run in seconds instead of failing every episode. Returns
+    /// warnings (e.g. the server seems to drop tool schemas); backends with nothing to
+    /// reach have nothing to check.
+    async fn preflight(&self, _tools: &[ToolSchema]) -> Result<Vec<String>, ModelError> {
+        Ok(Vec::new())
+    }
 }
 
 /// Parses `--model` values with default settings (`sim:…`, or `openai:<model>` with the

@@ -650,9 +650,17 @@ pub fn select(root: &Path, selector: &str) -> Result<Vec<SuiteRef>, String> {
             .collect();
         if matched.is_empty() {
             let names: Vec<String> = found.iter().map(SuiteRef::qualified).collect();
+            let short: Vec<&str> = found.iter().map(|s| s.name.as_str()).collect();
             return Err(format!(
-                "no suite matches `{part}` in {}; available: all, {}",
+                "no suite matches `{part}` in {}{}; available: all, {}",
                 root.display(),
+                crate::suggest::did_you_mean(
+                    part,
+                    short
+                        .iter()
+                        .copied()
+                        .chain(names.iter().map(String::as_str))
+                ),
                 names.join(", ")
             ));
         }
