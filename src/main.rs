@@ -93,6 +93,10 @@ enum Command {
         /// Shard run directories.
         #[arg(required = true)]
         shards: Vec<PathBuf>,
+        /// Merge even when shards of the split are missing (the rows then cover part of
+        /// the matrix).
+        #[arg(long)]
+        partial: bool,
         #[command(flatten)]
         table: TableFlags,
     },
@@ -106,10 +110,10 @@ enum Command {
         /// The new run directory.
         new: PathBuf,
         /// Fail when ASR rises by more than this many percentage points in any row.
-        #[arg(long, value_name = "PTS")]
+        #[arg(long, value_name = "PTS", value_parser = commands::report_cmd::parse_points)]
         max_asr_increase: Option<f64>,
         /// Fail when BU or UA falls by more than this many percentage points in any row.
-        #[arg(long, value_name = "PTS")]
+        #[arg(long, value_name = "PTS", value_parser = commands::report_cmd::parse_points)]
         max_utility_drop: Option<f64>,
     },
 }
@@ -172,8 +176,13 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
             ListWhat::Models => print!("{}", commands::list::list_models(&paths)?),
         },
         Command::Report(args) => print!("{}", commands::report_cmd::report(&args)?),
-        Command::Merge { out, shards, table } => {
-            let added = commands::merge::merge(&out, &shards)?;
+        Command::Merge {
+            out,
+            shards,
+            partial,
+            table,
+        } => {
+            let added = commands::merge::merge(&out, &shards, partial)?;
             eprintln!("{added} episode(s) merged into {}", out.display());
             print!(
                 "{}",

@@ -255,3 +255,78 @@ async fn errored_episodes_are_their_own_outcome_and_rerun_on_resume() {
     assert_eq!(again.summary.episodes, 3);
     assert!(again.verdict().is_ok());
 }
+
+/// A server that answers the same request differently on different calls, as a sampling
+/// model does: every other agent request gets a final answer instead of the plan's call.
+#[derive(Clone)]
+struct Fickle {
+    inner: PlanFollower,
+    n: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl wiremock::Respond for Fickle {
+    fn respond(&self, req: &wiremock::Request) -> ResponseTemplate {
+        let body: serde_json::Value = serde_json::from_slice(&req.body).unwrap_or_default();
+        let is_agent = body["model"] != fake_llm::JUDGE_MODEL
+            && !body
+                .to_string()
+                .contains(sieve_bench::model::openai::PREFLIGHT_PROMPT);
+        if is_agent && self.n.fetch_add(1, std::sync::atomic::Ordering::SeqCst) % 2 == 1 {
+            return ResponseTemplate::new(200).set_body_json(json!({
+                "choices": [{"message": {"role": "assistant", "content": "All done."}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 500, "completion_tokens": 3}
+            }));
+        }
+        self.inner.respond(req)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_run_recorded_at_concurrency_16_replays_with_zero_misses() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(Fickle {
+            inner: PlanFollower::new(vec![banking()]),
+            n: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+        })
+        .mount(&server)
+        .await;
+    let cache = tempfile::tempdir().unwrap();
+    let (rec_dir, rep_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let base = format!("{}/v1", server.uri());
+    let args = |out: &std::path::Path, replay: bool| {
+        let mut a = run_args(
+            out,
+            &base,
+            ModelOptions {
+                cache: Some(cache.path().to_path_buf()),
+                replay,
+                ..Default::default()
+            },
+        );
+        // `none` and `audit` send the same first agent request in every episode: the
+        // requests race for one cache entry.
+        a.defense = "none,audit".into();
+        a.judge_model = Some(format!("openai:{}", fake_llm::JUDGE_MODEL));
+        a.concurrency = 16;
+        a.max_error_rate = 100.0;
+        a
+    };
+    let recorded = sieve_bench::commands::run::run(&paths(), args(rec_dir.path(), false))
+        .await
+        .unwrap();
+    assert_eq!(recorded.outcome.errored, 0);
+    drop(server);
+    let replayed = sieve_bench::commands::run::run(&paths(), args(rep_dir.path(), true))
+        .await
+        .unwrap();
+    assert_eq!(replayed.outcome.errored, 0, "replay misses");
+    assert_eq!(replayed.outcome.ran, recorded.outcome.ran);
+    let strip = |s: &sieve_bench::report::Summary| {
+        s.rows
+            .iter()
+            .map(|r| (r.defense.clone(), r.asr, r.ua, r.bu, r.tokens_per_episode))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(strip(&replayed.summary), strip(&recorded.summary));
+}

@@ -192,6 +192,22 @@ pub fn rerender(dir: &Path, opts: &report::TextOptions) -> Result<String, CliErr
 pub fn compare(base: &Path, new: &Path, t: Thresholds) -> Result<(String, bool), CliError> {
     let b = report::load(base).map_err(CliError::bad_input)?;
     let n = report::load(new).map_err(CliError::bad_input)?;
+    if b.rows.is_empty() {
+        return Err(CliError::bad_input(format!(
+            "{}: the baseline has no rows, so nothing would be gated",
+            base.display()
+        )));
+    }
     let c = report::compare::compare(&b, &n, t);
     Ok((c.text, c.failed))
+}
+
+/// Parses a threshold in percentage points: a finite number, at least 0 (NaN would
+/// make every comparison false and pass every gate).
+pub fn parse_points(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .ok_or_else(|| format!("`{s}` is not a threshold in percentage points (finite, >= 0)"))
 }

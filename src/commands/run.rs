@@ -525,6 +525,15 @@ fn open_manifest(
             m.price_per_mtok = price.or(m.price_per_mtok);
             m.roles = serde_json::to_value(roles).expect("roles serialise");
             m.simulated = m.simulated || models.any_simulated();
+            if m.shard != args.shard && has_records {
+                return Err(CliError::bad_input(format!(
+                    "{} holds {}; this run is {}. Shards go into folders of their own (then `merge`). {ways_out}.",
+                    out.display(),
+                    shard_name(m.shard),
+                    shard_name(args.shard)
+                )));
+            }
+            m.shard = args.shard;
             m.finished = None;
             m.invocations.push(invocation);
             Ok(m)
@@ -539,11 +548,16 @@ fn open_manifest(
             simulated: models.any_simulated(),
             errors_as,
             price_per_mtok: price,
+            shard: args.shard,
             started: invocation.started.clone(),
             finished: None,
             invocations: vec![invocation],
         }),
     }
+}
+
+fn shard_name(s: Option<(usize, usize)>) -> String {
+    s.map_or("the whole matrix".into(), |(k, n)| format!("shard {k}/{n}"))
 }
 
 /// Runs (or resumes) and summarises.

@@ -306,6 +306,17 @@ impl Endpoint {
         redact(s, self.cfg.api_key.as_ref())
     }
 
+    /// A reply with the API key redacted wherever the server echoed it, so it never
+    /// reaches a trace, a cache entry or a record.
+    fn scrub_value(&self, v: Value) -> Value {
+        let Some(k) = &self.cfg.api_key else { return v };
+        let text = v.to_string();
+        if k.expose().len() < 4 || !text.contains(k.expose()) {
+            return v;
+        }
+        serde_json::from_str(&text.replace(k.expose(), "[redacted]")).unwrap_or(v)
+    }
+
     /// Waits for the request and token budgets (`tokens` = tokens this call will use).
     async fn admit(&self, tokens: u64) {
         if let Some(l) = &self.rpm {
@@ -470,7 +481,7 @@ impl Endpoint {
             match self.attempt(&url, &bytes).await {
                 Attempt::Done(v) => {
                     return Ok(Posted {
-                        body: v,
+                        body: self.scrub_value(v),
                         retries,
                         latency_ms: started.elapsed().as_secs_f64() * 1000.0,
                     });
@@ -1067,20 +1078,29 @@ impl ChatModel for OpenAiModel {
                 (posted.body, posted.retries, posted.latency_ms)
             }
         };
+        // Record before parsing: if another episode recorded this request first, use
+        // its reply, so this run and its replay see the same one.
+        let resp = match (fresh, &self.cache, &key) {
+            (true, Some(c), Some(k)) => {
+                let entry = Entry {
+                    key: k.clone(),
+                    path: CHAT_PATH.into(),
+                    request: body,
+                    response: resp,
+                    latency_ms,
+                };
+                match c.put(&entry) {
+                    Ok(recorded) => recorded.response,
+                    Err(e) => {
+                        eprintln!("warning: cannot write cache entry {k}: {e}");
+                        entry.response
+                    }
+                }
+            }
+            _ => resp,
+        };
         let parsed = parse_chat_body(&resp, self.opts.tool_format, step)
             .map_err(|e| ModelError::Request(format!("{}: {e}", self.endpoint.cfg.name)))?;
-        if fresh && let (Some(c), Some(k)) = (&self.cache, &key) {
-            let entry = Entry {
-                key: k.clone(),
-                path: CHAT_PATH.into(),
-                request: body,
-                response: resp,
-                latency_ms,
-            };
-            if let Err(e) = c.put(&entry) {
-                eprintln!("warning: cannot write cache entry {k}: {e}");
-            }
-        }
         let usage = match parsed.usage {
             Some((p, c, r)) => Usage {
                 prompt_tokens: p,

@@ -7,6 +7,7 @@ pub mod check;
 pub mod env;
 pub mod meaning;
 pub mod validate;
+pub mod variants;
 
 use crate::ids::{TaskId, ToolName, VectorId};
 use crate::tools::{ToolSet, render::render, toolset};
@@ -43,7 +44,7 @@ impl fmt::Display for SuiteError {
 }
 
 impl SuiteError {
-    fn at(
+    pub(crate) fn at(
         file: &Path,
         task: Option<&str>,
         field: Option<&str>,
@@ -156,6 +157,10 @@ pub struct UserTask {
     /// The answer a correct agent gives at the end (used by the scripted agent).
     pub answer: Option<String>,
     pub utility: Check,
+    /// Plan arguments the agent works out rather than reads, as `"<step>.<arg>"` → how
+    /// (e.g. `"1.amount": 162.00 share minus 72.00 already paid`): the provenance lint
+    /// accepts these without finding them in what the agent saw.
+    pub derived: BTreeMap<String, String>,
 }
 
 /// What the attacker wants, how to do it, and how to tell it happened.
@@ -188,6 +193,8 @@ pub struct Suite {
     pub vectors: Vec<Vector>,
     pub user_tasks: Vec<UserTask>,
     pub injection_tasks: Vec<InjectionTask>,
+    /// Behaviour other than the reference that the checks must judge right (`variants.yaml`).
+    pub variants: variants::Variants,
     /// For each user task, the vectors its reference plan reads (canary run).
     pub injectable: BTreeMap<TaskId, Vec<VectorId>>,
     /// SHA-256 of every file in the suite folder: records carry it, so a resumed run
@@ -364,7 +371,7 @@ fn reject_unknown(
     Ok(())
 }
 
-fn check_plan(
+pub(crate) fn check_plan(
     file: &Path,
     task: &str,
     plan: &[PlannedCall],
@@ -458,7 +465,9 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
             &ut_path,
             &id,
             map,
-            &["id", "prompt", "plan", "answer", "utility", "comment"],
+            &[
+                "id", "prompt", "plan", "answer", "utility", "derived", "comment",
+            ],
         )?;
         let task = UserTask {
             id: TaskId(id.clone()),
@@ -466,7 +475,26 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
             plan: field(&ut_path, &id, map, "plan", true)?.unwrap(),
             answer: field(&ut_path, &id, map, "answer", false)?,
             utility: field(&ut_path, &id, map, "utility", true)?.unwrap(),
+            derived: field(&ut_path, &id, map, "derived", false)?.unwrap_or_default(),
         };
+        for key in task.derived.keys() {
+            let known = key.split_once('.').is_some_and(|(step, arg)| {
+                step.parse::<usize>()
+                    .ok()
+                    .and_then(|i| task.plan.get(i))
+                    .is_some_and(|c| c.args.get(arg).is_some())
+            });
+            if !known {
+                return Err(SuiteError::at(
+                    &ut_path,
+                    Some(&id),
+                    Some("derived"),
+                    format!(
+                        "`{key}` names no argument of the plan; write `<step>.<argument>`, steps counted from 0"
+                    ),
+                ));
+            }
+        }
         check_plan(&ut_path, &id, &task.plan, &tools)?;
         task.utility
             .validate(&benign, &tools)
@@ -539,6 +567,19 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
         injection_tasks.push(task);
     }
 
+    let var_path = dir.join(variants::FILE);
+    let variants = if var_path.is_file() {
+        let doc = read_yaml(&var_path, dir)?;
+        let v: variants::Variants = serde_json::from_value(doc)
+            .map_err(|e| SuiteError::at(&var_path, None, None, e.to_string()))?;
+        let uids: Vec<&str> = user_tasks.iter().map(|t| t.id.as_str()).collect();
+        let iids: Vec<&str> = injection_tasks.iter().map(|t| t.id.as_str()).collect();
+        v.check(&var_path, &uids, &iids, &tools)?;
+        v
+    } else {
+        variants::Variants::default()
+    };
+
     let mut suite = Suite {
         meta,
         dir: dir.to_path_buf(),
@@ -547,6 +588,7 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
         vectors,
         user_tasks,
         injection_tasks,
+        variants,
         injectable: BTreeMap::new(),
         fingerprint: fingerprint(dir).map_err(|e| {
             SuiteError::at(
