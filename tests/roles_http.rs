@@ -1,6 +1,7 @@
 //! Labels that cannot mislead: a real agent (a loopback endpoint) beside the scripted
 //! judge is refused unless asked for, and then every row that used the judge, and the
-//! banner, say "oracle judge".
+//! banner, name it: "oracle judge" when it is the answer key (`judge_auc=1`), "scripted
+//! judge (judge_auc=…)" when it models a judge of stated quality.
 
 mod fake_llm;
 
@@ -22,7 +23,7 @@ async fn server() -> MockServer {
 fn args(out: &std::path::Path, url: &str, allow: bool) -> RunArgs {
     RunArgs {
         defense: "none,audit".into(),
-        judge_model: Some("sim".into()),
+        judge_model: Some("sim:judge_auc=1".into()),
         user_tasks: Some(vec!["user_task_0".into()]),
         injection_tasks: Some(vec!["injection_task_0".into()]),
         allow_oracle_roles: allow,
@@ -100,4 +101,34 @@ async fn with_the_flag_every_row_that_used_the_judge_says_oracle_judge() {
             .any(|l| l.contains(",audit,") && l.contains(",oracle,")),
         "{csv}"
     );
+}
+
+#[tokio::test]
+async fn a_scripted_judge_of_stated_quality_is_labelled_with_its_quality_not_oracle() {
+    let server = server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("{}/v1", server.uri());
+    let report = run(
+        &paths(),
+        RunArgs {
+            judge_model: Some("sim:judge_auc=0.8".into()),
+            ..args(dir.path(), &url, true)
+        },
+    )
+    .await
+    .expect("runs");
+    let audit = report
+        .summary
+        .rows
+        .iter()
+        .find(|r| r.defense == "audit")
+        .unwrap();
+    let judge = &audit.scripted_roles.as_ref().unwrap()[&sieve_bench::model::Component::Judge];
+    assert_eq!(judge.label, "scripted judge (judge_auc=0.8)");
+    let note = report.summary.note.clone().unwrap();
+    assert!(
+        note.contains("scripted judge (judge_auc=0.8) [audit]"),
+        "{note}"
+    );
+    assert!(!note.contains("oracle judge"), "{note}");
 }

@@ -88,8 +88,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "PCT", default_value_t = 5.0, value_parser = parse_percent)]
     pub max_error_rate: f64,
     /// Accept a real agent with a scripted (`sim`) planner or judge. Scripted planners and
-    /// judges read the answer key (reference plans, which calls are injected), so every
-    /// row then says "oracle planner" / "oracle judge".
+    /// judges start from the answer key (reference plans, which calls are injected), so
+    /// every row they touch says so: "oracle judge" / "oracle planner" at full quality,
+    /// "scripted judge (judge_auc=…)" / "scripted planner (planner_recall=…)" below it.
     #[arg(long)]
     pub allow_oracle_roles: bool,
     /// The model name attacks write into `{model}` (default: derived from --model without
@@ -672,7 +673,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     let roles = Roles::of(&models);
     if roles.oracle_with_real_agent() && !args.allow_oracle_roles {
         return Err(CliError::bad_input(format!(
-            "the agent {} is a real model but the {} scripted: a scripted planner or judge reads the answer key (the reference plans, which calls are injected), so its rows would not measure a defense. Give it a real model (--planner-model / --judge-model), or pass --allow-oracle-roles to accept rows marked {}",
+            "the agent {} is a real model but the {} scripted: a scripted planner or judge starts from the answer key (the reference plans, which calls are injected), so its rows would not measure the defense as deployed. Give it a real model (--planner-model / --judge-model), or pass --allow-oracle-roles to accept rows marked {}",
             models.agent.name(),
             roles.scripted_helpers().join(" and ")
                 + if roles.scripted_helpers().len() > 1 {

@@ -364,7 +364,9 @@ impl ModelFactory {
     }
 
     fn known(&self) -> String {
-        let mut s = String::from("sim[:oracle|obedient|p=<x>][,judge_error=<x>], openai:<model>");
+        let mut s = String::from(
+            "sim[:oracle|obedient|p=<x>][,substitute][,judge_auc=<x>][,planner_recall=<x>][,planner_extra=<x>], openai:<model>",
+        );
         for n in self.named.keys() {
             s.push_str(", ");
             s.push_str(n);
@@ -505,7 +507,12 @@ mod tests {
             "#,
         )
         .unwrap();
-        assert_eq!(f.chat("sim:oracle").unwrap().name(), "sim:oracle");
+        assert_eq!(
+            f.chat("sim:oracle,judge_auc=1,planner_recall=1,planner_extra=0")
+                .unwrap()
+                .name(),
+            "sim:oracle,judge=oracle,planner=oracle"
+        );
         assert_eq!(f.chat("openai:gpt-x").unwrap().name(), "openai:gpt-x");
         let q = f.chat("local-qwen").unwrap();
         assert_eq!(

@@ -8,6 +8,7 @@ pub mod cache;
 pub mod config;
 pub mod openai;
 pub mod sim;
+pub mod sim_roles;
 pub mod tokens;
 
 use crate::ids::ToolName;
@@ -154,8 +155,11 @@ pub enum SimHint {
     /// role would say builds it, e.g. the intent graph of the reference plan).
     Reply(String),
     /// Judge whether this proposed call serves the user; the reply is JSON
-    /// `{"score": 0|1, "reason": ...}` by the profile's rules.
+    /// `{"score": <0..1>, "reason": ...}` drawn by the profile's judge quality.
     JudgeCall { tool: String, args: Value },
+    /// Plan: the reference intent graph (JSON), which the scripted planner degrades by
+    /// its stated quality before replying.
+    Plan(Value),
 }
 
 /// A request to a chat model.

@@ -354,35 +354,35 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
         Column::figure(
             "success_via_layer1",
             "Succ L1",
-            "sieve/audit: successful attacks whose injected call passed layer 1 (provenance bypass).",
+            "sieve/audit: successful attacks whose harmful call (the one whose effect the security check saw) passed layer 1 (provenance bypass).",
             Show::Extra,
             |r: &Row| r.success_via_layer1.map_or(Value::Missing, Value::Count),
         ),
         Column::figure(
             "success_via_adjudicator",
             "Succ Adj",
-            "sieve/audit: successful attacks whose injected call the adjudicator approved.",
+            "sieve/audit: successful attacks whose harmful call the adjudicator approved.",
             Show::Extra,
             |r: &Row| r.success_via_adjudicator.map_or(Value::Missing, Value::Count),
         ),
         Column::figure(
             "success_unchecked",
             "Succ Unchk",
-            "sieve/audit: successful attacks no check saw.",
+            "sieve/audit: successful attacks no call produced (e.g. harm in the answer).",
             Show::Extra,
             |r: &Row| r.success_unchecked.map_or(Value::Missing, Value::Count),
         ),
         Column::figure(
             "n_bypass_tagged",
             "n bypass",
-            "Attacked episodes on injection tasks tagged provenance_bypass.",
+            "Attacked episodes on designed bypass pairs (a provenance_bypass task on a user task it names in designed_for).",
             Show::File,
             |r: &Row| Value::Count(r.n_bypass_tagged),
         ),
         Column::figure(
             "bypass_tagged_success",
             "Bypass",
-            "Successful attacks among the provenance_bypass-tagged episodes.",
+            "Successful attacks among the designed bypass pairs.",
             Show::Extra,
             |r: &Row| {
                 if r.n_bypass_tagged == 0 {

@@ -78,7 +78,7 @@ impl JobKey {
     /// The part of the key that seeds the episode: everything but the defense and the
     /// seed. Leaving the defense out gives every defense the same random draws for the
     /// same episode (common random numbers): a `sim:p=<x>` agent obeys in the same
-    /// episodes and a `judge_error` judge errs on the same calls, so differences between
+    /// episodes and a scripted judge draws the same scores for the same calls, so differences between
     /// defenses come from the defenses, not from luck.
     pub fn seed_identity(&self) -> String {
         [
@@ -282,6 +282,9 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         ),
         None => (None, None, None, Vec::new()),
     };
+    let bypass_pair = injection
+        .as_ref()
+        .is_some_and(|i| i.task.designed_for.contains(&ut.id));
     let mut episode_defense = defense.episode();
     let spec = EpisodeSpec {
         suite,
@@ -322,6 +325,8 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         cost: result.cost,
         latency_ms: result.latency_ms,
         error: result.error,
+        harmful_call: result.harmful_call,
+        bypass_pair,
         notes: result.notes,
         version: env!("CARGO_PKG_VERSION").to_string(),
         suite_fingerprint: suite.fingerprint.clone(),

@@ -178,6 +178,9 @@ pub struct InjectionTask {
     pub answer: Option<String>,
     /// Free text for reports (e.g. "exercises the provenance bypass").
     pub tags: Vec<String>,
+    /// For tasks written to defeat one defense: the user tasks whose plan they target. The
+    /// `Bypass` column counts exactly these pairs.
+    pub designed_for: Vec<TaskId>,
 }
 
 /// A loaded, structurally valid suite.
@@ -508,7 +511,14 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
             &id,
             map,
             &[
-                "id", "goal", "plan", "severity", "security", "tags", "comment",
+                "id",
+                "goal",
+                "plan",
+                "severity",
+                "security",
+                "tags",
+                "comment",
+                "designed_for",
             ],
         )?;
         let task = InjectionTask {
@@ -519,7 +529,29 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
             security: field(&it_path, &id, map, "security", true)?.unwrap(),
             answer: field(&it_path, &id, map, "answer", false)?,
             tags: field(&it_path, &id, map, "tags", false)?.unwrap_or_default(),
+            designed_for: field(&it_path, &id, map, "designed_for", false)?.unwrap_or_default(),
         };
+        if let Some(bad) = task
+            .designed_for
+            .iter()
+            .find(|u| !user_tasks.iter().any(|t: &UserTask| &t.id == *u))
+        {
+            return Err(SuiteError::at(
+                &it_path,
+                Some(&id),
+                Some("designed_for"),
+                format!("`{}` is not a user task of this suite", bad.0),
+            ));
+        }
+        if task.tags.iter().any(|t| t == crate::metrics::BYPASS_TAG) && task.designed_for.is_empty()
+        {
+            return Err(SuiteError::at(
+                &it_path,
+                Some(&id),
+                Some("designed_for"),
+                "a provenance_bypass task must name the user tasks it was designed for".to_string(),
+            ));
+        }
         if !(task.severity > 0.0 && task.severity <= 1.0) {
             return Err(SuiteError::at(
                 &it_path,
