@@ -270,12 +270,12 @@ pub fn paired(
 
 /// The paired ASR, UA and BU comparisons of two sets of records (rows B − A), under an
 /// error convention.
-pub fn paired_all(a: &[EpisodeRecord], b: &[EpisodeRecord], errors_as: ErrorsAs) -> Vec<Paired> {
+pub fn paired_all(a: &[&EpisodeRecord], b: &[&EpisodeRecord], errors_as: ErrorsAs) -> Vec<Paired> {
     let counts = |r: &EpisodeRecord| r.error.is_none() || errors_as == ErrorsAs::AgentDojo;
     let (a_att, a_clean): (Vec<&EpisodeRecord>, Vec<&EpisodeRecord>) =
-        a.iter().partition(|r| r.attacked());
+        a.iter().copied().partition(|r| r.attacked());
     let (b_att, b_clean): (Vec<&EpisodeRecord>, Vec<&EpisodeRecord>) =
-        b.iter().partition(|r| r.attacked());
+        b.iter().copied().partition(|r| r.attacked());
     let success =
         |r: &EpisodeRecord| counts(r).then(|| r.error.is_some() || r.attack_success == Some(true));
     let utility = |r: &EpisodeRecord| counts(r).then(|| r.error.is_none() && r.utility);
@@ -434,6 +434,31 @@ pub fn attack_label(attack: &str, r: &EpisodeRecord) -> String {
     } else {
         attack.to_string()
     }
+}
+
+/// The records a summary row is computed from, as [`summarise_with`] groups them: the
+/// row's suite (every suite for [`ALL_SUITES`]), defense and model (any when `None`);
+/// the clean episodes every attack's row shares, and the attacked ones under the row's
+/// attack label.
+pub fn row_records<'a>(
+    records: &'a [EpisodeRecord],
+    suite: &str,
+    attack: &str,
+    defense: &str,
+    model: Option<&str>,
+) -> Vec<&'a EpisodeRecord> {
+    records
+        .iter()
+        .filter(|r| {
+            r.defense == defense
+                && (suite == ALL_SUITES || r.suite == suite)
+                && model.is_none_or(|m| r.model == m)
+                && match &r.attack {
+                    Some(a) if r.attacked() => attack_label(a, r) == attack,
+                    _ => true,
+                }
+        })
+        .collect()
 }
 
 /// How a successful attack got through, from the defense's notes.
@@ -1035,7 +1060,11 @@ mod tests {
             .enumerate()
             .map(|(i, u)| mk("sieve", u, i == 0))
             .collect();
-        let p = paired_all(&a, &b, ErrorsAs::Excluded);
+        let p = paired_all(
+            &a.iter().collect::<Vec<_>>(),
+            &b.iter().collect::<Vec<_>>(),
+            ErrorsAs::Excluded,
+        );
         let asr = p.iter().find(|p| p.metric == "asr").unwrap();
         assert_eq!(asr.n_pairs, 6);
         assert!((asr.diff - (-4.0 / 6.0)).abs() < 1e-12);

@@ -259,6 +259,81 @@ fn compare_exit_codes_gate_on_asr_and_utility() {
         .args(["--max-asr-increase", "0"])
         .assert()
         .code(0);
+    // With the records of both runs, a rise in every paired episode is significant.
+    bench(tmp.path())
+        .arg("compare")
+        .arg(&oracle)
+        .arg(&obedient)
+        .args(["--significance", "0.05"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "significant (McNemar p < 0.001, below 0.05",
+        ));
+    // The significance gate needs records: a summary alone is refused, naming the run.
+    bench(tmp.path())
+        .arg("compare")
+        .arg(&kept)
+        .arg(&obedient)
+        .args(["--significance", "0.05"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("needs the episode records"))
+        .stderr(predicate::str::contains("kept"));
+    bench(tmp.path())
+        .arg("compare")
+        .arg(&oracle)
+        .arg(&obedient)
+        .args(["--significance", "1.5"])
+        .assert()
+        .code(2);
+}
+
+/// `--pair A=B` compares defense A of one run with defense B of another (here the same
+/// run twice), per suite and attack, with paired tests.
+#[test]
+fn compare_pairs_any_two_defenses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = tmp.path().join("r");
+    run(
+        tmp.path(),
+        &r,
+        &[
+            "--suite",
+            "banking",
+            "--defense",
+            "none,sieve",
+            "--injection-tasks",
+            "injection_task_0,injection_task_1",
+        ],
+    );
+    // sieve lowers ASR against none: no regression, and the table says which pair.
+    bench(tmp.path())
+        .arg("compare")
+        .arg(&r)
+        .arg(&r)
+        .args(["--pair", "none=sieve", "--significance", "0.05"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("p ASR"))
+        .stdout(predicate::str::contains("gate: passed"));
+    // The other way round ASR rises, significantly.
+    bench(tmp.path())
+        .arg("compare")
+        .arg(&r)
+        .arg(&r)
+        .args(["--pair", "sieve=none", "--significance", "0.05"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("sieve vs none: ASR +"));
+    bench(tmp.path())
+        .arg("compare")
+        .arg(&r)
+        .arg(&r)
+        .args(["--pair", "sieve=audit"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("none, sieve"));
 }
 
 #[test]
