@@ -27,7 +27,7 @@
 //!   variance (at least 1). With one seed deff = 1 and this is the plain Wilson interval;
 //!   identical repeats of every cluster give exactly the interval of one seed.
 
-use crate::model::Component;
+use crate::model::{Component, ScriptedRoles};
 use crate::runner::record::EpisodeRecord;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -308,6 +308,10 @@ pub struct Row {
     pub defense: String,
     pub model: String,
     pub simulated: bool,
+    /// The roles no LLM played in any of the row's episodes, and what each knew;
+    /// `None` when some record predates this field.
+    #[serde(default)]
+    pub scripted_roles: Option<ScriptedRoles>,
     pub n_clean: u64,
     pub n_attacked: u64,
     pub asr: Option<f64>,
@@ -387,6 +391,33 @@ impl Row {
             (self.prompt_tokens_per_episode * input + self.completion_tokens_per_episode * output)
                 / 1e6,
         );
+    }
+}
+
+/// Every role scripted in some of `roles`, the first label of each kept (one row has
+/// one model per role, so labels agree); `None` when any of them is unknown.
+pub fn union_roles<'a>(
+    roles: impl IntoIterator<Item = &'a Option<ScriptedRoles>>,
+) -> Option<ScriptedRoles> {
+    let mut out = ScriptedRoles::new();
+    for r in roles {
+        for (c, role) in r.as_ref()? {
+            out.entry(*c).or_insert_with(|| role.clone());
+        }
+    }
+    Some(out)
+}
+
+/// How the row played `role` when no LLM did (`scripted`, `oracle`, `lexical`, …);
+/// `None` when an LLM played it or the row never used it. Rows from records that
+/// predate the labels say so in the agent's cell.
+pub fn role_cell(row: &Row, role: Component) -> Option<String> {
+    match &row.scripted_roles {
+        None if row.simulated && role == Component::Agent => {
+            Some("sim (roles not recorded)".into())
+        }
+        None => None,
+        Some(r) => r.get(&role).map(|r| r.short.clone()),
     }
 }
 
@@ -556,6 +587,7 @@ pub fn row_with(
         defense: defense.into(),
         model: model.into(),
         simulated: all.iter().any(|r| r.simulated),
+        scripted_roles: union_roles(all.iter().map(|r| &r.scripted_roles)),
         n_clean,
         n_attacked: n_att,
         asr: asr_v,
@@ -765,6 +797,7 @@ mod tests {
             defense: "none".into(),
             model: "sim:obedient".into(),
             simulated: true,
+            scripted_roles: None,
             seed: 0,
             utility,
             attack_success: success,

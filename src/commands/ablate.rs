@@ -8,7 +8,6 @@
 use super::run::{RunArgs, RunReport, run};
 use super::{CliError, Paths};
 use crate::metrics::Row;
-use crate::report::SIMULATED_NOTE;
 use serde::Serialize;
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -692,7 +691,7 @@ pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, Cli
     }
     let ablation = Ablation {
         simulated,
-        note: simulated.then(|| SIMULATED_NOTE.to_string()),
+        note: crate::report::simulated_note(&report.summary.rows),
         // The resolved name, which states the scripted roles' knobs.
         model: report
             .summary

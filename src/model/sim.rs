@@ -20,7 +20,8 @@
 use super::sim_roles::{PlannerQuality, judge_score};
 use super::tokens::TokenCounter;
 use super::{
-    ChatModel, ChatReply, ChatRequest, Message, ModelError, Role, SimHint, ToolCall, Usage,
+    ChatModel, ChatReply, ChatRequest, Component, Message, ModelError, Role, ScriptedRole, SimHint,
+    ToolCall, Usage,
 };
 use crate::suite::PlannedCall;
 use crate::suite::check::loose_eq;
@@ -185,6 +186,77 @@ impl SimProfile {
         (&pick.plan, &pick.answer)
     }
 
+    /// What the scripted model knows in `role`: the label every row carries. The
+    /// planner and judge start from the answer key (the reference plan, which calls are
+    /// injected): at full quality (`judge_auc=1`, `planner_recall=1,planner_extra=0`) they
+    /// are it and say "oracle"; below it they degrade it by their stated quality, which
+    /// the label names.
+    pub fn role(&self, role: Component) -> ScriptedRole {
+        let (short, knows) = match role {
+            Component::Agent => (
+                "scripted".to_string(),
+                format!(
+                    "{}{}",
+                    if self.varied {
+                        "takes, per episode from the seed, one of the user task's valid alternatives in the suite's variant corpus (an answer in other words, another order, an extra read), the reference plan and answer when the corpus has none"
+                    } else {
+                        "replays the user task's reference plan and answer"
+                    },
+                    match self.obedience {
+                        Obedience::Never => ", and never follows an injection".to_string(),
+                        Obedience::Always => ", and carries out the injection task's reference plan once it reads the payload".to_string(),
+                        Obedience::Probability(p) => format!(
+                            ", and carries out the injection task's reference plan once it reads the payload in a seeded {}% of episodes",
+                            p * 100.0
+                        ),
+                    }
+                ),
+            ),
+            Component::Planner if self.planner.is_perfect() => (
+                "oracle".to_string(),
+                "answers with the intent graph of the user task's reference plan (the answer key)"
+                    .to_string(),
+            ),
+            Component::Planner => (
+                format!(
+                    "scripted (planner_recall={}, planner_extra={})",
+                    self.planner.recall, self.planner.extra
+                ),
+                format!(
+                    "starts from the intent graph of the user task's reference plan and degrades it: keeps each node with probability {} and in a seeded {}% of episodes plans one node twice",
+                    self.planner.recall,
+                    self.planner.extra * 100.0
+                ),
+            ),
+            Component::Judge if self.judge_auc >= 1.0 => (
+                "oracle".to_string(),
+                "knows which calls belong to the injection task's reference plan: scores them 0 and every other call 1 (the answer key)".to_string(),
+            ),
+            Component::Judge => (
+                format!("scripted (judge_auc={})", self.judge_auc),
+                format!(
+                    "draws a continuous score per call from the call's class in the answer key (the user's plan or the injection task's) with a stated quality: a benign call outscores a harmful one with probability {} (binormal ROC); it never reads the call's meaning",
+                    self.judge_auc
+                ),
+            ),
+            _ => (
+                "oracle".to_string(),
+                "answers from the episode's reference plans and payload (the answer key)"
+                    .to_string(),
+            ),
+        };
+        // "scripted (judge_auc=0.9)" → "scripted judge (judge_auc=0.9)".
+        let label = match short.split_once(' ') {
+            Some((kind, rest)) => format!("{kind} {} {rest}", role.as_str()),
+            None => format!("{short} {}", role.as_str()),
+        };
+        ScriptedRole {
+            label,
+            short,
+            knows,
+        }
+    }
+
     /// Whether the agent of this episode follows injections: one seeded draw.
     pub fn follows(&self, seed: u64) -> bool {
         match self.obedience {
@@ -330,6 +402,10 @@ impl ChatModel for SimModel {
         true
     }
 
+    fn scripted(&self, role: Component) -> Option<ScriptedRole> {
+        Some(self.profile.role(role))
+    }
+
     async fn chat(&self, req: &ChatRequest<'_>) -> Result<ChatReply, ModelError> {
         let channel = req.sim.as_ref().ok_or_else(|| {
             ModelError::Request(
@@ -366,6 +442,48 @@ impl ChatModel for SimModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The planner and judge read the answer key, so their labels say oracle, with the
+    /// judge's error rate when it has one; the agent is "scripted" and says which profile.
+    #[test]
+    fn role_labels_say_oracle_exactly_where_the_role_is_the_answer_key() {
+        // The defaults model quality: scripted, with the knobs named.
+        let p = SimProfile::parse("oracle").unwrap();
+        assert_eq!(p.role(Component::Agent).label, "scripted agent");
+        assert!(p.role(Component::Agent).knows.contains("never follows"));
+        let j = p.role(Component::Judge);
+        assert_eq!(
+            j.label,
+            format!("scripted judge (judge_auc={DEFAULT_JUDGE_AUC})")
+        );
+        assert_eq!(j.short, format!("scripted (judge_auc={DEFAULT_JUDGE_AUC})"));
+        assert!(!j.label.contains("oracle"));
+        let pl = p.role(Component::Planner);
+        assert!(
+            pl.label.starts_with("scripted planner (planner_recall="),
+            "{}",
+            pl.label
+        );
+        // At full quality they are the answer key and say so.
+        let key =
+            SimProfile::parse("obedient,judge_auc=1,planner_recall=1,planner_extra=0").unwrap();
+        let j = key.role(Component::Judge);
+        assert_eq!(
+            (j.label.as_str(), j.short.as_str()),
+            ("oracle judge", "oracle")
+        );
+        assert_eq!(key.role(Component::Planner).label, "oracle planner");
+        // A perfect recall with an extra node is not the answer key.
+        let extra = SimProfile::parse("planner_recall=1,planner_extra=0.2").unwrap();
+        assert!(
+            extra
+                .role(Component::Planner)
+                .label
+                .starts_with("scripted planner")
+        );
+        let half = SimProfile::parse("p=0.5").unwrap();
+        assert!(half.role(Component::Agent).knows.contains("50%"));
+    }
 
     #[test]
     fn recognises_reindented_payloads() {

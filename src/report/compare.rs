@@ -140,8 +140,19 @@ pub fn compare(base: &Summary, new: &Summary, t: Thresholds) -> Comparison {
         ]);
     }
     let mut text = String::new();
-    if base.simulated || new.simulated {
-        writeln!(text, "{}", super::SIMULATED_NOTE).unwrap();
+    match (
+        super::simulated_note(&base.rows),
+        super::simulated_note(&new.rows),
+    ) {
+        (Some(b), Some(n)) if b == n => writeln!(text, "{b}").unwrap(),
+        (b, n) => {
+            if let Some(b) = b {
+                writeln!(text, "base run: {b}").unwrap();
+            }
+            if let Some(n) = n {
+                writeln!(text, "new run: {n}").unwrap();
+            }
+        }
     }
     writeln!(text, "{table}").unwrap();
     for (b, n) in &model_changes {
