@@ -566,3 +566,63 @@ fn resuming_over_records_of_an_edited_suite_is_refused() {
         ));
     assert_eq!(lines(&out.join("episodes.jsonl")).len(), before);
 }
+
+/// The last assistant message of every episode of a run, by episode key without the model.
+fn final_answers(out: &std::path::Path) -> std::collections::BTreeMap<String, String> {
+    lines(&out.join("traces.jsonl"))
+        .iter()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let key: Vec<&str> = v["key"].as_str().unwrap().split('|').collect();
+            let last = v["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .rev()
+                .find(|m| m["role"] == "assistant")
+                .unwrap()["content"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            (format!("{}|{}|{}", key[0], key[1], key[2]), last)
+        })
+        .collect()
+}
+
+#[test]
+fn varied_agent_solves_every_task_in_other_words_and_other_paths() {
+    let tmp = tempfile::tempdir().unwrap();
+    let args = |model: &'static str| {
+        [
+            "--suite",
+            "all",
+            "--attack",
+            "important",
+            "--injection-tasks",
+            "injection_task_0",
+            "--model",
+            model,
+        ]
+    };
+    let varied = run(
+        tmp.path(),
+        &tmp.path().join("v"),
+        &args("sim:oracle,varied"),
+    );
+    for r in rows(&varied) {
+        assert_eq!(r["bu"], 1.0, "{r}");
+        assert_eq!(r["ua"], 1.0, "{r}");
+        assert_eq!(r["asr"], 0.0, "{r}");
+        assert!(r["model"].as_str().unwrap().contains(",varied"), "{r}");
+    }
+    run(tmp.path(), &tmp.path().join("r"), &args("sim:oracle"));
+    let (v, r) = (
+        final_answers(&tmp.path().join("v")),
+        final_answers(&tmp.path().join("r")),
+    );
+    assert_eq!(v.len(), r.len());
+    let differ = v.iter().filter(|(k, a)| r[*k] != **a).count();
+    // Every user task has alternatives in the corpus, so nearly every episode answers in
+    // words other than the reference.
+    assert!(differ * 10 >= v.len() * 9, "{differ} of {} differ", v.len());
+}
