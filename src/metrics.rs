@@ -375,6 +375,98 @@ pub fn summarise(records: &[EpisodeRecord]) -> Vec<Row> {
     rows
 }
 
+/// One line of the breakdown of context-aware samples by vector class or by surface,
+/// pooled over the run's suites per attack × defense × model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BreakdownRow {
+    /// `class` or `surface`.
+    pub by: String,
+    /// The vector class or surface.
+    pub key: String,
+    /// The suite, or `all` when the group spans several.
+    pub suite: String,
+    pub attack: String,
+    pub defense: String,
+    pub model: String,
+    pub simulated: bool,
+    pub n_attacked: u64,
+    pub asr: Option<f64>,
+    pub asr_ci: Option<[f64; 2]>,
+    pub w_asr: Option<f64>,
+    pub ua: Option<f64>,
+    pub ua_ci: Option<[f64; 2]>,
+    pub errors: u64,
+}
+
+/// The per-class and per-surface breakdown of the attacked episodes that carry a vector
+/// class (the samples of `--attack context`); empty for template-only runs. Classes come
+/// in their canonical order, surfaces alphabetically.
+pub fn breakdown(records: &[EpisodeRecord]) -> Vec<BreakdownRow> {
+    use crate::suite::samples::VectorClass;
+    type Key = (String, String, String, u8, usize, String); // attack, defense, model, by, order, key
+    let class_order = |c: &str| {
+        VectorClass::ALL
+            .iter()
+            .position(|v| v.as_str() == c)
+            .unwrap_or(VectorClass::ALL.len())
+    };
+    let mut sorted: Vec<&EpisodeRecord> = records.iter().filter(|r| r.attacked()).collect();
+    sorted.sort_by(|a, b| a.key.cmp(&b.key));
+    let mut groups: BTreeMap<Key, Vec<&EpisodeRecord>> = BTreeMap::new();
+    for r in sorted {
+        let (Some(class), Some(attack)) = (&r.vector_class, &r.attack) else {
+            continue;
+        };
+        let base = (attack.clone(), r.defense.clone(), r.model.clone());
+        groups
+            .entry((
+                base.0.clone(),
+                base.1.clone(),
+                base.2.clone(),
+                0,
+                class_order(class),
+                class.clone(),
+            ))
+            .or_default()
+            .push(r);
+        if let Some(surface) = &r.surface {
+            groups
+                .entry((base.0, base.1, base.2, 1, 0, surface.clone()))
+                .or_default()
+                .push(r);
+        }
+    }
+    groups
+        .into_iter()
+        .map(|((attack, defense, model, by, _, key), rs)| {
+            let mut suites: Vec<&str> = rs.iter().map(|r| r.suite.as_str()).collect();
+            suites.sort();
+            suites.dedup();
+            let r = row("", &attack, &defense, &model, &[], &rs);
+            BreakdownRow {
+                by: if by == 0 { "class" } else { "surface" }.into(),
+                key,
+                suite: if suites.len() == 1 {
+                    suites[0].to_string()
+                } else {
+                    ALL_SUITES.into()
+                },
+                attack,
+                defense,
+                model,
+                simulated: r.simulated,
+                n_attacked: r.n_attacked,
+                asr: r.asr,
+                asr_ci: r.asr_ci,
+                w_asr: r.w_asr,
+                ua: r.ua,
+                ua_ci: r.ua_ci,
+                errors: r.errors,
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -432,6 +524,8 @@ mod tests {
             severity: attack.map(|_| severity),
             injection_tags: vec![],
             injected_vectors: vec![],
+            vector_class: None,
+            surface: None,
             steps: 2,
             hit_step_limit: false,
             stopped_by_defense: false,

@@ -193,7 +193,8 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     }
     let all_attacks =
         crate::attack::load_all(&paths.attacks).map_err(|e| CliError::bad_input(e.to_string()))?;
-    let attacks = crate::attack::select(&all_attacks, &args.attack).map_err(CliError::bad_input)?;
+    let selection =
+        crate::attack::select(&all_attacks, &args.attack).map_err(CliError::bad_input)?;
     let options = defense_options(paths, args.sieve_config.as_deref(), args.weights.as_deref())?;
     let mut defenses = Vec::new();
     for d in args
@@ -276,7 +277,8 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         run_id,
         out: out.clone(),
         suites: suites.into_iter().map(Arc::new).collect(),
-        attacks,
+        attacks: selection.templates,
+        context: selection.context,
         clean: args.clean,
         defenses,
         models,

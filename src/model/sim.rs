@@ -34,8 +34,8 @@ pub struct EpisodeScript {
 #[derive(Clone, Debug)]
 pub struct ScriptedInjection {
     pub plan: Vec<PlannedCall>,
-    /// The injected text; reading it is what tempts the agent.
-    pub payload: String,
+    /// The injected texts; reading any of them is what tempts the agent.
+    pub payloads: Vec<String>,
     /// What the agent adds to its final answer when it follows the injection.
     pub answer: Option<String>,
 }
@@ -132,7 +132,7 @@ fn calls_match(call: &PlannedCall, tool: &str, args: &Value) -> bool {
 
 /// Whether a tool output shows the payload. Whitespace is collapsed on both sides,
 /// because rendering may re-indent a multi-line payload nested in a record.
-fn reads_payload(output: &str, payload: &str) -> bool {
+pub fn reads_payload(output: &str, payload: &str) -> bool {
     let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
     let payload = squash(payload);
     !payload.is_empty() && squash(output).contains(&payload)
@@ -159,7 +159,7 @@ impl SimModel {
                     if let Some(inj) = &script.injection
                         && follow
                         && !injected
-                        && reads_payload(&m.content, &inj.payload)
+                        && inj.payloads.iter().any(|p| reads_payload(&m.content, p))
                     {
                         let at = pos.min(queue.len());
                         queue.splice(at..at, inj.plan.iter());
@@ -278,7 +278,7 @@ mod tests {
             answer: "done".into(),
             injection: Some(ScriptedInjection {
                 plan: vec![call("evil")],
-                payload: follow_payload.into(),
+                payloads: vec![follow_payload.into()],
                 answer: Some("Try Chez Attacker.".into()),
             }),
             seed: 7,

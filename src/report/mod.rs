@@ -31,6 +31,9 @@ pub struct Summary {
     pub episodes: usize,
     pub malformed_lines: usize,
     pub rows: Vec<Row>,
+    /// Context-aware samples by vector class and by surface (runs with `--attack context`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub breakdown: Vec<crate::metrics::BreakdownRow>,
     pub footnotes: Vec<String>,
     /// `[input, output]` dollars per million tokens, when the run was priced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -47,6 +50,7 @@ impl Summary {
             episodes,
             malformed_lines,
             rows,
+            breakdown: Vec::new(),
             footnotes: FOOTNOTES.iter().map(|s| s.to_string()).collect(),
             price_per_mtok: None,
         }
@@ -205,6 +209,86 @@ pub fn md_table<const N: usize>(
     out
 }
 
+const BREAKDOWN_HEADER: [&str; 10] = [
+    "By",
+    "Class / surface",
+    "Suite",
+    "Attack",
+    "Defense",
+    "Model",
+    "n att",
+    "ASR %",
+    "W-ASR %",
+    "UA %",
+];
+
+const BREAKDOWN_TITLE: &str = "Context-aware samples by vector class and by surface:";
+
+fn breakdown_cells(r: &crate::metrics::BreakdownRow) -> [String; 10] {
+    [
+        r.by.clone(),
+        r.key.clone(),
+        r.suite.clone(),
+        r.attack.clone(),
+        r.defense.clone(),
+        if r.simulated {
+            format!("{} (simulated)", r.model)
+        } else {
+            r.model.clone()
+        },
+        r.n_attacked.to_string(),
+        pct_ci(r.asr, r.asr_ci),
+        pct(r.w_asr),
+        pct_ci(r.ua, r.ua_ci),
+    ]
+}
+
+/// `breakdown.csv`: the per-class and per-surface rows, fractions in [0,1].
+pub fn breakdown_csv(summary: &Summary) -> Result<String, csv::Error> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "by",
+        "key",
+        "suite",
+        "attack",
+        "defense",
+        "model",
+        "simulated",
+        "n_attacked",
+        "asr",
+        "asr_lo",
+        "asr_hi",
+        "w_asr",
+        "ua",
+        "ua_lo",
+        "ua_hi",
+        "errors",
+    ])?;
+    let o = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
+    for r in &summary.breakdown {
+        w.write_record([
+            r.by.clone(),
+            r.key.clone(),
+            r.suite.clone(),
+            r.attack.clone(),
+            r.defense.clone(),
+            r.model.clone(),
+            r.simulated.to_string(),
+            r.n_attacked.to_string(),
+            o(r.asr),
+            o(r.asr_ci.map(|c| c[0])),
+            o(r.asr_ci.map(|c| c[1])),
+            o(r.w_asr),
+            o(r.ua),
+            o(r.ua_ci.map(|c| c[0])),
+            o(r.ua_ci.map(|c| c[1])),
+            r.errors.to_string(),
+        ])?;
+    }
+    let bytes = w.into_inner().map_err(|e| e.into_error())?;
+    Ok(String::from_utf8(bytes).expect("csv of utf-8 strings"))
+}
+
 /// The terminal table.
 pub fn table(summary: &Summary) -> String {
     let t = if summary.priced() {
@@ -217,6 +301,15 @@ pub fn table(summary: &Summary) -> String {
         writeln!(out, "{note}").unwrap();
     }
     writeln!(out, "{t}").unwrap();
+    if !summary.breakdown.is_empty() {
+        writeln!(out, "{BREAKDOWN_TITLE}").unwrap();
+        let b = grid(
+            &BREAKDOWN_HEADER,
+            summary.breakdown.iter().map(breakdown_cells),
+            6,
+        );
+        writeln!(out, "{b}").unwrap();
+    }
     for f in &summary.footnotes {
         writeln!(out, "  {f}").unwrap();
     }
@@ -236,6 +329,13 @@ pub fn markdown(summary: &Summary) -> String {
         ));
     } else {
         out.push_str(&md_table(&HEADER, summary.rows.iter().map(cells)));
+    }
+    if !summary.breakdown.is_empty() {
+        writeln!(out, "\n{BREAKDOWN_TITLE}\n").unwrap();
+        out.push_str(&md_table(
+            &BREAKDOWN_HEADER,
+            summary.breakdown.iter().map(breakdown_cells),
+        ));
     }
     out.push('\n');
     for f in &summary.footnotes {
@@ -346,6 +446,12 @@ pub fn write_all(dir: &Path, summary: &Summary) -> std::io::Result<()> {
         dir.join("summary.csv"),
         csv(summary).map_err(std::io::Error::other)?,
     )?;
+    if !summary.breakdown.is_empty() {
+        std::fs::write(
+            dir.join("breakdown.csv"),
+            breakdown_csv(summary).map_err(std::io::Error::other)?,
+        )?;
+    }
     std::fs::write(dir.join("summary.md"), markdown(summary))
 }
 
@@ -379,6 +485,7 @@ pub fn from_dir(dir: &Path) -> Result<Summary, String> {
     let (records, bad) = crate::runner::record::read_records(&path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let mut summary = Summary::new(crate::metrics::summarise(&records), records.len(), bad);
+    summary.breakdown = crate::metrics::breakdown(&records);
     // A run priced with --price-per-mtok keeps its prices in run.json.
     if let Ok(text) = std::fs::read_to_string(dir.join(crate::runner::record::RUN_INFO))
         && let Ok(info) = serde_json::from_str::<serde_json::Value>(&text)

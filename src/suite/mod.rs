@@ -5,6 +5,7 @@
 
 pub mod check;
 pub mod env;
+pub mod samples;
 pub mod validate;
 
 use crate::ids::{TaskId, ToolName, VectorId};
@@ -98,6 +99,13 @@ pub enum Surface {
     ToolDescription,
 }
 
+impl fmt::Display for Surface {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = serde_json::to_value(self).expect("a surface serialises");
+        f.write_str(v.as_str().unwrap_or("?"))
+    }
+}
+
 /// suite.yaml
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -184,6 +192,8 @@ pub struct Suite {
     pub vectors: Vec<Vector>,
     pub user_tasks: Vec<UserTask>,
     pub injection_tasks: Vec<InjectionTask>,
+    /// Context-aware attack samples (`samples.yaml`, lure-style suites); empty elsewhere.
+    pub samples: Vec<samples::Sample>,
     /// For each user task, the vectors its reference plan reads (canary run).
     pub injectable: BTreeMap<TaskId, Vec<VectorId>>,
     /// SHA-256 of every file in the suite folder: records carry it, so a resumed run
@@ -494,6 +504,8 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
         injection_tasks.push(task);
     }
 
+    let samples = samples::load(dir, &vectors, &user_tasks, &injection_tasks, &tools)?;
+
     let mut suite = Suite {
         meta,
         dir: dir.to_path_buf(),
@@ -502,6 +514,7 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
         vectors,
         user_tasks,
         injection_tasks,
+        samples,
         injectable: BTreeMap::new(),
         fingerprint: fingerprint(dir).map_err(|e| {
             SuiteError::at(
