@@ -604,18 +604,25 @@ pub fn discover(root: &Path) -> std::io::Result<Vec<SuiteRef>> {
 }
 
 /// Resolves a selector: `all`, a family (`dojo-style`), `family/suite`, or a bare suite
-/// name; a comma-separated list combines them.
+/// name (the first family's, alphabetically, when several have it); a comma-separated
+/// list combines them.
 pub fn select(root: &Path, selector: &str) -> Result<Vec<SuiteRef>, String> {
     let found = discover(root)
         .map_err(|e| format!("cannot read suites directory {}: {e}", root.display()))?;
     let mut out: Vec<SuiteRef> = Vec::new();
     for part in selector.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let matched: Vec<&SuiteRef> = found
+        let mut matched: Vec<&SuiteRef> = found
             .iter()
-            .filter(|s| {
-                part == "all" || s.family == part || s.qualified() == part || s.name == part
-            })
+            .filter(|s| part == "all" || s.family == part || s.qualified() == part)
             .collect();
+        // A bare name that several families share (`banking`) means the first family's
+        // suite in alphabetical order, so existing command lines keep their meaning;
+        // `lure-style/banking` names the other.
+        if matched.is_empty()
+            && let Some(first) = found.iter().find(|s| s.name == part)
+        {
+            matched.push(first);
+        }
         if matched.is_empty() {
             let names: Vec<String> = found.iter().map(SuiteRef::qualified).collect();
             return Err(format!(
