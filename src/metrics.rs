@@ -344,6 +344,12 @@ pub fn summarise(records: &[EpisodeRecord]) -> Vec<Row> {
                 if c.is_empty() && a.is_empty() {
                     continue;
                 }
+                // An attack that attacked other suites but none of these (the samples of
+                // `context` exist only in lure-style suites) has no row here: its clean
+                // episodes alone would repeat the BU of the attacks that do apply.
+                if a.is_empty() && attack != "none" {
+                    continue;
+                }
                 rows.push(row(suite_label, attack, defense, model, &c, &a));
             }
         }
@@ -617,5 +623,68 @@ mod tests {
         assert_eq!(all.asr, Some(0.25));
         assert_eq!(all.n_attacked, 4);
         assert_eq!(all.bu, None);
+    }
+
+    #[test]
+    fn breakdown_counts_each_sample_episode_once_per_class_and_surface() {
+        let sample = |class: &str, surface: &str, success: bool, severity: f64| {
+            let mut r = rec(
+                "lure-style/banking",
+                Some("context"),
+                true,
+                Some(success),
+                severity,
+                10,
+            );
+            r.key = format!("{class}{surface}{success}{severity}");
+            r.vector_class = Some(class.into());
+            r.surface = Some(surface.into());
+            r
+        };
+        let records = vec![
+            sample("skill_injection", "skill", true, 1.0),
+            sample("skill_injection", "skill", false, 0.5),
+            sample("argument_tampering", "document", true, 0.5),
+            // A template episode carries no class and stays out of the breakdown.
+            rec(
+                "lure-style/banking",
+                Some("important"),
+                true,
+                Some(true),
+                1.0,
+                10,
+            ),
+            rec("lure-style/banking", None, true, None, 1.0, 10),
+        ];
+        let b = breakdown(&records);
+        let keys: Vec<(&str, &str)> = b.iter().map(|r| (r.by.as_str(), r.key.as_str())).collect();
+        // Classes in canonical order (argument tampering before skill injection), then surfaces.
+        assert_eq!(
+            keys,
+            [
+                ("class", "argument_tampering"),
+                ("class", "skill_injection"),
+                ("surface", "document"),
+                ("surface", "skill")
+            ]
+        );
+        let skill = &b[1];
+        assert_eq!((skill.n_attacked, skill.asr), (2, Some(0.5)));
+        assert!((skill.w_asr.unwrap() - 1.0 / 1.5).abs() < 1e-12);
+        assert_eq!(skill.suite, "lure-style/banking");
+        // The summary has no `context` row for a suite the samples did not attack.
+        let mut other = rec("dojo-style/banking", None, true, None, 1.0, 10);
+        other.key = "clean-dojo".into();
+        let mut all = records.clone();
+        all.push(other);
+        let rows = summarise(&all);
+        assert!(
+            !rows
+                .iter()
+                .any(|r| r.suite == "dojo-style/banking" && r.attack == "context")
+        );
+        assert!(rows.iter().any(|r| r.suite == "lure-style/banking"
+            && r.attack == "context"
+            && r.n_attacked == 3));
     }
 }

@@ -71,6 +71,10 @@ pub struct RunArgs {
     /// (unnamed weights are 0; renormalised to sum to 1).
     #[arg(long, value_name = "W=X,..")]
     pub weights: Option<String>,
+    /// The model name attacks write into `{model}` (default: derived from --model without
+    /// provider, path, alias or tool format, e.g. `openai:org/X@local+prompted` → `X`).
+    #[arg(long, value_name = "NAME")]
+    pub attack_model_name: Option<String>,
     /// Endpoint, generation, cache/replay, embedder and price settings.
     #[command(flatten)]
     pub model_options: ModelOptions,
@@ -312,6 +316,13 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         args.planner_model.as_deref(),
         args.judge_model.as_deref(),
     )?;
+    let attack_model_name = match &args.attack_model_name {
+        Some(n) if n.trim().is_empty() => {
+            return Err(CliError::bad_input("--attack-model-name: empty name"));
+        }
+        Some(n) => n.trim().to_string(),
+        None => crate::attack::plain_model_name(models.agent.name()),
+    };
     let run_id = default_run_id(&args);
     let out = args
         .out
@@ -331,6 +342,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
             "weights": args.weights,
             "simulated": models.any_simulated(),
             "agent_model": models.agent.name(), "embedder": models.embedder.name(),
+            "attack_model_name": &attack_model_name,
             "replay": args.model_options.replay,
             "price_per_mtok": args.model_options.price_per_mtok.map(|(i, o)| [i, o]),
             "version": env!("CARGO_PKG_VERSION"),
@@ -356,6 +368,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         max_steps: args.max_steps,
         concurrency: args.concurrency,
         shard: args.shard,
+        attack_model_name,
     };
     let outcome = runner::execute(plan).await.map_err(|e| match e {
         runner::RunError::Stale(m) => CliError::bad_input(m),

@@ -37,6 +37,8 @@ pub struct RunPlan {
     pub concurrency: usize,
     /// `(k, n)`: run only episodes whose index in the matrix is k mod n.
     pub shard: Option<(usize, usize)>,
+    /// What attacks write into `{model}`; part of each attacked episode's attack fingerprint.
+    pub attack_model_name: String,
 }
 
 /// How an attacked job is attacked.
@@ -209,7 +211,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
             let payload = attack.render(&AttackContext {
                 goal: &task.goal,
                 user: &suite.meta.user,
-                model: plan.models.agent.name(),
+                model: &plan.attack_model_name,
                 task: &ut.prompt,
                 plan: &task.plan,
             });
@@ -248,7 +250,9 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         .map(|i| i.placements.iter().map(|(v, _)| v.0.clone()).collect())
         .unwrap_or_default();
     let attack_fingerprint = job.injection.map(|how| match how {
-        JobAttack::Template { attack, .. } => plan.attacks[attack].fingerprint(),
+        JobAttack::Template { attack, .. } => {
+            plan.attacks[attack].fingerprint_for(&plan.attack_model_name)
+        }
         JobAttack::Sample(i) => suite.samples[i].fingerprint(),
     });
     let (it, attack, severity, tags) = match &injection {
@@ -347,12 +351,13 @@ fn check_fresh(plan: &RunPlan, existing: &[EpisodeRecord]) -> Result<(), RunErro
         }
         if let Some(name) = &r.attack
             && let Some(a) = plan.attacks.iter().find(|a| &a.name == name)
-            && r.attack_fingerprint.as_deref() != Some(a.fingerprint().as_str())
+            && r.attack_fingerprint.as_deref()
+                != Some(a.fingerprint_for(&plan.attack_model_name).as_str())
         {
             stale.insert(format!(
                 "attack {name} (recorded {}, now {})",
                 or_unknown(r.attack_fingerprint.as_deref().unwrap_or("")),
-                a.fingerprint()
+                a.fingerprint_for(&plan.attack_model_name)
             ));
         }
     }

@@ -1,9 +1,10 @@
 //! Semantic validation, what `check-suites` proves for every suite: each task is
 //! solvable by its reference plan, each check can fail, each user task is injectable.
 
-use super::check::{ExecutedCall, Outcome};
+use super::check::{Check, ExecutedCall, Outcome};
 use super::samples::VectorClass;
 use super::{Family, PlannedCall, Suite, run_plan};
+use crate::envpath;
 use crate::model::sim::reads_payload;
 use crate::tools::ToolSet;
 use serde_json::Value;
@@ -147,6 +148,23 @@ pub fn validate(suite: &Suite) -> Vec<Problem> {
                     ),
                 );
             }
+        }
+    }
+
+    let states = reference_states(suite);
+    for (file, id, check) in suite
+        .user_tasks
+        .iter()
+        .map(|t| ("user_tasks.yaml", &t.id, &t.utility))
+        .chain(
+            suite
+                .injection_tasks
+                .iter()
+                .map(|t| ("injection_tasks.yaml", &t.id, &t.security)),
+        )
+    {
+        for message in unknown_where_fields(&states, check) {
+            push(file, id.as_str(), message);
         }
     }
 
@@ -304,4 +322,43 @@ fn validate_samples(suite: &Suite) -> Vec<Problem> {
         }
     }
     problems
+}
+
+/// The states a collection's members can be seen in: the initial environment and the
+/// environment after each reference plan, so fields that tools add count as known.
+fn reference_states(suite: &Suite) -> Vec<Value> {
+    let benign = suite.env.benign();
+    let plans = suite
+        .user_tasks
+        .iter()
+        .map(|t| &t.plan)
+        .chain(suite.injection_tasks.iter().map(|t| &t.plan));
+    let mut states = vec![benign.clone()];
+    for plan in plans {
+        let mut env = benign.clone();
+        run_plan(&suite.tools, &mut env, plan);
+        states.push(env);
+    }
+    states
+}
+
+/// A `where` field no member of its collection has, in any reference state, can never
+/// match: `where: {recipint: …}` would silently make its branch false forever.
+fn unknown_where_fields(states: &[Value], check: &Check) -> Vec<String> {
+    let mut out = Vec::new();
+    for (path, where_) in check.selections() {
+        let members: Vec<&Value> = states
+            .iter()
+            .filter_map(|st| envpath::get(st, path))
+            .flat_map(envpath::members)
+            .collect();
+        for field in where_.keys() {
+            if !members.iter().any(|m| envpath::get(m, field).is_some()) {
+                out.push(format!(
+                    "`where` names field `{field}`, which no member of `{path}` has (initially or after any reference plan), so it can never match"
+                ));
+            }
+        }
+    }
+    out
 }
