@@ -334,6 +334,12 @@ pub fn summarise(records: &[EpisodeRecord]) -> Vec<Row> {
                 let mut a: Vec<&EpisodeRecord> = Vec::new();
                 for s in suite_set {
                     let k = (s.clone(), defense.clone(), model.clone());
+                    // A suite this attack never reached (the samples of `context` exist
+                    // only in lure-style suites) adds nothing to its row, not even clean
+                    // episodes: they would repeat the BU of the attacks that do apply.
+                    if !attacks.is_empty() && !attacked.contains_key(&(k.clone(), attack.clone())) {
+                        continue;
+                    }
                     if let Some(v) = clean.get(&k) {
                         c.extend(v.iter().copied());
                     }
@@ -342,12 +348,6 @@ pub fn summarise(records: &[EpisodeRecord]) -> Vec<Row> {
                     }
                 }
                 if c.is_empty() && a.is_empty() {
-                    continue;
-                }
-                // An attack that attacked other suites but none of these (the samples of
-                // `context` exist only in lure-style suites) has no row here: its clean
-                // episodes alone would repeat the BU of the attacks that do apply.
-                if a.is_empty() && attack != "none" {
                     continue;
                 }
                 rows.push(row(suite_label, attack, defense, model, &c, &a));
@@ -672,7 +672,8 @@ mod tests {
         assert_eq!((skill.n_attacked, skill.asr), (2, Some(0.5)));
         assert!((skill.w_asr.unwrap() - 1.0 / 1.5).abs() < 1e-12);
         assert_eq!(skill.suite, "lure-style/banking");
-        // The summary has no `context` row for a suite the samples did not attack.
+        // The summary has no `context` row for a suite the samples did not attack, and
+        // the `all` row of `context` leaves that suite's clean episodes out.
         let mut other = rec("dojo-style/banking", None, true, None, 1.0, 10);
         other.key = "clean-dojo".into();
         let mut all = records.clone();
