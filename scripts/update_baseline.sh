@@ -10,5 +10,5 @@ target/debug/sieve-bench run --suite all --attack important,context --defense no
 target/debug/sieve-bench report results/baseline >/dev/null
 # `compare` reads summary.json when a run has no records; the records and traces of
 # thousands of episodes would only bloat the repository (rerun this script to get them).
-rm -f results/baseline/traces.jsonl results/baseline/episodes.jsonl
+rm -f results/baseline/traces.jsonl results/baseline/episodes.jsonl results/baseline/.lock
 cat results/baseline/summary.md
