@@ -112,7 +112,7 @@ pub fn table(summary: &Summary, opts: &TextOptions) -> Result<String, String> {
         let b = grid(
             &BREAKDOWN_HEADER,
             summary.breakdown.iter().map(breakdown_cells),
-            6,
+            3,
         );
         writeln!(out, "{BREAKDOWN_TITLE}\n{b}").unwrap();
     }
@@ -187,50 +187,33 @@ pub fn md_table<const N: usize>(
     out
 }
 
-const BREAKDOWN_HEADER: [&str; 10] = [
+fn pct(v: Option<f64>) -> String {
+    v.map_or("–".into(), |v| format!("{:.1}", v * 100.0))
+}
+
+/// The breakdown's columns. Suite, attack and model are those of the summary rows above
+/// (pooled over suites; `breakdown.csv` names them), so the table stays narrow.
+const BREAKDOWN_HEADER: [&str; 7] = [
     "By",
     "Class / surface",
-    "Suite",
-    "Attack",
     "Defense",
-    "Model",
     "n att",
     "ASR %",
     "W-ASR %",
     "UA %",
 ];
 
-fn pct(v: Option<f64>) -> String {
-    v.map_or("–".into(), |v| format!("{:.1}", v * 100.0))
-}
-
-fn pct_ci(v: Option<f64>, ci: Option<[f64; 2]>) -> String {
-    match (v, ci) {
-        (Some(v), Some([lo, hi])) => {
-            format!("{:.1} [{:.1}–{:.1}]", v * 100.0, lo * 100.0, hi * 100.0)
-        }
-        _ => "–".into(),
-    }
-}
-
 const BREAKDOWN_TITLE: &str = "Context-aware samples by vector class and by surface:";
 
-fn breakdown_cells(r: &crate::metrics::BreakdownRow) -> [String; 10] {
+fn breakdown_cells(r: &crate::metrics::BreakdownRow) -> [String; 7] {
     [
         r.by.clone(),
         r.key.clone(),
-        r.suite.clone(),
-        r.attack.clone(),
         r.defense.clone(),
-        if r.simulated {
-            format!("{} (simulated)", r.model)
-        } else {
-            r.model.clone()
-        },
         r.n_attacked.to_string(),
-        pct_ci(r.asr, r.asr_ci),
+        pct(r.asr),
         pct(r.w_asr),
-        pct_ci(r.ua, r.ua_ci),
+        pct(r.ua),
     ]
 }
 
