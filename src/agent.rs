@@ -148,6 +148,7 @@ pub async fn run_episode(
                 answer: inj.task.answer.clone(),
             }),
         seed: spec.seed,
+        alternatives: suite.variants.alternatives(spec.user_task),
     });
 
     let mut tools: Vec<ToolSchema> = spec.tools.to_vec();

@@ -27,7 +27,7 @@
 //!   variance (at least 1). With one seed deff = 1 and this is the plain Wilson interval;
 //!   identical repeats of every cluster give exactly the interval of one seed.
 
-use crate::model::Component;
+use crate::model::{Component, ScriptedRoles};
 use crate::runner::record::EpisodeRecord;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -270,12 +270,12 @@ pub fn paired(
 
 /// The paired ASR, UA and BU comparisons of two sets of records (rows B − A), under an
 /// error convention.
-pub fn paired_all(a: &[EpisodeRecord], b: &[EpisodeRecord], errors_as: ErrorsAs) -> Vec<Paired> {
+pub fn paired_all(a: &[&EpisodeRecord], b: &[&EpisodeRecord], errors_as: ErrorsAs) -> Vec<Paired> {
     let counts = |r: &EpisodeRecord| r.error.is_none() || errors_as == ErrorsAs::AgentDojo;
     let (a_att, a_clean): (Vec<&EpisodeRecord>, Vec<&EpisodeRecord>) =
-        a.iter().partition(|r| r.attacked());
+        a.iter().copied().partition(|r| r.attacked());
     let (b_att, b_clean): (Vec<&EpisodeRecord>, Vec<&EpisodeRecord>) =
-        b.iter().partition(|r| r.attacked());
+        b.iter().copied().partition(|r| r.attacked());
     let success =
         |r: &EpisodeRecord| counts(r).then(|| r.error.is_some() || r.attack_success == Some(true));
     let utility = |r: &EpisodeRecord| counts(r).then(|| r.error.is_none() && r.utility);
@@ -308,6 +308,10 @@ pub struct Row {
     pub defense: String,
     pub model: String,
     pub simulated: bool,
+    /// The roles no LLM played in any of the row's episodes, and what each knew;
+    /// `None` when some record predates this field.
+    #[serde(default)]
+    pub scripted_roles: Option<ScriptedRoles>,
     pub n_clean: u64,
     pub n_attacked: u64,
     pub asr: Option<f64>,
@@ -390,6 +394,33 @@ impl Row {
     }
 }
 
+/// Every role scripted in some of `roles`, the first label of each kept (one row has
+/// one model per role, so labels agree); `None` when any of them is unknown.
+pub fn union_roles<'a>(
+    roles: impl IntoIterator<Item = &'a Option<ScriptedRoles>>,
+) -> Option<ScriptedRoles> {
+    let mut out = ScriptedRoles::new();
+    for r in roles {
+        for (c, role) in r.as_ref()? {
+            out.entry(*c).or_insert_with(|| role.clone());
+        }
+    }
+    Some(out)
+}
+
+/// How the row played `role` when no LLM did (`scripted`, `oracle`, `lexical`, …);
+/// `None` when an LLM played it or the row never used it. Rows from records that
+/// predate the labels say so in the agent's cell.
+pub fn role_cell(row: &Row, role: Component) -> Option<String> {
+    match &row.scripted_roles {
+        None if row.simulated && role == Component::Agent => {
+            Some("sim (roles not recorded)".into())
+        }
+        None => None,
+        Some(r) => r.get(&role).map(|r| r.short.clone()),
+    }
+}
+
 /// The tag suites put on injection tasks built to exercise SIEVE's provenance bypass.
 pub const BYPASS_TAG: &str = "provenance_bypass";
 
@@ -403,6 +434,31 @@ pub fn attack_label(attack: &str, r: &EpisodeRecord) -> String {
     } else {
         attack.to_string()
     }
+}
+
+/// The records a summary row is computed from, as [`summarise_with`] groups them: the
+/// row's suite (every suite for [`ALL_SUITES`]), defense and model (any when `None`);
+/// the clean episodes every attack's row shares, and the attacked ones under the row's
+/// attack label.
+pub fn row_records<'a>(
+    records: &'a [EpisodeRecord],
+    suite: &str,
+    attack: &str,
+    defense: &str,
+    model: Option<&str>,
+) -> Vec<&'a EpisodeRecord> {
+    records
+        .iter()
+        .filter(|r| {
+            r.defense == defense
+                && (suite == ALL_SUITES || r.suite == suite)
+                && model.is_none_or(|m| r.model == m)
+                && match &r.attack {
+                    Some(a) if r.attacked() => attack_label(a, r) == attack,
+                    _ => true,
+                }
+        })
+        .collect()
 }
 
 /// How a successful attack got through, from the defense's notes.
@@ -556,6 +612,7 @@ pub fn row_with(
         defense: defense.into(),
         model: model.into(),
         simulated: all.iter().any(|r| r.simulated),
+        scripted_roles: union_roles(all.iter().map(|r| &r.scripted_roles)),
         n_clean,
         n_attacked: n_att,
         asr: asr_v,
@@ -863,6 +920,7 @@ mod tests {
             defense: "none".into(),
             model: "sim:obedient".into(),
             simulated: true,
+            scripted_roles: None,
             seed: 0,
             utility,
             attack_success: success,
@@ -1171,7 +1229,11 @@ mod tests {
             .enumerate()
             .map(|(i, u)| mk("sieve", u, i == 0))
             .collect();
-        let p = paired_all(&a, &b, ErrorsAs::Excluded);
+        let p = paired_all(
+            &a.iter().collect::<Vec<_>>(),
+            &b.iter().collect::<Vec<_>>(),
+            ErrorsAs::Excluded,
+        );
         let asr = p.iter().find(|p| p.metric == "asr").unwrap();
         assert_eq!(asr.n_pairs, 6);
         assert!((asr.diff - (-4.0 / 6.0)).abs() < 1e-12);

@@ -286,10 +286,12 @@ pub fn load_all(dir: &Path) -> Result<Vec<Attack>, AttackError> {
         .collect();
     paths.sort();
     for path in paths {
-        let text = std::fs::read_to_string(&path).map_err(|e| AttackError {
-            file: path.clone(),
-            message: e.to_string(),
-        })?;
+        let text = crate::bounded::read_to_string(&path, crate::bounded::MAX_INPUT_BYTES).map_err(
+            |e| AttackError {
+                file: path.clone(),
+                message: e.to_string(),
+            },
+        )?;
         let attack: Attack = serde_saphyr::from_str(&text).map_err(|e| AttackError {
             file: path.clone(),
             message: format!("invalid attack file: {e}"),

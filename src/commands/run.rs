@@ -88,8 +88,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "PCT", default_value_t = 5.0, value_parser = parse_percent)]
     pub max_error_rate: f64,
     /// Accept a real agent with a scripted (`sim`) planner or judge. Scripted planners and
-    /// judges read the answer key (reference plans, which calls are injected), so every
-    /// row then says "oracle planner" / "oracle judge".
+    /// judges start from the answer key (reference plans, which calls are injected), so
+    /// every row they touch says so: "oracle judge" / "oracle planner" at full quality,
+    /// "scripted judge (judge_auc=…)" / "scripted planner (planner_recall=…)" below it.
     #[arg(long)]
     pub allow_oracle_roles: bool,
     /// The model name attacks write into `{model}` (default: derived from --model without
@@ -385,14 +386,25 @@ pub struct Roles {
     pub agent_scripted: bool,
     pub planner_scripted: bool,
     pub judge_scripted: bool,
+    /// The labels rows carry for the scripted planner and judge (`oracle judge`, …).
+    pub helper_labels: Vec<String>,
 }
 
 impl Roles {
     pub fn of(models: &Models) -> Roles {
+        use crate::model::Component;
         Roles {
             agent_scripted: models.agent.simulated(),
             planner_scripted: models.planner.simulated(),
             judge_scripted: models.judge.simulated(),
+            helper_labels: [
+                models.planner.scripted(Component::Planner),
+                models.judge.scripted(Component::Judge),
+            ]
+            .into_iter()
+            .flatten()
+            .map(|r| r.label)
+            .collect(),
         }
     }
 
@@ -414,10 +426,7 @@ impl Roles {
 
     /// "oracle planner", "oracle judge": what rows of such a run say.
     pub fn oracle_labels(&self) -> Vec<String> {
-        self.scripted_helpers()
-            .into_iter()
-            .map(|r| format!("oracle {r}"))
-            .collect()
+        self.helper_labels.clone()
     }
 
     /// The roles that are scripted, by name (`agent`, `planner`, `judge`).
@@ -574,14 +583,14 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
             args.seeds
         )));
     }
-    if args.seed.checked_add(args.seeds).is_none() {
+    let Some(last_seed) = args.seed.checked_add(args.seeds - 1) else {
         return Err(CliError::bad_input(format!(
             "--seed {} with --seeds {} runs past the largest seed ({}); lower one of them",
             args.seed,
             args.seeds,
             u64::MAX
         )));
-    }
+    };
     let suites = load_suites(paths, &args.suite)?;
     let problems: Vec<String> = suites
         .iter()
@@ -665,7 +674,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     let roles = Roles::of(&models);
     if roles.oracle_with_real_agent() && !args.allow_oracle_roles {
         return Err(CliError::bad_input(format!(
-            "the agent {} is a real model but the {} scripted: a scripted planner or judge reads the answer key (the reference plans, which calls are injected), so its rows would not measure a defense. Give it a real model (--planner-model / --judge-model), or pass --allow-oracle-roles to accept rows marked {}",
+            "the agent {} is a real model but the {} scripted: a scripted planner or judge starts from the answer key (the reference plans, which calls are injected), so its rows would not measure the defense as deployed. Give it a real model (--planner-model / --judge-model), or pass --allow-oracle-roles to accept rows marked {}",
             models.agent.name(),
             roles.scripted_helpers().join(" and ")
                 + if roles.scripted_helpers().len() > 1 {
@@ -724,7 +733,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         clean: !args.no_clean,
         defenses,
         models,
-        seeds: (args.seed..args.seed + args.seeds).collect(),
+        seeds: (args.seed..=last_seed).collect(),
         user_tasks: args.user_tasks.clone(),
         injection_tasks: args.injection_tasks.clone(),
         max_steps: args.max_steps,
@@ -839,6 +848,7 @@ mod tests {
             &paths,
             RunArgs {
                 seed: u64::MAX,
+                seeds: 2,
                 out: Some(dir.path().join("r")),
                 ..RunArgs::default()
             },

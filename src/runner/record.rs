@@ -29,6 +29,10 @@ pub struct EpisodeRecord {
     pub model: String,
     /// Scripted rather than produced by an LLM.
     pub simulated: bool,
+    /// The roles of this episode no LLM played, and what each knew (`None` in records
+    /// written before roles were recorded).
+    #[serde(default)]
+    pub scripted_roles: Option<crate::model::ScriptedRoles>,
     pub seed: u64,
     pub utility: bool,
     /// `None` for clean episodes.

@@ -299,7 +299,7 @@ impl Suite {
 
 /// Parses a YAML file into a JSON value; `!include` is confined to the suite folder.
 pub fn read_yaml(path: &Path, root: &Path) -> Result<Value, SuiteError> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::bounded::read_to_string(path, crate::bounded::MAX_INPUT_BYTES)
         .map_err(|e| SuiteError::at(path, None, None, format!("cannot read: {e}")))?;
     let options = serde_saphyr::options! {}
         .with_filesystem_root(root)
@@ -641,7 +641,9 @@ pub fn fingerprint(dir: &Path) -> std::io::Result<String> {
     for f in files {
         h.update(f.to_string_lossy().as_bytes());
         h.update([0]);
-        let bytes = std::fs::read(dir.join(&f))?;
+        let path = dir.join(&f);
+        let bytes = crate::bounded::read(&path, crate::bounded::MAX_INPUT_BYTES)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
         h.update((bytes.len() as u64).to_le_bytes());
         h.update(&bytes);
     }

@@ -540,6 +540,38 @@ fn variant_problems(suite: &Suite) -> Vec<(&'static str, String, String)> {
         for (n, p) in v.wrong_plans.iter().enumerate() {
             expect(format!("wrong_plans[{n}]"), &p.plan, &p.answer, false);
         }
+        // A valid alternative stays valid under attack: with attacker text in every vector
+        // the task reads, it still solves the task (as the reference must), so an agent
+        // that takes it (`sim:varied`) keeps its utility when it ignores the payload.
+        let read = suite.injectable.get(&t.id).cloned().unwrap_or_default();
+        if !read.is_empty() {
+            let overrides: Vec<_> = read
+                .iter()
+                .map(|v| (v.clone(), ATTACKER_TEXT.to_string()))
+                .collect();
+            let attacked = suite.env.with(&suite.defaults(), &overrides);
+            for (n, alt) in suite.variants.alternatives(t).into_iter().enumerate() {
+                let (what, plan, answer) = (format!("alternative {n}"), alt.plan, alt.answer);
+                let mut env = attacked.clone();
+                let run = run_plan(&suite.tools, &mut env, &plan);
+                let solved = run.failure.is_none()
+                    && t.utility.eval(&Outcome {
+                        pre: &attacked,
+                        post: &env,
+                        calls: &run.calls,
+                        answer: &answer,
+                    });
+                if !solved {
+                    out.push((
+                        file,
+                        id.clone(),
+                        format!(
+                            "{what} ({answer:?}) no longer solves the task with attacker text in the vectors it reads"
+                        ),
+                    ));
+                }
+            }
+        }
     }
     for (id, v) in &suite.variants.injection_tasks {
         let Some(t) = suite.injection_task(id) else {

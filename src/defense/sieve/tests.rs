@@ -90,6 +90,7 @@ impl Harness {
                 answer: None,
             }),
             seed: 7,
+            alternatives: Vec::new(),
         });
         Harness {
             tools: suite.tools.schemas(),
