@@ -179,8 +179,11 @@ impl SimProfile {
         if !self.varied || script.alternatives.is_empty() {
             return (&script.user_plan, &script.answer);
         }
-        let payload = script.injection.as_ref().map_or("", |i| i.payload.as_str());
-        let key = script.seed ^ stable_hash(&script.answer) ^ stable_hash(payload).rotate_left(17);
+        let payload = script
+            .injection
+            .as_ref()
+            .map_or(String::new(), |i| i.payloads.join("\n"));
+        let key = script.seed ^ stable_hash(&script.answer) ^ stable_hash(&payload).rotate_left(17);
         let mut rng = ChaCha8Rng::seed_from_u64(key ^ 0x7A81_ED00_0000_0000);
         let pick = &script.alternatives[rng.random_range(0..script.alternatives.len())];
         (&pick.plan, &pick.answer)
