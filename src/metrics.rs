@@ -722,6 +722,12 @@ pub fn summarise_with(records: &[EpisodeRecord], errors_as: ErrorsAs) -> Vec<Row
                 let mut a: Vec<&EpisodeRecord> = Vec::new();
                 for s in suite_set {
                     let k = (s.clone(), defense.clone(), model.clone());
+                    // A suite this attack never reached (the samples of `context` exist
+                    // only in lure-style suites) adds nothing to its row, not even clean
+                    // episodes: they would repeat the BU of the attacks that do apply.
+                    if !attacks.is_empty() && !attacked.contains_key(&(k.clone(), attack.clone())) {
+                        continue;
+                    }
                     if let Some(v) = clean.get(&k) {
                         c.extend(v.iter().copied());
                     }
@@ -769,6 +775,98 @@ pub fn summarise_with(records: &[EpisodeRecord], errors_as: ErrorsAs) -> Vec<Row
         }
     }
     rows
+}
+
+/// One line of the breakdown of context-aware samples by vector class or by surface,
+/// pooled over the run's suites per attack × defense × model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BreakdownRow {
+    /// `class` or `surface`.
+    pub by: String,
+    /// The vector class or surface.
+    pub key: String,
+    /// The suite, or `all` when the group spans several.
+    pub suite: String,
+    pub attack: String,
+    pub defense: String,
+    pub model: String,
+    pub simulated: bool,
+    pub n_attacked: u64,
+    pub asr: Option<f64>,
+    pub asr_ci: Option<[f64; 2]>,
+    pub w_asr: Option<f64>,
+    pub ua: Option<f64>,
+    pub ua_ci: Option<[f64; 2]>,
+    pub errors: u64,
+}
+
+/// The per-class and per-surface breakdown of the attacked episodes that carry a vector
+/// class (the samples of `--attack context`); empty for template-only runs. Classes come
+/// in their canonical order, surfaces alphabetically.
+pub fn breakdown(records: &[EpisodeRecord]) -> Vec<BreakdownRow> {
+    use crate::suite::samples::VectorClass;
+    type Key = (String, String, String, u8, usize, String); // attack, defense, model, by, order, key
+    let class_order = |c: &str| {
+        VectorClass::ALL
+            .iter()
+            .position(|v| v.as_str() == c)
+            .unwrap_or(VectorClass::ALL.len())
+    };
+    let mut sorted: Vec<&EpisodeRecord> = records.iter().filter(|r| r.attacked()).collect();
+    sorted.sort_by(|a, b| a.key.cmp(&b.key));
+    let mut groups: BTreeMap<Key, Vec<&EpisodeRecord>> = BTreeMap::new();
+    for r in sorted {
+        let (Some(class), Some(attack)) = (&r.vector_class, &r.attack) else {
+            continue;
+        };
+        let base = (attack.clone(), r.defense.clone(), r.model.clone());
+        groups
+            .entry((
+                base.0.clone(),
+                base.1.clone(),
+                base.2.clone(),
+                0,
+                class_order(class),
+                class.clone(),
+            ))
+            .or_default()
+            .push(r);
+        if let Some(surface) = &r.surface {
+            groups
+                .entry((base.0, base.1, base.2, 1, 0, surface.clone()))
+                .or_default()
+                .push(r);
+        }
+    }
+    groups
+        .into_iter()
+        .map(|((attack, defense, model, by, _, key), rs)| {
+            let mut suites: Vec<&str> = rs.iter().map(|r| r.suite.as_str()).collect();
+            suites.sort();
+            suites.dedup();
+            let r = row("", &attack, &defense, &model, &[], &rs);
+            BreakdownRow {
+                by: if by == 0 { "class" } else { "surface" }.into(),
+                key,
+                suite: if suites.len() == 1 {
+                    suites[0].to_string()
+                } else {
+                    ALL_SUITES.into()
+                },
+                attack,
+                defense,
+                model,
+                simulated: r.simulated,
+                n_attacked: r.n_attacked,
+                asr: r.asr,
+                asr_ci: r.asr_ci,
+                w_asr: r.w_asr,
+                ua: r.ua,
+                ua_ci: r.ua_ci,
+                errors: r.errors,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -829,6 +927,8 @@ mod tests {
             severity: attack.map(|_| severity),
             injection_tags: vec![],
             injected_vectors: vec![],
+            vector_class: None,
+            surface: None,
             steps: 2,
             hit_step_limit: false,
             stopped_by_defense: false,
@@ -943,6 +1043,75 @@ mod tests {
         assert_eq!(all.asr, Some(0.25));
         assert_eq!(all.n_attacked, 4);
         assert_eq!(all.bu, None);
+    }
+
+    #[test]
+    fn breakdown_counts_each_sample_episode_once_per_class_and_surface() {
+        let sample = |class: &str, surface: &str, success: bool, severity: f64| {
+            let mut r = rec(
+                "lure-style/banking",
+                Some("context"),
+                true,
+                Some(success),
+                severity,
+                10,
+            );
+            r.key = format!("{class}{surface}{success}{severity}");
+            r.vector_class = Some(class.into());
+            r.surface = Some(surface.into());
+            r
+        };
+        let records = vec![
+            sample("skill_injection", "skill", true, 1.0),
+            sample("skill_injection", "skill", false, 0.5),
+            sample("argument_tampering", "document", true, 0.5),
+            // A template episode carries no class and stays out of the breakdown.
+            rec(
+                "lure-style/banking",
+                Some("important"),
+                true,
+                Some(true),
+                1.0,
+                10,
+            ),
+            rec("lure-style/banking", None, true, None, 1.0, 10),
+        ];
+        let b = breakdown(&records);
+        let keys: Vec<(&str, &str)> = b.iter().map(|r| (r.by.as_str(), r.key.as_str())).collect();
+        // Classes in canonical order (argument tampering before skill injection), then surfaces.
+        assert_eq!(
+            keys,
+            [
+                ("class", "argument_tampering"),
+                ("class", "skill_injection"),
+                ("surface", "document"),
+                ("surface", "skill")
+            ]
+        );
+        let skill = &b[1];
+        assert_eq!((skill.n_attacked, skill.asr), (2, Some(0.5)));
+        assert!((skill.w_asr.unwrap() - 1.0 / 1.5).abs() < 1e-12);
+        assert_eq!(skill.suite, "lure-style/banking");
+        // The summary has no `context` row for a suite the samples did not attack, and
+        // the `all` row of `context` leaves that suite's clean episodes out.
+        let mut other = rec("dojo-style/banking", None, true, None, 1.0, 10);
+        other.key = "clean-dojo".into();
+        let mut all = records.clone();
+        all.push(other);
+        let rows = summarise(&all);
+        assert!(
+            !rows
+                .iter()
+                .any(|r| r.suite == "dojo-style/banking" && r.attack == "context")
+        );
+        assert!(rows.iter().any(|r| r.suite == "lure-style/banking"
+            && r.attack == "context"
+            && r.n_attacked == 3));
+        let all_context = rows
+            .iter()
+            .find(|r| r.suite == ALL_SUITES && r.attack == "context")
+            .unwrap();
+        assert_eq!(all_context.n_clean, 1);
     }
 
     fn cluster(c: &str) -> ClusterKey {

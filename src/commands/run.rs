@@ -608,7 +608,8 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     }
     let all_attacks =
         crate::attack::load_all(&paths.attacks).map_err(|e| CliError::bad_input(e.to_string()))?;
-    let attacks = crate::attack::select(&all_attacks, &args.attack).map_err(CliError::bad_input)?;
+    let selection =
+        crate::attack::select(&all_attacks, &args.attack).map_err(CliError::bad_input)?;
     let options = defense_options(paths, args.sieve_config.as_deref(), args.weights.as_deref())?;
     let mut defenses: Vec<Arc<dyn crate::defense::Defense>> = Vec::new();
     for d in args
@@ -697,7 +698,16 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         .map_err(|e| CliError::bad_input(format!("cannot create {}: {e}", out.display())))?;
     let order = report::Order {
         suites: suites.iter().map(|s| s.qualified_name()).collect(),
-        attacks: attacks.iter().map(|a| a.name.clone()).collect(),
+        attacks: selection
+            .templates
+            .iter()
+            .map(|a| a.name.clone())
+            .chain(
+                selection
+                    .context
+                    .then(|| crate::attack::CONTEXT.to_string()),
+            )
+            .collect(),
         defenses: defenses.iter().map(|d| d.name().to_string()).collect(),
     };
     let _lock = runner::files::FolderLock::acquire(&out).map_err(|e| match e {
@@ -718,7 +728,8 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         run_id,
         out: out.clone(),
         suites: suites.into_iter().map(Arc::new).collect(),
-        attacks,
+        attacks: selection.templates,
+        context: selection.context,
         clean: !args.no_clean,
         defenses,
         models,

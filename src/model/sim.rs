@@ -48,8 +48,8 @@ pub struct EpisodeScript {
 #[derive(Clone, Debug)]
 pub struct ScriptedInjection {
     pub plan: Vec<PlannedCall>,
-    /// The injected text; reading it is what tempts the agent.
-    pub payload: String,
+    /// The injected texts; reading any of them is what tempts the agent.
+    pub payloads: Vec<String>,
     /// What the agent adds to its final answer when it follows the injection.
     pub answer: Option<String>,
 }
@@ -179,8 +179,11 @@ impl SimProfile {
         if !self.varied || script.alternatives.is_empty() {
             return (&script.user_plan, &script.answer);
         }
-        let payload = script.injection.as_ref().map_or("", |i| i.payload.as_str());
-        let key = script.seed ^ stable_hash(&script.answer) ^ stable_hash(payload).rotate_left(17);
+        let payload = script
+            .injection
+            .as_ref()
+            .map_or(String::new(), |i| i.payloads.join("\n"));
+        let key = script.seed ^ stable_hash(&script.answer) ^ stable_hash(&payload).rotate_left(17);
         let mut rng = ChaCha8Rng::seed_from_u64(key ^ 0x7A81_ED00_0000_0000);
         let pick = &script.alternatives[rng.random_range(0..script.alternatives.len())];
         (&pick.plan, &pick.answer)
@@ -293,7 +296,7 @@ fn calls_match(call: &PlannedCall, tool: &str, args: &Value) -> bool {
 
 /// Whether a tool output shows the payload. Whitespace is collapsed on both sides,
 /// because rendering may re-indent a multi-line payload nested in a record.
-fn reads_payload(output: &str, payload: &str) -> bool {
+pub fn reads_payload(output: &str, payload: &str) -> bool {
     let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
     let payload = squash(payload);
     !payload.is_empty() && squash(output).contains(&payload)
@@ -321,7 +324,7 @@ impl SimModel {
                     if let Some(inj) = &script.injection
                         && follow
                         && !injected
-                        && reads_payload(&m.content, &inj.payload)
+                        && inj.payloads.iter().any(|p| reads_payload(&m.content, p))
                     {
                         let at = pos.min(queue.len());
                         match self.profile.placement {
@@ -505,7 +508,7 @@ mod tests {
             answer: "done".into(),
             injection: Some(ScriptedInjection {
                 plan: vec![call("evil")],
-                payload: follow_payload.into(),
+                payloads: vec![follow_payload.into()],
                 answer: Some("Try Chez Attacker.".into()),
             }),
             seed: 7,

@@ -42,6 +42,12 @@ pub struct EpisodeRecord {
     pub injection_tags: Vec<String>,
     #[serde(default)]
     pub injected_vectors: Vec<String>,
+    /// The vector class of a context-aware sample (`--attack context`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector_class: Option<String>,
+    /// The surface a context-aware sample's payload lands on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub surface: Option<String>,
     pub steps: usize,
     pub hit_step_limit: bool,
     #[serde(default)]

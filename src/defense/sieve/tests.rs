@@ -86,7 +86,7 @@ impl Harness {
             answer: String::new(),
             injection: Some(ScriptedInjection {
                 plan: injection_plan,
-                payload: "payload".into(),
+                payloads: vec!["payload".into()],
                 answer: None,
             }),
             seed: 7,
