@@ -9,20 +9,29 @@ pub fn list_suites(paths: &Paths) -> Result<String, CliError> {
     let mut out = String::new();
     writeln!(
         out,
-        "{:<24} {:>10} {:>15} {:>6} {:>8} {:>15}",
-        "suite", "user tasks", "injection tasks", "tools", "vectors", "attacked pairs"
+        "{:<24} {:>10} {:>15} {:>6} {:>8} {:>15} {:>8}",
+        "suite", "user tasks", "injection tasks", "tools", "vectors", "attacked pairs", "samples"
     )
     .unwrap();
     for s in &suites {
         writeln!(
             out,
-            "{:<24} {:>10} {:>15} {:>6} {:>8} {:>15}",
+            "{:<24} {:>10} {:>15} {:>6} {:>8} {:>15} {:>8}",
             s.qualified_name(),
             s.user_tasks.len(),
             s.injection_tasks.len(),
             s.tools.len(),
             s.vectors.len(),
-            s.user_tasks.len() * s.injection_tasks.len()
+            s.user_tasks.len() * s.injection_tasks.len(),
+            s.samples.len()
+        )
+        .unwrap();
+    }
+    let samples: usize = suites.iter().map(|s| s.samples.len()).sum();
+    if samples > 0 {
+        writeln!(
+            out,
+            "\n{samples} context-aware samples (`--attack context`), one per user task and vector class."
         )
         .unwrap();
     }
@@ -128,7 +137,9 @@ pub fn list_models(paths: &Paths) -> Result<String, CliError> {
         "sim:obedient   scripted agent that carries out every injected goal it reads (default; the worst case)\n\
          sim:oracle     scripted agent that solves the user task and never follows injections\n\
          sim:p=<x>      follows injections with probability x, drawn per episode from the seed\n\
-         sim:...,judge_error=<x>   as judge, flips a seeded fraction x of its verdicts\n\
+         sim:...,substitute        a following agent puts the attacker's call in place of the planned one\n\
+         sim:...,judge_auc=<x>     as judge: continuous seeded scores separating harmful from needed calls with AUC x (default 0.9; 1 = answer key)\n\
+         sim:...,planner_recall=<x>,planner_extra=<y>   as planner: keeps each reference node with probability x (default 0.9), plans one node twice with probability y (default 0.1)\n\
          openai:<model> any OpenAI-compatible endpoint (--base-url or $OPENAI_BASE_URL, key from $OPENAI_API_KEY or --api-key-env)\n",
     );
     let named = crate::model::config::load_named(&paths.configs).map_err(CliError::bad_input)?;

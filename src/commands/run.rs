@@ -88,8 +88,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "PCT", default_value_t = 5.0, value_parser = parse_percent)]
     pub max_error_rate: f64,
     /// Accept a real agent with a scripted (`sim`) planner or judge. Scripted planners and
-    /// judges read the answer key (reference plans, which calls are injected), so every
-    /// row then says "oracle planner" / "oracle judge".
+    /// judges start from the answer key (reference plans, which calls are injected), so
+    /// every row they touch says so: "oracle judge" / "oracle planner" at full quality,
+    /// "scripted judge (judge_auc=…)" / "scripted planner (planner_recall=…)" below it.
     #[arg(long)]
     pub allow_oracle_roles: bool,
     /// The model name attacks write into `{model}` (default: derived from --model without
@@ -310,6 +311,36 @@ pub fn defense_options(
     })
 }
 
+/// One cheap request to every endpoint in use (agent, planner, judge, embedder) before
+/// the matrix: what would fail every episode stops the run now, naming the URL and role.
+async fn preflight(models: &Models, tools: &[crate::model::ToolSchema]) -> Result<(), CliError> {
+    let mut seen: Vec<&Arc<dyn crate::model::ChatModel>> = Vec::new();
+    for (role, m) in [
+        ("agent", &models.agent),
+        ("planner", &models.planner),
+        ("judge", &models.judge),
+    ] {
+        if seen.iter().any(|s| Arc::ptr_eq(s, m)) {
+            continue;
+        }
+        seen.push(m);
+        // Only the agent is offered tools; planners and judges answer in JSON.
+        let offered = if role == "agent" { tools } else { &[] };
+        let warnings = m
+            .preflight(offered)
+            .await
+            .map_err(|e| CliError::failed(format!("{role}: {e}")))?;
+        for w in warnings {
+            eprintln!("warning: {role} {w}");
+        }
+    }
+    models
+        .embedder
+        .preflight()
+        .await
+        .map_err(|e| CliError::failed(format!("embedder: {e}")))
+}
+
 /// The settings of this invocation that decide outcomes (see `runner::identity`).
 fn run_settings(
     models: &Models,
@@ -355,14 +386,25 @@ pub struct Roles {
     pub agent_scripted: bool,
     pub planner_scripted: bool,
     pub judge_scripted: bool,
+    /// The labels rows carry for the scripted planner and judge (`oracle judge`, …).
+    pub helper_labels: Vec<String>,
 }
 
 impl Roles {
     pub fn of(models: &Models) -> Roles {
+        use crate::model::Component;
         Roles {
             agent_scripted: models.agent.simulated(),
             planner_scripted: models.planner.simulated(),
             judge_scripted: models.judge.simulated(),
+            helper_labels: [
+                models.planner.scripted(Component::Planner),
+                models.judge.scripted(Component::Judge),
+            ]
+            .into_iter()
+            .flatten()
+            .map(|r| r.label)
+            .collect(),
         }
     }
 
@@ -384,10 +426,7 @@ impl Roles {
 
     /// "oracle planner", "oracle judge": what rows of such a run say.
     pub fn oracle_labels(&self) -> Vec<String> {
-        self.scripted_helpers()
-            .into_iter()
-            .map(|r| format!("oracle {r}"))
-            .collect()
+        self.helper_labels.clone()
     }
 
     /// The roles that are scripted, by name (`agent`, `planner`, `judge`).
@@ -495,6 +534,15 @@ fn open_manifest(
             m.price_per_mtok = price.or(m.price_per_mtok);
             m.roles = serde_json::to_value(roles).expect("roles serialise");
             m.simulated = m.simulated || models.any_simulated();
+            if m.shard != args.shard && has_records {
+                return Err(CliError::bad_input(format!(
+                    "{} holds {}; this run is {}. Shards go into folders of their own (then `merge`). {ways_out}.",
+                    out.display(),
+                    shard_name(m.shard),
+                    shard_name(args.shard)
+                )));
+            }
+            m.shard = args.shard;
             m.finished = None;
             m.invocations.push(invocation);
             Ok(m)
@@ -509,6 +557,7 @@ fn open_manifest(
             simulated: models.any_simulated(),
             errors_as,
             price_per_mtok: price,
+            shard: args.shard,
             started: invocation.started.clone(),
             finished: None,
             invocations: vec![invocation],
@@ -555,6 +604,10 @@ fn check_provider_attacks(
     Ok(())
 }
 
+fn shard_name(s: Option<(usize, usize)>) -> String {
+    s.map_or("the whole matrix".into(), |(k, n)| format!("shard {k}/{n}"))
+}
+
 /// Runs (or resumes) and summarises.
 pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     if args.concurrency == 0 {
@@ -569,14 +622,14 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
             args.seeds
         )));
     }
-    if args.seed.checked_add(args.seeds).is_none() {
+    let Some(last_seed) = args.seed.checked_add(args.seeds - 1) else {
         return Err(CliError::bad_input(format!(
             "--seed {} with --seeds {} runs past the largest seed ({}); lower one of them",
             args.seed,
             args.seeds,
             u64::MAX
         )));
-    }
+    };
     let suites = super::load_selected(paths, &args.suite, args.concurrency).await?;
     let problems: Vec<String> = suites
         .iter()
@@ -596,8 +649,9 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     }
     let all_attacks =
         crate::attack::load_all(&paths.attacks).map_err(|e| CliError::bad_input(e.to_string()))?;
-    let attacks = crate::attack::select(&all_attacks, &args.attack).map_err(CliError::bad_input)?;
-    check_provider_attacks(&suites, &attacks)?;
+    let selection =
+        crate::attack::select(&all_attacks, &args.attack).map_err(CliError::bad_input)?;
+    check_provider_attacks(&suites, &selection.templates)?;
     let options = defense_options(paths, args.sieve_config.as_deref(), args.weights.as_deref())?;
     let mut defenses: Vec<Arc<dyn crate::defense::Defense>> = Vec::new();
     for d in args
@@ -662,7 +716,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     let roles = Roles::of(&models);
     if roles.oracle_with_real_agent() && !args.allow_oracle_roles {
         return Err(CliError::bad_input(format!(
-            "the agent {} is a real model but the {} scripted: a scripted planner or judge reads the answer key (the reference plans, which calls are injected), so its rows would not measure a defense. Give it a real model (--planner-model / --judge-model), or pass --allow-oracle-roles to accept rows marked {}",
+            "the agent {} is a real model but the {} scripted: a scripted planner or judge starts from the answer key (the reference plans, which calls are injected), so its rows would not measure the defense as deployed. Give it a real model (--planner-model / --judge-model), or pass --allow-oracle-roles to accept rows marked {}",
             models.agent.name(),
             roles.scripted_helpers().join(" and ")
                 + if roles.scripted_helpers().len() > 1 {
@@ -672,6 +726,9 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
                 },
             roles.oracle_labels().join(" / ")
         )));
+    }
+    if let Some(first) = suites.first() {
+        preflight(&models, &first.tools.schemas()).await?;
     }
     let settings = run_settings(&models, &suites, &options, &args);
     let run_id = default_run_id(&args);
@@ -683,7 +740,16 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         .map_err(|e| CliError::bad_input(format!("cannot create {}: {e}", out.display())))?;
     let order = report::Order {
         suites: suites.iter().map(|s| s.qualified_name()).collect(),
-        attacks: attacks.iter().map(|a| a.name.clone()).collect(),
+        attacks: selection
+            .templates
+            .iter()
+            .map(|a| a.name.clone())
+            .chain(
+                selection
+                    .context
+                    .then(|| crate::attack::CONTEXT.to_string()),
+            )
+            .collect(),
         defenses: defenses.iter().map(|d| d.name().to_string()).collect(),
     };
     let _lock = runner::files::FolderLock::acquire(&out).map_err(|e| match e {
@@ -704,11 +770,12 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         run_id,
         out: out.clone(),
         suites: suites.into_iter().map(Arc::new).collect(),
-        attacks,
+        attacks: selection.templates,
+        context: selection.context,
         clean: !args.no_clean,
         defenses,
         models,
-        seeds: (args.seed..args.seed + args.seeds).collect(),
+        seeds: (args.seed..=last_seed).collect(),
         user_tasks: args.user_tasks.clone(),
         injection_tasks: args.injection_tasks.clone(),
         max_steps: args.max_steps,
@@ -823,6 +890,7 @@ mod tests {
             &paths,
             RunArgs {
                 seed: u64::MAX,
+                seeds: 2,
                 out: Some(dir.path().join("r")),
                 ..RunArgs::default()
             },

@@ -121,7 +121,10 @@ impl DefenseCtx<'_> {
             .embedder
             .embed(texts)
             .await
-            .map_err(|e| DefenseError::Other(e.to_string()))?;
+            .map_err(|e| match e {
+                crate::embed::EmbedError::Model(m) => DefenseError::Model(m),
+                other => DefenseError::Other(other.to_string()),
+            })?;
         let tokens: u64 = texts.iter().map(|t| self.models.tokens.count(t)).sum();
         self.meter.record_embedding(1, tokens);
         Ok(out)
@@ -175,7 +178,13 @@ pub trait Defense: Send + Sync {
 
 /// Names accepted by `--defense`, for help and error messages. `sieve:<variant>` takes
 /// any variant of the SIEVE config (`list defenses` shows them).
-pub const NAMES: &[&str] = &["none", "audit", "sieve", "sieve:<variant>"];
+pub const NAMES: &[&str] = &[
+    "none",
+    "audit",
+    "sieve",
+    "sieve:<variant>",
+    "sieve[:<variant>]@<threshold|w_sem|w_causal|w_prov|w_risk>=<x>",
+];
 
 /// What defenses may be configured with beyond their name.
 #[derive(Clone, Default)]
@@ -198,6 +207,14 @@ pub fn build_with(spec: &str, opts: &BuildOptions) -> Result<Arc<dyn Defense>, S
             .clone()
             .unwrap_or_else(|| Arc::new(sieve::config::SieveConfig::builtin()))
     };
+    // `sieve[:variant]@setting=value`: one setting moved, a point of a sweep.
+    let (spec, tweak) = match spec.split_once('@') {
+        Some((s, t)) if s.trim().starts_with("sieve") => (
+            s.trim(),
+            Some(sieve::config::Override::parse(t).map_err(|e| format!("`{spec}`: {e}"))?),
+        ),
+        _ => (spec, None),
+    };
     let (name, variant) = match spec.split_once(':') {
         Some((n, v)) => (n, Some(v.trim())),
         None => (spec, None),
@@ -208,12 +225,11 @@ pub fn build_with(spec: &str, opts: &BuildOptions) -> Result<Arc<dyn Defense>, S
         ("sieve", v) => {
             // `--weights` gives plain `sieve` an ad-hoc set; named variants keep theirs.
             let weights = if v.is_none() { opts.weights } else { None };
-            Ok(Arc::new(sieve::SieveDefense::new(
-                sieve::Mode::Sieve,
-                config(),
-                v,
-                weights,
-            )?))
+            let d = sieve::SieveDefense::new(sieve::Mode::Sieve, config(), v, weights)?;
+            Ok(Arc::new(match tweak {
+                Some(t) => d.with_override(t)?,
+                None => d,
+            }))
         }
         _ => Err(format!(
             "unknown defense `{spec}`{}; available: {}",

@@ -2,8 +2,8 @@
 //! sharing the chat models' endpoint (connection pool, limits, retries) and cache.
 
 use super::{EmbedError, Embedder};
-use crate::model::cache::{self, Cache, Entry};
-use crate::model::openai::Endpoint;
+use crate::model::cache::Cache;
+use crate::model::transport::Endpoint;
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -82,44 +82,34 @@ impl Embedder for OpenAiEmbedder {
         json!({ "name": self.name, "model": self.model, "base_url": self.endpoint.config().base_url })
     }
 
+    async fn preflight(&self) -> Result<(), EmbedError> {
+        if self.cache.as_ref().is_some_and(|c| c.replay()) {
+            return Ok(());
+        }
+        let body = json!({"model": self.model, "input": ["pre-flight"]});
+        self.endpoint
+            .probe(PATH, &body, &format!("embedder {}", self.name))
+            .await?;
+        Ok(())
+    }
+
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
         let body = json!({"model": self.model, "input": texts});
-        let key = cache::key(PATH, &body);
-        let hit = self.cache.as_ref().and_then(|c| c.get(&key));
-        let fresh = hit.is_none();
-        let (resp, latency_ms) = match (hit, &self.cache) {
-            (Some(e), _) => (e.response, e.latency_ms),
-            (None, Some(c)) if c.replay() => {
-                return Err(EmbedError(format!(
-                    "replay cache miss: no recorded embeddings for request {key}"
-                )));
-            }
-            _ => {
-                let estimate: u64 = texts.iter().map(|t| t.len() as u64 / 4 + 1).sum();
-                let p = self
-                    .endpoint
-                    .post(PATH, &body, estimate)
-                    .await
-                    .map_err(|e| EmbedError(e.to_string()))?;
-                (p.body, p.latency_ms)
-            }
-        };
-        let vectors = parse_embeddings(&resp, texts.len()).map_err(EmbedError)?;
-        if fresh && let Some(c) = &self.cache {
-            let entry = Entry {
-                key: key.clone(),
-                path: PATH.into(),
-                request: body,
-                response: resp,
-                latency_ms,
-            };
-            if let Err(e) = c.put(&entry) {
-                eprintln!("warning: cannot write cache entry {key}: {e}");
-            }
-        }
+        let posted = self
+            .endpoint
+            .cached_post(
+                self.cache.as_deref(),
+                PATH,
+                &body,
+                || texts.iter().map(|t| t.len() as u64 / 4 + 1).sum(),
+                |key, _| format!("no recorded embeddings for request {key}"),
+            )
+            .await
+            .map_err(EmbedError::Model)?;
+        let vectors = parse_embeddings(&posted.body, texts.len()).map_err(EmbedError::Other)?;
         Ok(vectors)
     }
 }

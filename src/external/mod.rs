@@ -360,6 +360,8 @@ pub fn build_suite(
             plan,
             answer: t.answer.clone(),
             utility: Check::External,
+            // The provider computes the task's reference plan itself.
+            derived: BTreeMap::new(),
         });
     }
     let mut injection_tasks = Vec::new();
@@ -381,6 +383,8 @@ pub fn build_suite(
             security: Check::External,
             answer: t.answer.clone(),
             tags: t.tags.clone(),
+            // The protocol names no defense-specific pairs.
+            designed_for: Vec::new(),
         });
     }
     let meta = SuiteMeta {
@@ -414,6 +418,9 @@ pub fn build_suite(
         injection_tasks,
         injectable,
         fingerprint,
+        // Context samples and variant corpora are data-suite files; a provider has none.
+        samples: Vec::new(),
+        variants: Default::default(),
         external: Some(Arc::new(external)),
     })
 }

@@ -17,14 +17,14 @@ pub struct ExternalWorld {
 
 impl ExternalWorld {
     /// Leases a process and starts the episode in it. For an attack the provider renders
-    /// itself, it is asked for the payloads first. Returns the world and the injected
-    /// text (the first vector's, for the scripted agent).
+    /// itself, it is asked for the payloads first. Returns the world and, for such an
+    /// attack, the texts it placed (for the scripted agent and the record).
     pub async fn open(
         suite: &ExternalSuite,
         user_task: &str,
         injection: Option<&Injection<'_>>,
         model: &str,
-    ) -> Result<(ExternalWorld, Option<String>, Started), ExternalError> {
+    ) -> Result<(ExternalWorld, Option<Vec<String>>, Started), ExternalError> {
         let mut lease = suite.pool.lease().await?;
         let injections: BTreeMap<String, String> = match injection {
             None => BTreeMap::new(),
@@ -42,9 +42,9 @@ impl ExternalWorld {
                     reply.injections
                 }
                 None => inj
-                    .vectors
+                    .placements
                     .iter()
-                    .map(|v| (v.0.clone(), inj.payload.clone()))
+                    .map(|(v, text)| (v.0.clone(), text.clone()))
                     .collect(),
             },
         };
@@ -56,13 +56,15 @@ impl ExternalWorld {
                 injections: &injections,
             })
             .await?;
-        let payload = injection.and_then(|_| injections.values().next().cloned());
+        let rendered = injection
+            .and_then(|i| i.provider_attack)
+            .map(|_| injections.values().cloned().collect());
         Ok((
             ExternalWorld {
                 lease,
                 attacked: injection.is_some(),
             },
-            payload,
+            rendered,
             started,
         ))
     }
@@ -103,6 +105,8 @@ impl World for ExternalWorld {
         Ok(Verdicts {
             utility: reply.utility,
             attack_success: if self.attacked { reply.security } else { None },
+            // The protocol reports no attribution: which call did the harm is unknown.
+            harmful_call: None,
         })
     }
 }

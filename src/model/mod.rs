@@ -8,7 +8,9 @@ pub mod cache;
 pub mod config;
 pub mod openai;
 pub mod sim;
+pub mod sim_roles;
 pub mod tokens;
+pub mod transport;
 
 use crate::ids::ToolName;
 use async_trait::async_trait;
@@ -119,6 +121,23 @@ impl Component {
     }
 }
 
+/// A role filled by something other than an LLM (the scripted `sim` model, the lexical
+/// embedder): the short label every row carries, and what it knows, for the banner.
+/// A label says "oracle" whenever the role reads the answer key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScriptedRole {
+    /// `scripted agent`, `oracle judge`, `lexical embedder`, ….
+    pub label: String,
+    /// The label without the role's name, for a table column named after the role:
+    /// `scripted`, `oracle`, `lexical`, ….
+    pub short: String,
+    /// What it knows and does, in one sentence.
+    pub knows: String,
+}
+
+/// The scripted roles of an episode or a row, in role order (agent first).
+pub type ScriptedRoles = std::collections::BTreeMap<Component, ScriptedRole>;
+
 /// The side channel to the scripted model: what a perfect or obedient agent would
 /// know. Never sent to a real endpoint.
 #[derive(Clone, Debug)]
@@ -137,8 +156,11 @@ pub enum SimHint {
     /// role would say builds it, e.g. the intent graph of the reference plan).
     Reply(String),
     /// Judge whether this proposed call serves the user; the reply is JSON
-    /// `{"score": 0|1, "reason": ...}` by the profile's rules.
+    /// `{"score": <0..1>, "reason": ...}` drawn by the profile's judge quality.
     JudgeCall { tool: String, args: Value },
+    /// Plan: the reference intent graph (JSON), which the scripted planner degrades by
+    /// its stated quality before replying.
+    Plan(Value),
 }
 
 /// A request to a chat model.
@@ -202,7 +224,19 @@ pub trait ChatModel: Send + Sync {
     fn identity(&self) -> serde_json::Value {
         serde_json::json!({ "name": self.name() })
     }
+    /// What this backend is when it plays `role` without being an LLM (the scripted
+    /// model), for the labels of every row; `None` for a real model.
+    fn scripted(&self, _role: Component) -> Option<ScriptedRole> {
+        None
+    }
     async fn chat(&self, req: &ChatRequest<'_>) -> Result<ChatReply, ModelError>;
+    /// One cheap request before a run, offering `tools`, so a wrong URL, a missing `/v1`
+    /// or a bad key stops the run in seconds instead of failing every episode. Returns
+    /// warnings (e.g. the server seems to drop tool schemas); backends with nothing to
+    /// reach have nothing to check.
+    async fn preflight(&self, _tools: &[ToolSchema]) -> Result<Vec<String>, ModelError> {
+        Ok(Vec::new())
+    }
 }
 
 /// Parses `--model` values with default settings (`sim:…`, or `openai:<model>` with the
@@ -314,5 +348,32 @@ impl Models {
     /// Whether any role is scripted: then every report must say the results are simulated.
     pub fn any_simulated(&self) -> bool {
         self.agent.simulated() || self.planner.simulated() || self.judge.simulated()
+    }
+
+    /// The chat model that plays `role` (defenses' detectors ask the judge's model);
+    /// `None` for embeddings, which have their own backend.
+    pub fn chat_for(&self, role: Component) -> Option<&Arc<dyn ChatModel>> {
+        match role {
+            Component::Agent => Some(&self.agent),
+            Component::Planner => Some(&self.planner),
+            Component::Judge | Component::Detector => Some(&self.judge),
+            Component::Embedding => None,
+        }
+    }
+
+    /// The roles of an episode that no LLM played: the agent always, every other role
+    /// only when the episode's costs show it was used (a `none` row has no judge).
+    pub fn scripted_roles(&self, cost: &CostMeter) -> ScriptedRoles {
+        Component::ALL
+            .into_iter()
+            .filter(|&c| c == Component::Agent || cost.get(c).calls > 0)
+            .filter_map(|c| {
+                let role = match self.chat_for(c) {
+                    Some(m) => m.scripted(c),
+                    None => self.embedder.scripted(),
+                };
+                role.map(|r| (c, r))
+            })
+            .collect()
     }
 }

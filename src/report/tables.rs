@@ -79,14 +79,48 @@ fn key_columns<'a>() -> Vec<Column<'a, Row>> {
     keys(&["suite", "attack", "defense", "model"])
 }
 
-/// The key columns with these ids, in this order.
+/// The key columns with these ids, in this order. A model never stands without the
+/// roles no LLM played: `model` brings one column per role after it.
 fn keys<'a>(ids: &[&str]) -> Vec<Column<'a, Row>> {
     let mut all = all_keys();
-    ids.iter()
-        .filter_map(|id| {
-            all.iter()
-                .position(|c| c.spec.id == *id)
-                .map(|i| all.remove(i))
+    let mut out = Vec::new();
+    for id in ids {
+        if let Some(i) = all.iter().position(|c| c.spec.id == *id) {
+            out.push(all.remove(i));
+        }
+        if *id == "model" {
+            out.extend(role_columns());
+        }
+    }
+    out
+}
+
+/// One column per role: how it was played when no LLM played it. A column empty in
+/// every row (no scripted role of that kind) is left out. The terminal shows them when
+/// there is room (the banner names every role and the rows it touched in any case).
+fn role_columns<'a>() -> Vec<Column<'a, Row>> {
+    Component::ALL
+        .into_iter()
+        .map(|c| {
+            let name = if c == Component::Embedding {
+                "embedder"
+            } else {
+                c.as_str()
+            };
+            let mut title = name.to_string();
+            title[..1].make_ascii_uppercase();
+            Column::figure(
+                format!("scripted_{name}"),
+                title,
+                format!(
+                    "How the {name} role was played when no LLM played it: `scripted` (the sim model's own moves), `oracle` (it reads the answer key: reference plans, which calls are injected), `lexical` (word overlap, no model); empty when an LLM played it or the row never used it. The banner says what each knows."
+                ),
+                Show::Extra,
+                move |r: &Row| {
+                    crate::metrics::role_cell(r, c).map_or(Value::Missing, Value::Text)
+                },
+            )
+            .drop_if_empty()
         })
         .collect()
 }
@@ -320,35 +354,35 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
         Column::figure(
             "success_via_layer1",
             "Succ L1",
-            "sieve/audit: successful attacks whose injected call passed layer 1 (provenance bypass).",
+            "sieve/audit: successful attacks whose harmful call (the one whose effect the security check saw) passed layer 1 (provenance bypass).",
             Show::Extra,
             |r: &Row| r.success_via_layer1.map_or(Value::Missing, Value::Count),
         ),
         Column::figure(
             "success_via_adjudicator",
             "Succ Adj",
-            "sieve/audit: successful attacks whose injected call the adjudicator approved.",
+            "sieve/audit: successful attacks whose harmful call the adjudicator approved.",
             Show::Extra,
             |r: &Row| r.success_via_adjudicator.map_or(Value::Missing, Value::Count),
         ),
         Column::figure(
             "success_unchecked",
             "Succ Unchk",
-            "sieve/audit: successful attacks no check saw.",
+            "sieve/audit: successful attacks no call produced (e.g. harm in the answer).",
             Show::Extra,
             |r: &Row| r.success_unchecked.map_or(Value::Missing, Value::Count),
         ),
         Column::figure(
             "n_bypass_tagged",
             "n bypass",
-            "Attacked episodes on injection tasks tagged provenance_bypass.",
+            "Attacked episodes on designed bypass pairs (a provenance_bypass task on a user task it names in designed_for).",
             Show::File,
             |r: &Row| Value::Count(r.n_bypass_tagged),
         ),
         Column::figure(
             "bypass_tagged_success",
             "Bypass",
-            "Successful attacks among the provenance_bypass-tagged episodes.",
+            "Successful attacks among the designed bypass pairs.",
             Show::Extra,
             |r: &Row| {
                 if r.n_bypass_tagged == 0 {

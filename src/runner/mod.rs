@@ -27,6 +27,8 @@ pub struct RunPlan {
     pub out: PathBuf,
     pub suites: Vec<Arc<Suite>>,
     pub attacks: Vec<Attack>,
+    /// Also run every context-aware sample of the suites (`--attack context`).
+    pub context: bool,
     /// Also run the no-attack episodes (needed for clean utility).
     pub clean: bool,
     pub defenses: Vec<Arc<dyn Defense>>,
@@ -43,6 +45,18 @@ pub struct RunPlan {
     /// What attacks write into `{model}`; part of each attacked episode's attack fingerprint.
     pub attack_model_name: String,
 }
+
+/// How an attacked job is attacked.
+#[derive(Clone, Copy)]
+enum JobAttack {
+    /// A template (index into the plan's attacks) with an injection task of the suite.
+    Template { attack: usize, task: usize },
+    /// One of the suite's samples.
+    Sample(usize),
+}
+
+/// The attack name recorded for episodes of the suites' own samples.
+pub const CONTEXT_ATTACK: &str = crate::attack::CONTEXT;
 
 /// An episode's place in the matrix: with the run's identity (the folder's manifest) it
 /// names everything that decides the outcome. Its text form is the record's `key`.
@@ -78,7 +92,7 @@ impl JobKey {
     /// The part of the key that seeds the episode: everything but the defense and the
     /// seed. Leaving the defense out gives every defense the same random draws for the
     /// same episode (common random numbers): a `sim:p=<x>` agent obeys in the same
-    /// episodes and a `judge_error` judge errs on the same calls, so differences between
+    /// episodes and a scripted judge draws the same scores for the same calls, so differences between
     /// defenses come from the defenses, not from luck.
     pub fn seed_identity(&self) -> String {
         [
@@ -109,7 +123,7 @@ pub struct Job {
     pub key: JobKey,
     suite: usize,
     user_task: usize,
-    injection: Option<(usize, usize)>,
+    injection: Option<JobAttack>,
     defense: usize,
     seed: u64,
 }
@@ -141,13 +155,25 @@ impl RunPlan {
                 }
                 for (di, d) in self.defenses.iter().enumerate() {
                     for &seed in &self.seeds {
-                        let mut push = |injection: Option<(usize, usize)>| {
+                        let mut push = |injection: Option<JobAttack>| {
+                            // One sample per user task and class: the class in the attack
+                            // keeps the key unique.
+                            let (it, at) = match injection {
+                                Some(JobAttack::Template { attack, task }) => (
+                                    Some(suite.injection_tasks[task].id.0.clone()),
+                                    Some(self.attacks[attack].name.clone()),
+                                ),
+                                Some(JobAttack::Sample(i)) => (
+                                    Some(suite.samples[i].injection_task.0.clone()),
+                                    Some(format!("{CONTEXT_ATTACK}:{}", suite.samples[i].class)),
+                                ),
+                                None => (None, None),
+                            };
                             let key = JobKey {
                                 suite: suite_name.clone(),
                                 user_task: ut.id.0.clone(),
-                                injection_task: injection
-                                    .map(|(_, i)| suite.injection_tasks[i].id.0.clone()),
-                                attack: injection.map(|(a, _)| self.attacks[a].name.clone()),
+                                injection_task: it,
+                                attack: at,
                                 defense: d.name().to_string(),
                                 model: model.to_string(),
                                 seed,
@@ -171,7 +197,23 @@ impl RunPlan {
                                 {
                                     continue;
                                 }
-                                push(Some((ai, ii)));
+                                push(Some(JobAttack::Template {
+                                    attack: ai,
+                                    task: ii,
+                                }));
+                            }
+                        }
+                        if self.context {
+                            for (si, sample) in suite.samples.iter().enumerate() {
+                                if sample.user_task != ut.id {
+                                    continue;
+                                }
+                                if let Some(f) = &self.injection_tasks
+                                    && !f.iter().any(|x| x == sample.injection_task.as_str())
+                                {
+                                    continue;
+                                }
+                                push(Some(JobAttack::Sample(si)));
                             }
                         }
                     }
@@ -187,6 +229,40 @@ impl RunPlan {
                 .collect();
         }
         jobs
+    }
+}
+
+/// The circuit breaker: this many episodes in a row failing with the same error stop the
+/// run, since the cause (a dead server, a spent quota) would fail every other one too.
+pub const BREAKER_RUN: usize = 20;
+
+#[derive(Default)]
+struct Breaker {
+    last: Option<String>,
+    count: usize,
+}
+
+impl Breaker {
+    /// Sees one finished episode's error; `Some(why)` when the breaker trips.
+    fn see(&mut self, error: Option<&str>) -> Option<String> {
+        match error {
+            None => {
+                self.last = None;
+                self.count = 0;
+                None
+            }
+            Some(e) => {
+                if self.last.as_deref() == Some(e) {
+                    self.count += 1;
+                } else {
+                    self.last = Some(e.to_string());
+                    self.count = 1;
+                }
+                (self.count >= BREAKER_RUN).then(|| {
+                    format!("{BREAKER_RUN} episodes in a row failed with the same error, so the others would too: {e}")
+                })
+            }
+        }
     }
 }
 
@@ -214,32 +290,57 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
     let ut = &suite.user_tasks[job.user_task];
     let defense = &plan.defenses[job.defense];
     let seed = episode_seed(&job.key.seed_identity(), job.seed);
-    let injection = job.injection.map(|(ai, ii)| {
-        let attack = &plan.attacks[ai];
-        let task = &suite.injection_tasks[ii];
-        let payload = attack.render(&AttackContext {
-            goal: &task.goal,
-            user: &suite.meta.user,
-            model: &plan.attack_model_name,
-            task: &ut.prompt,
-            plan: &task.plan,
-        });
-        Injection {
-            task,
-            attack: &attack.name,
-            payload,
-            vectors: suite.injectable.get(&ut.id).cloned().unwrap_or_default(),
-            provider_attack: attack.provider_attack.as_deref(),
+    let injection = job.injection.map(|how| match how {
+        JobAttack::Template { attack, task } => {
+            let attack = &plan.attacks[attack];
+            let task = &suite.injection_tasks[task];
+            let payload = attack.render(&AttackContext {
+                goal: &task.goal,
+                user: &suite.meta.user,
+                model: &plan.attack_model_name,
+                task: &ut.prompt,
+                plan: &task.plan,
+            });
+            let vectors = suite.injectable.get(&ut.id).cloned().unwrap_or_default();
+            Injection {
+                task,
+                attack: &attack.name,
+                placements: vectors.into_iter().map(|v| (v, payload.clone())).collect(),
+                plan: &task.plan,
+                provider_attack: attack.provider_attack.as_deref(),
+            }
+        }
+        JobAttack::Sample(i) => {
+            let sample = &suite.samples[i];
+            let task = suite
+                .injection_task(sample.injection_task.as_str())
+                .expect("the loader checked the sample's injection task");
+            Injection {
+                task,
+                attack: CONTEXT_ATTACK,
+                placements: sample.inject.clone(),
+                plan: sample.attacker_plan(task),
+                provider_attack: None,
+            }
         }
     });
-    let payload = injection.as_ref().map(|i| i.payload.clone());
+    let sample = match job.injection {
+        Some(JobAttack::Sample(i)) => Some(&suite.samples[i]),
+        _ => None,
+    };
+    let payload = injection
+        .as_ref()
+        .map(|i| crate::agent::join_payloads(i.placements.iter().map(|(_, p)| p.as_str())));
     let vectors: Vec<String> = injection
         .as_ref()
-        .map(|i| i.vectors.iter().map(|v| v.0.clone()).collect())
+        .map(|i| i.placements.iter().map(|(v, _)| v.0.clone()).collect())
         .unwrap_or_default();
-    let attack_fingerprint = job
-        .injection
-        .map(|(ai, _)| plan.attacks[ai].fingerprint_for(&plan.attack_model_name));
+    let attack_fingerprint = job.injection.map(|how| match how {
+        JobAttack::Template { attack, .. } => {
+            plan.attacks[attack].fingerprint_for(&plan.attack_model_name)
+        }
+        JobAttack::Sample(i) => suite.samples[i].fingerprint(),
+    });
     let (it, attack, severity, tags) = match &injection {
         Some(i) => (
             Some(i.task.id.0.clone()),
@@ -249,6 +350,9 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         ),
         None => (None, None, None, Vec::new()),
     };
+    let bypass_pair = injection
+        .as_ref()
+        .is_some_and(|i| i.task.designed_for.contains(&ut.id));
     let mut episode_defense = defense.episode();
     let spec = EpisodeSpec {
         suite,
@@ -269,12 +373,15 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         defense: defense.name().to_string(),
         model: plan.models.agent.name().to_string(),
         simulated: plan.models.any_simulated(),
+        scripted_roles: Some(plan.models.scripted_roles(&result.cost)),
         seed: job.seed,
         utility: result.utility,
         attack_success: result.attack_success,
         severity,
         injection_tags: tags,
         injected_vectors: vectors,
+        vector_class: sample.map(|s| s.class.to_string()),
+        surface: sample.map(|s| s.surface.to_string()),
         steps: result.steps,
         hit_step_limit: result.hit_step_limit,
         stopped_by_defense: result.stopped_by_defense,
@@ -288,6 +395,8 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         cost: result.cost,
         latency_ms: result.latency_ms,
         error: result.error,
+        harmful_call: result.harmful_call,
+        bypass_pair,
         notes: result.notes,
         version: env!("CARGO_PKG_VERSION").to_string(),
         suite_fingerprint: suite.fingerprint.clone(),
@@ -415,6 +524,8 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
     let mut stop_launching = false;
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
+    let mut interrupts = 0u32;
+    let mut breaker = Breaker::default();
 
     loop {
         while !stop_launching && tasks.len() < concurrency {
@@ -437,6 +548,10 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
                 if rec.error.is_some() {
                     outcome.errored += 1;
                 }
+                if let Some(why) = breaker.see(rec.error.as_deref()) {
+                    outcome.fatal = Some(why);
+                    stop_launching = true;
+                }
                 writer.write(&rec, &trace)?;
                 outcome.ran += 1;
                 progress.inc(1);
@@ -445,10 +560,19 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
                     eprintln!("progress: {}/{total} episodes ({rate:.0}/s)", outcome.ran);
                 }
             }
-            _ = &mut ctrl_c, if !stop_launching => {
+            _ = &mut ctrl_c, if interrupts < 2 => {
+                interrupts += 1;
                 stop_launching = true;
                 outcome.interrupted = true;
-                progress.println("interrupted: finishing episodes in flight; rerun the same command to resume");
+                if interrupts == 1 {
+                    progress.println("interrupted: finishing episodes in flight (Ctrl-C again to stop at once); rerun the same command to resume");
+                    ctrl_c.set(tokio::signal::ctrl_c());
+                } else {
+                    // The second Ctrl-C: drop what is in flight (it reruns on resume).
+                    tasks.abort_all();
+                    progress.println("stopped at once; episodes in flight were dropped and run again on resume");
+                    break;
+                }
             }
         }
     }
@@ -459,6 +583,23 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn breaker_trips_on_a_run_of_one_cause_only() {
+        let mut b = Breaker::default();
+        for _ in 0..BREAKER_RUN - 1 {
+            assert_eq!(b.see(Some("connection refused")), None);
+        }
+        assert_eq!(b.see(None), None, "a success resets it");
+        for i in 0..BREAKER_RUN * 2 {
+            let e = if i % 2 == 0 { "a" } else { "b" };
+            assert_eq!(b.see(Some(e)), None, "alternating causes do not trip it");
+        }
+        for _ in 0..BREAKER_RUN - 1 {
+            b.see(Some("HTTP 500"));
+        }
+        assert!(b.see(Some("HTTP 500")).unwrap().contains("HTTP 500"));
+    }
 
     #[test]
     fn defenses_share_an_episode_seed_and_other_fields_change_it() {

@@ -115,8 +115,12 @@ pub fn mentions_code(text: &str, code: &str) -> bool {
     })
 }
 
-static NUMBER: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\d+(?:[.,']\d+)*").expect("valid number pattern"));
+/// A numeral: digits with `.`, `,` or `'` between groups, or groups of three separated
+/// by a space ("68 000", as Swedish and French write thousands; no-break spaces too).
+static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\d{1,3}(?:[ \u{a0}\u{202f}]\d{3})+(?:[.,]\d+)?|\d+(?:[.,']\d+)*")
+        .expect("valid number pattern")
+});
 
 /// Reads one numeral's digits and separators as a value: the last of two different
 /// separators is the decimal mark ("1.500,00" and "1,500.00" are both 1500); a comma or
@@ -161,7 +165,9 @@ fn parse_numeral(s: &str) -> Option<f64> {
 /// Every number written in `text` as a whole token: currency signs and codes around it,
 /// thousands separators and trailing zeros do not matter, and digits that belong to a
 /// longer numeral, a word ("AA2301"), a time ("13:40") or a date ("2026-06-19") are not
-/// numbers of their own. Signs are ignored: debits are written many ways.
+/// numbers of their own. Two numerals joined by one hyphen or slash and nothing more are
+/// a range or a score ("140-190 EUR" holds 140 and 190, "rated 4.4/5" holds 4.4); three
+/// or more are a date or a phone number. Signs are ignored: debits are written many ways.
 pub fn numbers_in(text: &str) -> Vec<f64> {
     let chars_before = |i: usize| text[..i].chars().rev();
     let chars_after = |i: usize| text[i..].chars();
@@ -169,21 +175,50 @@ pub fn numbers_in(text: &str) -> Vec<f64> {
         sep.is_some_and(|c| matches!(c, ':' | '/' | '-' | '.'))
             && next.is_some_and(|c| c.is_ascii_digit())
     };
-    NUMBER
-        .find_iter(text)
-        .filter(|m| {
+    let found: Vec<regex::Match> = NUMBER.find_iter(text).collect();
+    // (joined on the left, joined on the right, left sep, right sep) per numeral.
+    let links: Vec<(bool, bool, Option<char>, Option<char>)> = found
+        .iter()
+        .map(|m| {
             let mut before = chars_before(m.start());
-            let b1 = before.next();
-            let b2 = before.next();
+            let (b1, b2) = (before.next(), before.next());
             let mut after = chars_after(m.end());
-            let a1 = after.next();
-            let a2 = after.next();
-            !b1.is_some_and(char::is_alphanumeric)
-                && !a1.is_some_and(|c| c.is_ascii_digit())
-                && !joined(b1, b2)
-                && !joined(a1, a2)
+            let (a1, a2) = (after.next(), after.next());
+            (joined(b1, b2), joined(a1, a2), b1, a1)
         })
-        .filter_map(|m| parse_numeral(m.as_str()))
+        .collect();
+    let hyphen_pair = |left: usize| {
+        found.get(left + 1).is_some_and(|next| {
+            next.start() == found[left].end() + 1
+                && matches!(links[left].3, Some('-' | '/'))
+                && !links[left].0
+                && !links[left + 1].1
+        })
+    };
+    found
+        .iter()
+        .enumerate()
+        .filter(|(i, m)| {
+            let b1 = chars_before(m.start()).next();
+            let a1 = chars_after(m.end()).next();
+            if b1.is_some_and(char::is_alphanumeric) || a1.is_some_and(|c| c.is_ascii_digit()) {
+                return false;
+            }
+            match (links[*i].0, links[*i].1) {
+                (false, false) => true,
+                (false, true) => hyphen_pair(*i),
+                (true, false) => *i > 0 && hyphen_pair(i - 1),
+                (true, true) => false,
+            }
+        })
+        .filter_map(|(_, m)| {
+            let compact: String = m
+                .as_str()
+                .chars()
+                .filter(|c| !matches!(c, ' ' | '\u{a0}' | '\u{202f}'))
+                .collect();
+            parse_numeral(&compact)
+        })
         .collect()
 }
 
@@ -331,8 +366,31 @@ pub fn parse_time(s: &str) -> Result<Time, String> {
 /// Every clock time written in `text`: `13:40`, `1:40 pm`, `1.40 p.m.`, `13h40`, `1 pm`,
 /// `noon`, `midnight`. A bare number without minutes or am/pm is not a time, nor is a
 /// dotted number without am/pm (a price).
+/// A range whose meridiem is written once, at its end ("1-2:30 pm").
+static SHARED_MERIDIEM: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:^|[^\w:.,])(\d{1,2})(?::(\d{2}))?\s*(?:-|–|to)\s*(\d{1,2})(?::\d{2})?\s*([ap])\.?\s?m\b")
+        .expect("valid time range pattern")
+});
+
 fn times_in(text: &str) -> Vec<Time> {
     let mut found = Vec::new();
+    // The start of "1-2:30 pm" takes the end's meridiem when it is not later than the end
+    // ("11-2 pm" starts at 11 am, which the 24-hour reading below already finds or not).
+    for c in SHARED_MERIDIEM.captures_iter(&text.to_lowercase()) {
+        let hour = |m: &str| m.parse::<i8>().ok().filter(|h| (1..=12).contains(h));
+        let (Some(start), Some(end)) = (hour(&c[1]), hour(&c[3])) else {
+            continue;
+        };
+        if start % 12 > end % 12 {
+            continue;
+        }
+        let minute = c.get(2).map_or(Some(0), |m| m.as_str().parse::<i8>().ok());
+        let pm = &c[4] == "p";
+        let h24 = start % 12 + if pm { 12 } else { 0 };
+        if let Some(Ok(t)) = minute.map(|m| Time::new(h24, m, 0, 0)) {
+            found.push(t);
+        }
+    }
     if mentions_name(text, "noon") || mentions_name(text, "midday") {
         found.push(Time::constant(12, 0, 0, 0));
     }
@@ -432,6 +490,19 @@ mod tests {
         assert!(!mentions_number("on 19/06/2026", 19.0, None));
         assert!(mentions_number("room 19, floor 2", 19.0, None));
         assert!(mentions_number("The answer is 6.", 6.0, None));
+        assert!(!mentions_number("call 0117-496-0321", 496.0, None));
+        assert!(!mentions_number("09:00-18:00", 18.0, None));
+    }
+
+    #[test]
+    fn a_hyphenated_or_slashed_pair_is_two_numbers() {
+        assert!(mentions_number("140-190 EUR a night", 140.0, None));
+        assert!(mentions_number("140-190 EUR a night", 190.0, None));
+        assert!(mentions_number("from 140–190 EUR", 190.0, None));
+        assert!(!mentions_number("140-190 EUR a night", 14.0, None));
+        assert!(!mentions_number("2026-06-19", 2026.0, None));
+        assert!(mentions_number("rated 4.4/5", 4.4, None));
+        assert!(!mentions_number("on 19/06/2026", 6.0, None));
     }
 
     #[test]
@@ -469,6 +540,17 @@ mod tests {
         }
         assert!(mentions_date("Sept 3", date("2026-09-03")));
         assert!(!mentions_date("31 February", date("2026-03-03")));
+    }
+
+    #[test]
+    fn a_range_shares_its_meridiem_and_space_groups_thousands() {
+        assert!(mentions_time("1-2:30 pm on Teams", time("13:00")));
+        assert!(mentions_time("from 9 to 11 am", time("09:00")));
+        assert!(!mentions_time("11-2 pm", time("23:00")));
+        assert!(mentions_number("SEK 68 000 a year", 68000.0, None));
+        assert!(mentions_number("12 840 queries", 12840.0, None));
+        assert!(!mentions_number("SEK 68 000 a year", 68.0, None));
+        assert!(!mentions_number("flight LH 2420", 420.0, None));
     }
 
     #[test]

@@ -6,7 +6,9 @@
 pub mod check;
 pub mod env;
 pub mod meaning;
+pub mod samples;
 pub mod validate;
+pub mod variants;
 
 use crate::ids::{TaskId, ToolName, VectorId};
 use crate::tools::{ToolSet, render::render, toolset};
@@ -43,7 +45,7 @@ impl fmt::Display for SuiteError {
 }
 
 impl SuiteError {
-    fn at(
+    pub(crate) fn at(
         file: &Path,
         task: Option<&str>,
         field: Option<&str>,
@@ -104,6 +106,13 @@ pub enum Surface {
     ToolDescription,
 }
 
+impl fmt::Display for Surface {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = serde_json::to_value(self).expect("a surface serialises");
+        f.write_str(v.as_str().unwrap_or("?"))
+    }
+}
+
 /// suite.yaml
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -161,6 +170,10 @@ pub struct UserTask {
     /// The answer a correct agent gives at the end (used by the scripted agent).
     pub answer: Option<String>,
     pub utility: Check,
+    /// Plan arguments the agent works out rather than reads, as `"<step>.<arg>"` → how
+    /// (e.g. `"1.amount": 162.00 share minus 72.00 already paid`): the provenance lint
+    /// accepts these without finding them in what the agent saw.
+    pub derived: BTreeMap<String, String>,
 }
 
 /// What the attacker wants, how to do it, and how to tell it happened.
@@ -178,6 +191,9 @@ pub struct InjectionTask {
     pub answer: Option<String>,
     /// Free text for reports (e.g. "exercises the provenance bypass").
     pub tags: Vec<String>,
+    /// For tasks written to defeat one defense: the user tasks whose plan they target. The
+    /// `Bypass` column counts exactly these pairs.
+    pub designed_for: Vec<TaskId>,
 }
 
 /// A loaded, structurally valid suite.
@@ -190,6 +206,10 @@ pub struct Suite {
     pub vectors: Vec<Vector>,
     pub user_tasks: Vec<UserTask>,
     pub injection_tasks: Vec<InjectionTask>,
+    /// Context-aware attack samples (`samples.yaml`, lure-style suites); empty elsewhere.
+    pub samples: Vec<samples::Sample>,
+    /// Behaviour other than the reference that the checks must judge right (`variants.yaml`).
+    pub variants: variants::Variants,
     /// For each user task, the vectors its reference plan reads (canary run).
     pub injectable: BTreeMap<TaskId, Vec<VectorId>>,
     /// SHA-256 of every file in the suite folder: records carry it, so a resumed run
@@ -289,7 +309,7 @@ impl Suite {
 
 /// Parses a YAML file into a JSON value; `!include` is confined to the suite folder.
 pub fn read_yaml(path: &Path, root: &Path) -> Result<Value, SuiteError> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::bounded::read_to_string(path, crate::bounded::MAX_INPUT_BYTES)
         .map_err(|e| SuiteError::at(path, None, None, format!("cannot read: {e}")))?;
     let options = serde_saphyr::options! {}
         .with_filesystem_root(root)
@@ -371,7 +391,7 @@ fn reject_unknown(
     Ok(())
 }
 
-fn check_plan(
+pub(crate) fn check_plan(
     file: &Path,
     task: &str,
     plan: &[PlannedCall],
@@ -465,7 +485,9 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
             &ut_path,
             &id,
             map,
-            &["id", "prompt", "plan", "answer", "utility", "comment"],
+            &[
+                "id", "prompt", "plan", "answer", "utility", "derived", "comment",
+            ],
         )?;
         let task = UserTask {
             id: TaskId(id.clone()),
@@ -473,7 +495,26 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
             plan: field(&ut_path, &id, map, "plan", true)?.unwrap(),
             answer: field(&ut_path, &id, map, "answer", false)?,
             utility: field(&ut_path, &id, map, "utility", true)?.unwrap(),
+            derived: field(&ut_path, &id, map, "derived", false)?.unwrap_or_default(),
         };
+        for key in task.derived.keys() {
+            let known = key.split_once('.').is_some_and(|(step, arg)| {
+                step.parse::<usize>()
+                    .ok()
+                    .and_then(|i| task.plan.get(i))
+                    .is_some_and(|c| c.args.get(arg).is_some())
+            });
+            if !known {
+                return Err(SuiteError::at(
+                    &ut_path,
+                    Some(&id),
+                    Some("derived"),
+                    format!(
+                        "`{key}` names no argument of the plan; write `<step>.<argument>`, steps counted from 0"
+                    ),
+                ));
+            }
+        }
         check_plan(&ut_path, &id, &task.plan, &tools)?;
         task.utility
             .validate(&benign, &tools)
@@ -490,7 +531,14 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
             &id,
             map,
             &[
-                "id", "goal", "plan", "severity", "security", "tags", "comment",
+                "id",
+                "goal",
+                "plan",
+                "severity",
+                "security",
+                "tags",
+                "comment",
+                "designed_for",
             ],
         )?;
         let task = InjectionTask {
@@ -501,7 +549,29 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
             security: field(&it_path, &id, map, "security", true)?.unwrap(),
             answer: field(&it_path, &id, map, "answer", false)?,
             tags: field(&it_path, &id, map, "tags", false)?.unwrap_or_default(),
+            designed_for: field(&it_path, &id, map, "designed_for", false)?.unwrap_or_default(),
         };
+        if let Some(bad) = task
+            .designed_for
+            .iter()
+            .find(|u| !user_tasks.iter().any(|t: &UserTask| &t.id == *u))
+        {
+            return Err(SuiteError::at(
+                &it_path,
+                Some(&id),
+                Some("designed_for"),
+                format!("`{}` is not a user task of this suite", bad.0),
+            ));
+        }
+        if task.tags.iter().any(|t| t == crate::metrics::BYPASS_TAG) && task.designed_for.is_empty()
+        {
+            return Err(SuiteError::at(
+                &it_path,
+                Some(&id),
+                Some("designed_for"),
+                "a provenance_bypass task must name the user tasks it was designed for".to_string(),
+            ));
+        }
         if !(task.severity > 0.0 && task.severity <= 1.0) {
             return Err(SuiteError::at(
                 &it_path,
@@ -517,6 +587,20 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
         injection_tasks.push(task);
     }
 
+    let samples = samples::load(dir, &vectors, &user_tasks, &injection_tasks, &tools)?;
+    let var_path = dir.join(variants::FILE);
+    let variants = if var_path.is_file() {
+        let doc = read_yaml(&var_path, dir)?;
+        let v: variants::Variants = serde_json::from_value(doc)
+            .map_err(|e| SuiteError::at(&var_path, None, None, e.to_string()))?;
+        let uids: Vec<&str> = user_tasks.iter().map(|t| t.id.as_str()).collect();
+        let iids: Vec<&str> = injection_tasks.iter().map(|t| t.id.as_str()).collect();
+        v.check(&var_path, &uids, &iids, &tools)?;
+        v
+    } else {
+        variants::Variants::default()
+    };
+
     let mut suite = Suite {
         meta,
         dir: dir.to_path_buf(),
@@ -525,6 +609,8 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
         vectors,
         user_tasks,
         injection_tasks,
+        samples,
+        variants,
         injectable: BTreeMap::new(),
         fingerprint: fingerprint(dir).map_err(|e| {
             SuiteError::at(
@@ -566,7 +652,9 @@ pub fn fingerprint(dir: &Path) -> std::io::Result<String> {
     for f in files {
         h.update(f.to_string_lossy().as_bytes());
         h.update([0]);
-        let bytes = std::fs::read(dir.join(&f))?;
+        let path = dir.join(&f);
+        let bytes = crate::bounded::read(&path, crate::bounded::MAX_INPUT_BYTES)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
         h.update((bytes.len() as u64).to_le_bytes());
         h.update(&bytes);
     }
@@ -615,18 +703,25 @@ pub fn discover(root: &Path) -> std::io::Result<Vec<SuiteRef>> {
 }
 
 /// Resolves a selector: `all`, a family (`dojo-style`), `family/suite`, or a bare suite
-/// name; a comma-separated list combines them.
+/// name (the first family's, alphabetically, when several have it); a comma-separated
+/// list combines them.
 pub fn select(root: &Path, selector: &str) -> Result<Vec<SuiteRef>, String> {
     let found = discover(root)
         .map_err(|e| format!("cannot read suites directory {}: {e}", root.display()))?;
     let mut out: Vec<SuiteRef> = Vec::new();
     for part in selector.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let matched: Vec<&SuiteRef> = found
+        let mut matched: Vec<&SuiteRef> = found
             .iter()
-            .filter(|s| {
-                part == "all" || s.family == part || s.qualified() == part || s.name == part
-            })
+            .filter(|s| part == "all" || s.family == part || s.qualified() == part)
             .collect();
+        // A bare name that several families share (`banking`) means the first family's
+        // suite in alphabetical order, so existing command lines keep their meaning;
+        // `lure-style/banking` names the other.
+        if matched.is_empty()
+            && let Some(first) = found.iter().find(|s| s.name == part)
+        {
+            matched.push(first);
+        }
         if matched.is_empty() {
             let names: Vec<String> = found.iter().map(SuiteRef::qualified).collect();
             let short: Vec<&str> = found.iter().map(|s| s.name.as_str()).collect();
