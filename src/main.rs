@@ -147,6 +147,10 @@ struct RunCli {
     /// (unnamed weights are 0; renormalised to sum to 1).
     #[arg(long, value_name = "W=X,..")]
     weights: Option<String>,
+    /// Seconds an `exec:` defense plugin may take to answer one hook; past it, that
+    /// episode errors and the run goes on.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    plugin_timeout: f64,
     #[command(flatten)]
     models: sieve_bench::model::config::ModelFlags,
 }
@@ -177,6 +181,7 @@ fn run_command(paths: &Paths, r: RunCli) -> Result<(), CliError> {
         clean: !r.no_clean,
         sieve_config: r.sieve_config,
         weights: r.weights,
+        plugin_timeout: r.plugin_timeout,
         model_options: r.models.into_options().map_err(CliError::bad_input)?,
     };
     let report = runtime()?.block_on(commands::run::run(paths, args))?;
@@ -298,6 +303,7 @@ fn ablate_command(paths: &Paths, a: AblateCli) -> Result<(), CliError> {
             clean: true,
             sieve_config: a.sieve_config,
             weights: None,
+            plugin_timeout: 30.0,
             model_options: a.models.into_options().map_err(CliError::bad_input)?,
         },
         variants: a.variants,

@@ -48,6 +48,7 @@ fn args(out: &Path, base_url: &str, replay: bool) -> RunArgs {
         clean: true,
         sieve_config: None,
         weights: None,
+        plugin_timeout: 30.0,
         model_options: ModelOptions {
             base_url: Some(base_url.into()),
             api_key_env: Some("SIEVE_BENCH_FIXTURE_NO_KEY".into()),

@@ -486,6 +486,7 @@ mod end_to_end {
             clean: true,
             sieve_config: None,
             weights: None,
+            plugin_timeout: 30.0,
             model_options: Default::default(),
         };
         let report = ablate(

@@ -31,6 +31,8 @@ pub struct RunArgs {
     pub sieve_config: Option<PathBuf>,
     /// Ad-hoc SIEVE weights (`--weights w_sem=..,w_causal=..`).
     pub weights: Option<String>,
+    /// Seconds an `exec:` plugin may take per hook (`--plugin-timeout`).
+    pub plugin_timeout: f64,
     /// Endpoint, generation, cache/replay, embedder and price settings.
     pub model_options: ModelOptions,
 }
@@ -162,6 +164,7 @@ pub fn defense_options(
     Ok(crate::defense::BuildOptions {
         sieve_config: Some(Arc::new(config)),
         weights,
+        ..Default::default()
     })
 }
 
@@ -194,15 +197,17 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     let all_attacks =
         crate::attack::load_all(&paths.attacks).map_err(|e| CliError::bad_input(e.to_string()))?;
     let attacks = crate::attack::select(&all_attacks, &args.attack).map_err(CliError::bad_input)?;
-    let options = defense_options(paths, args.sieve_config.as_deref(), args.weights.as_deref())?;
+    let mut options =
+        defense_options(paths, args.sieve_config.as_deref(), args.weights.as_deref())?;
+    if !(args.plugin_timeout.is_finite() && args.plugin_timeout > 0.0) {
+        return Err(CliError::bad_input(
+            "--plugin-timeout must be a positive number of seconds",
+        ));
+    }
+    options.plugin_timeout = Some(std::time::Duration::from_secs_f64(args.plugin_timeout));
     let mut defenses = Vec::new();
-    for d in args
-        .defense
-        .split(',')
-        .map(str::trim)
-        .filter(|d| !d.is_empty())
-    {
-        defenses.push(crate::defense::build_with(d, &options).map_err(CliError::bad_input)?);
+    for d in crate::defense::expand(&args.defense) {
+        defenses.push(crate::defense::build_with(&d, &options).map_err(CliError::bad_input)?);
     }
     if defenses.is_empty() {
         return Err(CliError::bad_input("--defense names no defense"));

@@ -8,6 +8,7 @@
 //! and the user's own 1, flipping a seeded fraction `judge_error`. Prompts are real, so
 //! token counts are the real prompt costs.
 
+use super::sim_quality::{self, RoleQuality};
 use super::tokens::TokenCounter;
 use super::{
     ChatModel, ChatReply, ChatRequest, Message, ModelError, Role, SimHint, ToolCall, Usage,
@@ -53,6 +54,8 @@ pub enum Obedience {
 pub struct SimProfile {
     pub obedience: Obedience,
     pub judge_error: f64,
+    /// Quality of the baselines' simulated detectors, judges and planners.
+    pub quality: RoleQuality,
     label: String,
 }
 
@@ -62,6 +65,7 @@ impl SimProfile {
     pub fn parse(spec: &str) -> Result<Self, String> {
         let mut obedience = Obedience::Always;
         let mut judge_error = 0.0;
+        let mut quality = RoleQuality::default();
         for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let prob = |v: &str, what: &str| -> Result<f64, String> {
                 v.parse::<f64>()
@@ -74,9 +78,16 @@ impl SimProfile {
                 None if part == "obedient" => obedience = Obedience::Always,
                 Some(("p", v)) => obedience = Obedience::Probability(prob(v, "p")?),
                 Some(("judge_error", v)) => judge_error = prob(v, "judge_error")?,
+                Some(("judge_auc", v)) => {
+                    quality.judge_auc = prob(v, "judge_auc")?;
+                    if quality.judge_auc < 0.5 {
+                        return Err(format!("`judge_auc` must be at least 0.5, got `{v}`"));
+                    }
+                }
+                Some(("planner_recall", v)) => quality.planner_recall = prob(v, "planner_recall")?,
                 _ => {
                     return Err(format!(
-                        "unknown sim profile part `{part}`; use oracle, obedient, p=<x>, judge_error=<x>"
+                        "unknown sim profile part `{part}`; use oracle, obedient, p=<x>, judge_error=<x>, judge_auc=<x>, planner_recall=<x>"
                     ));
                 }
             }
@@ -89,9 +100,17 @@ impl SimProfile {
         if judge_error > 0.0 {
             label.push_str(&format!(",judge_error={judge_error}"));
         }
+        let defaults = RoleQuality::default();
+        if quality.judge_auc != defaults.judge_auc {
+            label.push_str(&format!(",judge_auc={}", quality.judge_auc));
+        }
+        if quality.planner_recall != defaults.planner_recall {
+            label.push_str(&format!(",planner_recall={}", quality.planner_recall));
+        }
         Ok(SimProfile {
             obedience,
             judge_error,
+            quality,
             label,
         })
     }
@@ -132,7 +151,7 @@ fn calls_match(call: &PlannedCall, tool: &str, args: &Value) -> bool {
 
 /// Whether a tool output shows the payload. Whitespace is collapsed on both sides,
 /// because rendering may re-indent a multi-line payload nested in a record.
-fn reads_payload(output: &str, payload: &str) -> bool {
+pub fn reads_payload(output: &str, payload: &str) -> bool {
     let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
     let payload = squash(payload);
     !payload.is_empty() && squash(output).contains(&payload)
@@ -194,6 +213,36 @@ impl SimModel {
         }
     }
 
+    /// A turn with the user task masked out: only injected instructions can prompt a
+    /// tool call, all of them at once, as one reply.
+    fn masked_turn(&self, script: &EpisodeScript, messages: &[Message]) -> Message {
+        let injection = script.injection.as_ref().filter(|inj| {
+            self.profile.follows(script.seed)
+                && messages
+                    .iter()
+                    .any(|m| m.role == Role::Tool && reads_payload(&m.content, &inj.payload))
+        });
+        match injection {
+            Some(inj) if !inj.plan.is_empty() => Message {
+                role: Role::Assistant,
+                content: String::new(),
+                tool_calls: inj
+                    .plan
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| ToolCall {
+                        id: format!("masked_{i}"),
+                        name: c.tool.0.clone(),
+                        arguments: serde_json::to_string(&c.args).expect("args serialise"),
+                    })
+                    .collect(),
+                tool_call_id: None,
+                name: None,
+            },
+            _ => Message::assistant("The content lists records; it asks for nothing."),
+        }
+    }
+
     fn judge(&self, script: &EpisodeScript, tool: &str, args: &Value) -> Message {
         let injected = script
             .injection
@@ -237,6 +286,42 @@ impl ChatModel for SimModel {
             SimHint::Agent => self.agent_turn(&channel.script, req.messages),
             SimHint::Reply(text) => Message::assistant(text.clone()),
             SimHint::JudgeCall { tool, args } => self.judge(&channel.script, tool, args),
+            SimHint::Scored {
+                positive,
+                key,
+                levels,
+                flagged,
+                clear,
+            } => {
+                let s = sim_quality::score(
+                    self.profile.quality.judge_auc,
+                    *positive,
+                    channel.script.seed,
+                    key,
+                );
+                let q = sim_quality::quantise(s, *levels);
+                let text = if s >= 0.5 { flagged } else { clear };
+                Message::assistant(text.replace("{score}", &q.to_string()).replace(
+                    "{inverse}",
+                    &sim_quality::quantise(1.0 - s, *levels).to_string(),
+                ))
+            }
+            SimHint::Planned { items, template } => {
+                let kept: Vec<&str> = items
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, item)| {
+                        sim_quality::keeps(
+                            self.profile.quality.planner_recall,
+                            channel.script.seed,
+                            &format!("{i}|{item}"),
+                        )
+                    })
+                    .map(|(_, item)| item.as_str())
+                    .collect();
+                Message::assistant(template.replace("{items}", &kept.join(", ")))
+            }
+            SimHint::Masked => self.masked_turn(&channel.script, req.messages),
         };
         let usage = Usage {
             prompt_tokens: self.tokens.prompt(req.messages, req.tools),

@@ -207,6 +207,7 @@ pub fn run_args(out: &Path, base_url: &str, model_options: ModelOptions) -> RunA
         clean: true,
         sieve_config: None,
         weights: None,
+        plugin_timeout: 30.0,
         model_options: ModelOptions {
             base_url: Some(base_url.to_string()),
             api_key_env: Some("SIEVE_BENCH_TEST_UNSET_KEY".into()),
