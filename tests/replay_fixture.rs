@@ -31,24 +31,11 @@ fn fixture_paths() -> Paths {
 fn args(out: &Path, base_url: &str, replay: bool) -> RunArgs {
     RunArgs {
         suite: "banking".into(),
-        attack: "important".into(),
-        defense: "none".into(),
         model: "openai:recorded-model".into(),
-        planner_model: None,
-        judge_model: None,
-        seeds: 1,
-        seed: 0,
         concurrency: 4,
         max_steps: 10,
-        user_tasks: None,
-        injection_tasks: None,
         out: Some(out.to_path_buf()),
         results_dir: out.to_path_buf(),
-        shard: None,
-        clean: true,
-        sieve_config: None,
-        weights: None,
-        plugin_timeout: 30.0,
         model_options: ModelOptions {
             base_url: Some(base_url.into()),
             api_key_env: Some("SIEVE_BENCH_FIXTURE_NO_KEY".into()),
@@ -57,6 +44,7 @@ fn args(out: &Path, base_url: &str, replay: bool) -> RunArgs {
             price_per_mtok: Some((0.15, 0.6)),
             ..Default::default()
         },
+        ..RunArgs::default()
     }
 }
 

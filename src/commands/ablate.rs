@@ -13,12 +13,14 @@ use serde::Serialize;
 use std::fmt::Write;
 use std::path::PathBuf;
 
-/// `ablate`'s options.
-#[derive(Clone, Debug)]
+/// `ablate`'s options: every `run` option, plus the variants to compare.
+#[derive(clap::Args, Clone, Debug, Default, PartialEq)]
 pub struct AblateArgs {
-    /// Everything `run` takes; `defense` is ignored (the ablation chooses).
+    /// Everything `run` takes; the ablation chooses the defenses itself.
+    #[command(flatten)]
     pub run: RunArgs,
-    /// Only these SIEVE variants (`full` is always included as the reference).
+    /// Only these SIEVE variants (comma-separated; `full` is always run as the reference).
+    #[arg(long, value_delimiter = ',')]
     pub variants: Option<Vec<String>>,
 }
 
@@ -390,6 +392,16 @@ pub fn default_out(a: &AblateArgs) -> PathBuf {
 
 /// Runs the ablation and writes `ablation.{csv,json,md}` next to the run's files.
 pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, CliError> {
+    if args.run.defense != RunArgs::default().defense {
+        return Err(CliError::bad_input(
+            "ablate chooses its defenses (none, audit, sieve and its variants); use --variants to pick variants, or `run --defense` for others",
+        ));
+    }
+    if args.run.weights.is_some() {
+        return Err(CliError::bad_input(
+            "ablate compares the configured weight sets; --weights would rename the reference row. Add a variant to the SIEVE config instead",
+        ));
+    }
     let options = super::run::defense_options(
         paths,
         args.run.sieve_config.as_deref(),
@@ -401,8 +413,6 @@ pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, Cli
     let mut run_args = args.run.clone();
     run_args.defense = order.join(",");
     run_args.out = Some(out.clone());
-    // Ad-hoc weights would rename `sieve` and lose the reference row.
-    run_args.weights = None;
     let report = run(paths, run_args).await?;
     let simulated = report.summary.simulated;
     let ablation = Ablation {
@@ -413,9 +423,8 @@ pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, Cli
         footnotes: FOOTNOTES.iter().map(|s| s.to_string()).collect(),
     };
     let write = |name: &str, text: String| {
-        std::fs::write(out.join(name), text).map_err(|e| CliError {
-            code: 1,
-            message: format!("cannot write {}: {e}", out.join(name).display()),
+        std::fs::write(out.join(name), text).map_err(|e| {
+            CliError::failed(format!("cannot write {}: {e}", out.join(name).display()))
         })
     };
     write(
@@ -424,10 +433,7 @@ pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, Cli
     )?;
     write(
         "ablation.csv",
-        csv(&ablation).map_err(|e| CliError {
-            code: 1,
-            message: e.to_string(),
-        })?,
+        csv(&ablation).map_err(|e| CliError::failed(e.to_string()))?,
     )?;
     write("ablation.md", markdown(&ablation))?;
     Ok(AblateReport {
@@ -469,25 +475,10 @@ mod end_to_end {
         let paths = Paths::resolve(None, None, Some(PathBuf::from(".")));
         let run = RunArgs {
             suite: "banking".into(),
-            attack: "important".into(),
-            defense: String::new(),
-            model: "sim:obedient".into(),
-            planner_model: None,
-            judge_model: None,
-            seeds: 1,
-            seed: 0,
             concurrency: 4,
-            max_steps: 30,
-            user_tasks: None,
-            injection_tasks: None,
             out: Some(dir.path().to_path_buf()),
             results_dir: dir.path().to_path_buf(),
-            shard: None,
-            clean: true,
-            sieve_config: None,
-            weights: None,
-            plugin_timeout: 30.0,
-            model_options: Default::default(),
+            ..RunArgs::default()
         };
         let report = ablate(
             &paths,

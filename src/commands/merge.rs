@@ -10,9 +10,8 @@ use std::path::{Path, PathBuf};
 /// Appends each input's episodes and traces to `out`, skipping keys already there;
 /// returns how many episodes were added.
 pub fn merge(out: &Path, inputs: &[PathBuf]) -> Result<usize, CliError> {
-    let io = |what: &str, p: &Path, e: std::io::Error| CliError {
-        code: 1,
-        message: format!("{what} {}: {e}", p.display()),
+    let io = |what: &str, p: &Path, e: std::io::Error| {
+        CliError::failed(format!("{what} {}: {e}", p.display()))
     };
     std::fs::create_dir_all(out).map_err(|e| io("cannot create", out, e))?;
     for name in [EPISODES, TRACES] {

@@ -10,22 +10,56 @@ pub mod run;
 
 use std::path::{Path, PathBuf};
 
+/// Why a command did not succeed. Each kind has one exit code (see [`CliError::exit_code`],
+/// the only place codes are chosen; the README's "Exit codes" table mirrors it).
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// Malformed suite, unknown name, bad flag value, a results folder recorded under
+    /// other settings: nothing was run.
+    #[error("{0}")]
+    BadInput(String),
+    /// Something outside the user's input failed (disk, runtime, a fatal model error).
+    #[error("{0}")]
+    Failed(String),
+    /// `compare` found a regression beyond a threshold.
+    #[error("{0}")]
+    Regression(String),
+    /// The run finished but a row's error rate exceeds `--max-error-rate`: its rates
+    /// rest on too few episodes to be trusted as they stand.
+    #[error("{0}")]
+    TooManyErrors(String),
+    /// The selection left no episode to run.
+    #[error("{0}")]
+    NothingToRun(String),
+    /// Another live process holds the results folder.
+    #[error("{0}")]
+    Locked(String),
+    /// Ctrl-C: finished episodes are kept; rerunning resumes.
+    #[error("interrupted; rerun the same command to resume")]
+    Interrupted,
+}
+
 /// Exit code for bad input (malformed suite, unknown name, bad flag value).
 pub const EXIT_BAD_INPUT: i32 = 2;
 
-/// An error that carries its exit code to `main`.
-#[derive(Debug, thiserror::Error)]
-#[error("{message}")]
-pub struct CliError {
-    pub code: i32,
-    pub message: String,
-}
-
 impl CliError {
     pub fn bad_input(message: impl Into<String>) -> Self {
-        CliError {
-            code: EXIT_BAD_INPUT,
-            message: message.into(),
+        CliError::BadInput(message.into())
+    }
+
+    pub fn failed(message: impl Into<String>) -> Self {
+        CliError::Failed(message.into())
+    }
+
+    /// The process exit code: the one table of them.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            CliError::Failed(_) | CliError::Regression(_) => 1,
+            CliError::BadInput(_) => EXIT_BAD_INPUT,
+            CliError::TooManyErrors(_) => 3,
+            CliError::NothingToRun(_) => 4,
+            CliError::Locked(_) => 5,
+            CliError::Interrupted => 130,
         }
     }
 }

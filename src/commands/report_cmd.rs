@@ -7,10 +7,8 @@ use std::path::Path;
 /// Re-renders a run's summary files from its `episodes.jsonl` and returns the table.
 pub fn report(dir: &Path) -> Result<String, CliError> {
     let summary = report::from_dir(dir).map_err(CliError::bad_input)?;
-    report::write_all(dir, &summary).map_err(|e| CliError {
-        code: 1,
-        message: format!("writing summary: {e}"),
-    })?;
+    report::write_all(dir, &summary)
+        .map_err(|e| CliError::failed(format!("writing summary: {e}")))?;
     let mut out = report::table(&summary);
     if summary.malformed_lines > 0 {
         out.push_str(&format!(

@@ -8,34 +8,93 @@ use crate::runner::{self, RunOutcome, RunPlan};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// `run`'s options, as parsed by the CLI.
-#[derive(Clone, Debug)]
+/// The options of `run` (and, flattened, of `ablate`): the one definition of each run
+/// flag, its help, default and parser. `RunArgs::default()` is what an empty command line
+/// gives, so tests and library callers write only what they change.
+#[derive(clap::Args, Clone, Debug, PartialEq)]
 pub struct RunArgs {
+    /// Suites: `all`, a family (`dojo-style`), `family/suite`, or a suite name; comma-separated.
+    #[arg(long, default_value = "all")]
     pub suite: String,
+    /// Attacks by name or alias, comma-separated; `all`; or `none` for clean episodes only.
+    #[arg(long, default_value = "important")]
     pub attack: String,
+    /// Defenses, comma-separated (see `list defenses`).
+    #[arg(long, default_value = "none")]
     pub defense: String,
+    /// The agent's model: `sim:obedient` (default), `sim:oracle`, `sim:p=<x>` (see `list models`).
+    #[arg(long, default_value = "sim:obedient")]
     pub model: String,
+    /// Model for defenses' planners (default: --model).
+    #[arg(long)]
     pub planner_model: Option<String>,
+    /// Model for defenses' judges (default: --model).
+    #[arg(long)]
     pub judge_model: Option<String>,
+    /// Number of seeds per episode.
+    #[arg(long, default_value_t = 1)]
     pub seeds: u64,
+    /// First seed; seeds are seed, seed+1, ….
+    #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Episodes in flight at once.
+    #[arg(long, default_value_t = 8)]
     pub concurrency: usize,
+    /// Cap on agent model turns per episode; an episode that reaches it ends unsolved.
+    #[arg(long, default_value_t = 30)]
     pub max_steps: usize,
+    /// Only these user task ids (comma-separated).
+    #[arg(long, value_delimiter = ',')]
     pub user_tasks: Option<Vec<String>>,
+    /// Only these injection task ids (comma-separated).
+    #[arg(long, value_delimiter = ',')]
     pub injection_tasks: Option<Vec<String>>,
+    /// Skip the no-attack episodes (clean utility will be missing).
+    #[arg(long)]
+    pub no_clean: bool,
+    /// Write the run into this directory (default: results/<run-id>/).
+    #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Where default run directories go.
+    #[arg(skip = PathBuf::from("results"))]
     pub results_dir: PathBuf,
+    /// Run only shard k of n of the matrix (`k/n`, 0-based), for array jobs.
+    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
     pub shard: Option<(usize, usize)>,
-    pub clean: bool,
-    /// SIEVE config file (`--sieve-config`); default `configs/sieve.toml`, else built in.
+    /// Do not print the table.
+    #[arg(long)]
+    pub quiet: bool,
+    /// SIEVE config: variants, thresholds, trust and risk tables (default: configs/sieve.toml).
+    #[arg(long, value_name = "FILE")]
     pub sieve_config: Option<PathBuf>,
-    /// Ad-hoc SIEVE weights (`--weights w_sem=..,w_causal=..`).
+    /// Ad-hoc S_align weights for `sieve` and `audit`, e.g. `w_sem=0.2,w_causal=0.6`
+    /// (unnamed weights are 0; renormalised to sum to 1).
+    #[arg(long, value_name = "W=X,..")]
     pub weights: Option<String>,
-    /// Seconds an `exec:` plugin may take per hook (`--plugin-timeout`).
+    /// Seconds an `exec:` defense plugin may take to answer one hook; past it, that
+    /// episode errors and the run goes on.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     pub plugin_timeout: f64,
     /// Endpoint, generation, cache/replay, embedder and price settings.
+    #[command(flatten)]
     pub model_options: ModelOptions,
 }
+
+impl Default for RunArgs {
+    /// What an empty command line gives: the defaults live in the clap attributes only.
+    fn default() -> Self {
+        use clap::{Args, FromArgMatches};
+        let cmd = RunArgs::augment_args(clap::Command::new("run"));
+        let matches = cmd
+            .try_get_matches_from(["run"])
+            .expect("the defaults parse");
+        RunArgs::from_arg_matches(&matches).expect("the defaults parse")
+    }
+}
+
+/// The most seeds one run takes: far beyond any useful repeat count, and small enough
+/// that the matrix of seeds fits in memory.
+pub const MAX_SEEDS: u64 = 100_000;
 
 /// What `run` produced.
 pub struct RunReport {
@@ -176,8 +235,19 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     if args.max_steps == 0 {
         return Err(CliError::bad_input("--max-steps must be at least 1"));
     }
-    if args.seeds == 0 {
-        return Err(CliError::bad_input("--seeds must be at least 1"));
+    if args.seeds == 0 || args.seeds > MAX_SEEDS {
+        return Err(CliError::bad_input(format!(
+            "--seeds must be between 1 and {MAX_SEEDS}, got {}",
+            args.seeds
+        )));
+    }
+    if args.seed.checked_add(args.seeds).is_none() {
+        return Err(CliError::bad_input(format!(
+            "--seed {} with --seeds {} runs past the largest seed ({}); lower one of them",
+            args.seed,
+            args.seeds,
+            u64::MAX
+        )));
     }
     let suites = load_suites(paths, &args.suite)?;
     let problems: Vec<String> = suites
@@ -282,7 +352,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         out: out.clone(),
         suites: suites.into_iter().map(Arc::new).collect(),
         attacks,
-        clean: args.clean,
+        clean: !args.no_clean,
         defenses,
         models,
         seeds: (args.seed..args.seed + args.seeds).collect(),
@@ -294,25 +364,87 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     };
     let outcome = runner::execute(plan).await.map_err(|e| match e {
         runner::RunError::Stale(m) => CliError::bad_input(m),
-        runner::RunError::Io(e) => CliError {
-            code: 1,
-            message: format!("writing results to {}: {e}", out.display()),
-        },
+        runner::RunError::NothingToRun(m) => CliError::NothingToRun(m),
+        runner::RunError::Io(e) => {
+            CliError::failed(format!("writing results to {}: {e}", out.display()))
+        }
     })?;
-    let mut summary = report::from_dir(&out).map_err(|e| CliError {
-        code: 1,
-        message: e,
-    })?;
+    let mut summary = report::from_dir(&out).map_err(CliError::failed)?;
     if let Some((i, o)) = args.model_options.price_per_mtok {
         summary.apply_price(i, o);
     }
-    report::write_all(&out, &summary).map_err(|e| CliError {
-        code: 1,
-        message: format!("writing summary to {}: {e}", out.display()),
-    })?;
+    report::write_all(&out, &summary)
+        .map_err(|e| CliError::failed(format!("writing summary to {}: {e}", out.display())))?;
     Ok(RunReport {
         out,
         outcome,
         summary,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    #[test]
+    fn default_is_the_empty_command_line_and_flags_parse_typed() {
+        let d = RunArgs::default();
+        assert_eq!(d.defense, "none");
+        assert_eq!(d.results_dir, PathBuf::from("results"));
+        assert_eq!(Cli::parse_from(["x"]).run, d);
+        let r = Cli::parse_from([
+            "x",
+            "--shard",
+            "1/3",
+            "--price-per-mtok",
+            "0.15,0.6",
+            "--tool-format",
+            "prompted",
+            "--extra-body",
+            r#"{"a":1}"#,
+        ])
+        .run;
+        assert_eq!(r.shard, Some((1, 3)));
+        assert_eq!(r.model_options.price_per_mtok, Some((0.15, 0.6)));
+        assert_eq!(
+            r.model_options.tool_format,
+            Some(crate::model::openai::ToolFormat::Prompted)
+        );
+        assert!(r.model_options.extra_body.is_some());
+        for bad in [
+            &["x", "--shard", "3/3"][..],
+            &["x", "--temperature", "NaN"],
+            &["x", "--extra-body", "[1]"],
+            &["x", "--seeds", "18446744073709551616"],
+        ] {
+            assert!(Cli::try_parse_from(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn seed_range_past_u64_max_is_refused_before_anything_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::resolve(None, None, Some(PathBuf::from(".")));
+        let err = run(
+            &paths,
+            RunArgs {
+                seed: u64::MAX,
+                out: Some(dir.path().join("r")),
+                ..RunArgs::default()
+            },
+        )
+        .await
+        .err()
+        .expect("refused");
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("--seed"), "{err}");
+        assert!(!dir.path().join("r").exists());
+    }
 }

@@ -36,36 +36,11 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// The file of named endpoints inside the configs folder.
 pub const MODELS_TOML: &str = "models.toml";
 
-/// Model-related options of a run; `None` means "not given on the command line".
-#[derive(Clone, Debug, Default)]
-pub struct ModelOptions {
-    pub base_url: Option<String>,
-    pub api_key_env: Option<String>,
-    pub max_tokens: Option<u32>,
-    pub temperature: Option<f64>,
-    /// Fixed sampling seed for every request; default: derived from each episode's seed.
-    pub model_seed: Option<u64>,
-    /// Seconds.
-    pub request_timeout: Option<f64>,
-    pub max_retries: Option<u32>,
-    pub rpm: Option<u32>,
-    pub tpm: Option<u32>,
-    pub extra_body: Option<Map<String, Value>>,
-    pub tool_format: Option<ToolFormat>,
-    /// `--embedder`: `lexical` (default), `openai:<model>`, or a named endpoint.
-    pub embedder: Option<String>,
-    pub cache: Option<PathBuf>,
-    pub replay: bool,
-    /// Dollars per million prompt and completion tokens.
-    pub price_per_mtok: Option<(f64, f64)>,
-    /// First retry delay (tests shorten it); default 500 ms.
-    pub backoff_base: Option<Duration>,
-}
-
-/// Real-model settings (`openai:<model>` and named endpoints in configs/models.toml).
-#[derive(clap::Args, Clone, Debug, Default)]
+/// Model-related options of a run (the `Model endpoints` flags of `run` and `ablate`);
+/// `None` means "not given on the command line", so a named endpoint's entry can fill it.
+#[derive(clap::Args, Clone, Debug, Default, PartialEq)]
 #[command(next_help_heading = "Model endpoints")]
-pub struct ModelFlags {
+pub struct ModelOptions {
     /// OpenAI-compatible base URL up to `/v1` for `openai:<model>` [default: $OPENAI_BASE_URL, else https://api.openai.com/v1].
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
@@ -76,13 +51,13 @@ pub struct ModelFlags {
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<u32>,
     /// Sampling temperature [default: 0].
-    #[arg(long, value_name = "T")]
+    #[arg(long, value_name = "T", value_parser = parse_temperature)]
     pub temperature: Option<f64>,
     /// Fixed sampling seed sent with every request [default: derived from each episode's seed].
     #[arg(long, value_name = "N")]
     pub model_seed: Option<u64>,
     /// Seconds before one HTTP attempt is abandoned (and retried) [default: 120].
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
     pub request_timeout: Option<f64>,
     /// Retries of 429, 5xx, timeouts and dropped connections per call [default: 6].
     #[arg(long, value_name = "N")]
@@ -94,11 +69,11 @@ pub struct ModelFlags {
     #[arg(long, value_name = "N")]
     pub tpm: Option<u32>,
     /// JSON object merged into every chat request body, e.g. '{"chat_template_kwargs":{"enable_thinking":false}}'.
-    #[arg(long, value_name = "JSON")]
-    pub extra_body: Option<String>,
+    #[arg(long, value_name = "JSON", value_parser = parse_extra_body)]
+    pub extra_body: Option<Map<String, Value>>,
     /// How tools reach the model: `native` tool calling, or `prompted` (described in the system prompt, calls parsed from a JSON block) [default: native].
-    #[arg(long, value_name = "FORMAT")]
-    pub tool_format: Option<String>,
+    #[arg(long, value_name = "FORMAT", value_parser = |s: &str| s.parse::<ToolFormat>())]
+    pub tool_format: Option<ToolFormat>,
     /// Embedder for defenses that compare meanings: `lexical`, `openai:<model>`, a named endpoint, or `minilm[:DIR]` (build feature `minilm`) [default: lexical].
     #[arg(long, value_name = "SPEC")]
     pub embedder: Option<String>,
@@ -109,40 +84,27 @@ pub struct ModelFlags {
     #[arg(long)]
     pub replay: bool,
     /// Dollars per million prompt and completion tokens, adds a $/ep column: `IN,OUT`.
-    #[arg(long, value_name = "IN,OUT")]
-    pub price_per_mtok: Option<String>,
+    #[arg(long, value_name = "IN,OUT", value_parser = parse_price)]
+    pub price_per_mtok: Option<(f64, f64)>,
+    /// First retry delay (tests shorten it); default 500 ms.
+    #[arg(skip)]
+    pub backoff_base: Option<Duration>,
 }
 
-impl ModelFlags {
-    /// The options these flags give, validated.
-    pub fn into_options(self) -> Result<ModelOptions, String> {
-        Ok(ModelOptions {
-            base_url: self.base_url,
-            api_key_env: self.api_key_env,
-            max_tokens: self.max_tokens,
-            temperature: self.temperature,
-            model_seed: self.model_seed,
-            request_timeout: self.request_timeout,
-            max_retries: self.max_retries,
-            rpm: self.rpm,
-            tpm: self.tpm,
-            extra_body: self
-                .extra_body
-                .as_deref()
-                .map(parse_extra_body)
-                .transpose()?,
-            tool_format: self.tool_format.as_deref().map(str::parse).transpose()?,
-            embedder: self.embedder,
-            cache: self.cache,
-            replay: self.replay,
-            price_per_mtok: self
-                .price_per_mtok
-                .as_deref()
-                .map(parse_price)
-                .transpose()?,
-            backoff_base: None,
-        })
-    }
+fn parse_temperature(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|t| t.is_finite() && *t >= 0.0)
+        .ok_or_else(|| format!("`{s}` is not a temperature (a finite number >= 0)"))
+}
+
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|t| t.is_finite() && *t > 0.0 && *t < 1e9)
+        .ok_or_else(|| format!("`{s}` is not a number of seconds (finite, > 0)"))
 }
 
 /// Parses `--price-per-mtok IN,OUT` (dollars per million prompt / completion tokens).

@@ -262,6 +262,9 @@ pub enum RunError {
     /// would mix two benchmarks in one table.
     #[error("{0}")]
     Stale(String),
+    /// The plan selects no episode (filters, shard or seeds leave nothing).
+    #[error("{0}")]
+    NothingToRun(String),
 }
 
 /// Refuses to resume over records made with other suite or attack data.
@@ -313,6 +316,14 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
     check_fresh(&plan, &existing)?;
     let done: HashSet<String> = record::recorded_keys(&existing);
     let all = plan.jobs();
+    if all.is_empty() {
+        return Err(RunError::NothingToRun(format!(
+            "the selection leaves no episode to run{}: check --user-tasks, --injection-tasks, --attack and --no-clean",
+            plan.shard
+                .map(|(k, n)| format!(" in shard {k}/{n}"))
+                .unwrap_or_default()
+        )));
+    }
     outcome.planned = all.len();
     let todo: Vec<Job> = all.into_iter().filter(|j| !done.contains(&j.key)).collect();
     outcome.skipped = outcome.planned - todo.len();

@@ -4,6 +4,7 @@
 //! calls that actually ran, and the agent's final answer. Suites are data, so checks
 //! are data too: researchers add tasks without writing Rust.
 
+use super::meaning;
 use crate::envpath;
 use crate::tools::ToolSet;
 use serde::{Deserialize, Serialize};
@@ -143,6 +144,19 @@ pub struct Matcher {
     pub lte: Option<f64>,
     pub one_of: Option<Vec<Value>>,
     pub exists: Option<bool>,
+    /// The text mentions this date in any common form ("19 June", "06/19/2026").
+    pub date: Option<jiff::civil::Date>,
+    /// The text mentions this clock time in 12- or 24-hour form.
+    pub time: Option<jiff::civil::Time>,
+    /// The text holds this number as a whole token (currency, separators, trailing
+    /// zeros ignored; within `tol` when given).
+    pub number: Option<f64>,
+    /// The text mentions this name or place, ignoring case, accents and punctuation.
+    pub name: Option<String>,
+    /// The text holds this code with or without spaces and hyphens.
+    pub code: Option<String>,
+    /// The inner matcher does not hold.
+    pub not: Option<Box<Matcher>>,
 }
 
 const MATCHER_OPS: &[&str] = &[
@@ -159,6 +173,12 @@ const MATCHER_OPS: &[&str] = &[
     "lte",
     "one_of",
     "exists",
+    "date",
+    "time",
+    "number",
+    "name",
+    "code",
+    "not",
 ];
 
 impl TryFrom<Value> for Matcher {
@@ -186,6 +206,13 @@ impl TryFrom<Value> for Matcher {
                     .map(str::to_string)
                     .ok_or_else(|| format!("matcher `{k}` needs a string, got {val}"))
             };
+            let nonblank = |s: String| {
+                if s.chars().any(char::is_alphanumeric) {
+                    Ok(s)
+                } else {
+                    Err(format!("matcher `{k}` with `{s}` would match nothing"))
+                }
+            };
             match k.as_str() {
                 "eq" => m.eq = Some(val),
                 "ieq" => m.ieq = Some(text(&val)?),
@@ -211,6 +238,12 @@ impl TryFrom<Value> for Matcher {
                             .ok_or("matcher `exists` needs true or false")?,
                     )
                 }
+                "date" => m.date = Some(meaning::parse_date(&text(&val)?)?),
+                "time" => m.time = Some(meaning::parse_time(&text(&val)?)?),
+                "number" => m.number = Some(num(&val)?),
+                "name" => m.name = Some(nonblank(text(&val)?)?),
+                "code" => m.code = Some(nonblank(text(&val)?)?),
+                "not" => m.not = Some(Box::new(Matcher::try_from(val)?)),
                 other => {
                     return Err(format!(
                         "unknown matcher `{other}`; known: {}",
@@ -244,6 +277,16 @@ impl From<Matcher> for Value {
         put("lte", m.lte.map(Value::from));
         put("one_of", m.one_of.map(Value::Array));
         put("exists", m.exists.map(Value::Bool));
+        put("date", m.date.map(|d| Value::String(d.to_string())));
+        put(
+            "time",
+            m.time
+                .map(|t| Value::String(format!("{:02}:{:02}", t.hour(), t.minute()))),
+        );
+        put("number", m.number.map(Value::from));
+        put("name", m.name.map(Value::String));
+        put("code", m.code.map(Value::String));
+        put("not", m.not.map(|inner| Value::from(*inner)));
         Value::Object(map)
     }
 }
@@ -271,6 +314,14 @@ fn as_text(v: &Value) -> Option<String> {
         Value::Number(n) => Some(n.to_string()),
         Value::Bool(b) => Some(b.to_string()),
         _ => None,
+    }
+}
+
+/// Whether the value, or any member of a list value, read as text satisfies `test`.
+fn any_text(v: &Value, test: impl Fn(&str) -> bool) -> bool {
+    match v {
+        Value::Array(items) => items.iter().any(|i| as_text(i).is_some_and(|s| test(&s))),
+        other => as_text(other).is_some_and(|s| test(&s)),
     }
 }
 
@@ -338,6 +389,24 @@ impl Matcher {
                 .one_of
                 .as_ref()
                 .is_none_or(|opts| opts.iter().any(|o| loose_eq(v, o)))
+            && self
+                .date
+                .is_none_or(|d| any_text(v, |s| meaning::mentions_date(s, d)))
+            && self
+                .time
+                .is_none_or(|t| any_text(v, |s| meaning::mentions_time(s, t)))
+            && self
+                .number
+                .is_none_or(|n| any_text(v, |s| meaning::mentions_number(s, n, self.tol)))
+            && self
+                .name
+                .as_ref()
+                .is_none_or(|n| any_text(v, |s| meaning::mentions_name(s, n)))
+            && self
+                .code
+                .as_ref()
+                .is_none_or(|c| any_text(v, |s| meaning::mentions_code(s, c)))
+            && self.not.as_ref().is_none_or(|inner| !inner.test(Some(v)))
     }
 }
 
@@ -603,6 +672,62 @@ mod tests {
         assert!(!m("{exists: true}").test(None));
         assert!(!m("{eq: 1}").test(None));
         assert!(m("{gt: 5}").test(Some(&json!("7.5"))));
+    }
+
+    #[test]
+    fn meaning_matchers_through_checks() {
+        let on = |c: &str, answer: &str| {
+            let v = json!({"trips": [{"city": "Zürich", "flight": "LX 318", "day": "2026-06-19 13:40"}]});
+            check(c).eval(&Outcome {
+                pre: &v,
+                post: &v,
+                calls: &[],
+                answer,
+            })
+        };
+        assert!(on("answer: {number: 95}", "It came to £95.00."));
+        assert!(!on("answer: {number: 95}", "It came to 950 EUR."));
+        assert!(on("answer: {date: 2026-06-19}", "See you on 19 June!"));
+        assert!(!on("answer: {date: 2026-06-19}", "See you on 20 June!"));
+        assert!(on("answer: {time: '13:40'}", "It leaves at 1:40 pm."));
+        assert!(!on("answer: {time: '13:40'}", "It leaves at 1:40 am."));
+        assert!(on("answer: {code: AA2301}", "Flight AA 2301."));
+        assert!(!on("answer: {code: AA2301}", "Flight AA 2310."));
+        assert!(on(
+            "answer: {name: Zürich, not: {number: 95}}",
+            "ZURICH, 950"
+        ));
+        assert!(!on("answer: {not: {name: zurich}}", "Zürich"));
+        assert!(on(
+            "exists: {path: trips, where: {city: {name: zurich}, flight: {code: LX318}, day: {date: 2026-06-19, time: '13:40'}}}",
+            ""
+        ));
+        assert!(!on(
+            "exists: {path: trips, where: {day: {time: '13:45'}}}",
+            ""
+        ));
+    }
+
+    #[test]
+    fn meaning_matchers_round_trip_and_reject_bad_values() {
+        let m: Matcher =
+            serde_saphyr::from_str("{date: 2026-06-19, time: '9:05', number: 3, name: Xavier, code: A-1, not: {name: Yara}}")
+                .unwrap();
+        let back: Matcher = serde_json::from_value(Value::from(m.clone())).unwrap();
+        assert_eq!(m, back);
+        for (bad, why) in [
+            ("{date: 2026-02-30}", "not a date"),
+            ("{date: June 19}", "not a date"),
+            ("{time: '25:00'}", "not a time"),
+            ("{number: many}", "needs a number"),
+            ("{code: ' - '}", "match nothing"),
+            ("{not: {equals: 1}}", "unknown matcher `equals`"),
+        ] {
+            let err = serde_saphyr::from_str::<Matcher>(bad)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(why), "{bad}: {err}");
+        }
     }
 
     #[test]

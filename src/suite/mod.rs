@@ -5,6 +5,7 @@
 
 pub mod check;
 pub mod env;
+pub mod meaning;
 pub mod validate;
 
 use crate::ids::{TaskId, ToolName, VectorId};

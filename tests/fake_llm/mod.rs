@@ -190,30 +190,18 @@ impl PlanFollower {
 pub fn run_args(out: &Path, base_url: &str, model_options: ModelOptions) -> RunArgs {
     RunArgs {
         suite: "banking".into(),
-        attack: "important".into(),
-        defense: "none".into(),
         model: "openai:test-model".into(),
-        planner_model: None,
-        judge_model: None,
-        seeds: 1,
-        seed: 0,
         concurrency: 4,
         max_steps: 10,
-        user_tasks: None,
-        injection_tasks: None,
         out: Some(out.to_path_buf()),
         results_dir: out.to_path_buf(),
-        shard: None,
-        clean: true,
-        sieve_config: None,
-        weights: None,
-        plugin_timeout: 30.0,
         model_options: ModelOptions {
             base_url: Some(base_url.to_string()),
             api_key_env: Some("SIEVE_BENCH_TEST_UNSET_KEY".into()),
             backoff_base: Some(std::time::Duration::from_millis(10)),
             ..model_options
         },
+        ..RunArgs::default()
     }
 }
 
