@@ -266,7 +266,7 @@ pub async fn run_episode(
                     messages.push(Message::tool_result(&call, text));
                     continue;
                 };
-                let proposal = ProposedCall {
+                let mut proposal = ProposedCall {
                     id: call.id.clone(),
                     tool: ToolName(call.name.clone()),
                     args,
@@ -282,8 +282,16 @@ pub async fn run_episode(
                         break 'episode;
                     }
                 };
+                let verdict = match verdict {
+                    Verdict::Rewrite { args } => {
+                        record.reason = Some(format!("arguments rewritten by the defense: {args}"));
+                        proposal.args = args;
+                        Verdict::Allow
+                    }
+                    v => v,
+                };
                 let shown = match verdict {
-                    Verdict::Allow => {
+                    Verdict::Allow | Verdict::Rewrite { .. } => {
                         record.decision = Decision::Allowed;
                         let result = tool.call(&mut env, &proposal.args);
                         record.ok = Some(result.is_ok());

@@ -4,7 +4,12 @@
 //! episode, which holds per-episode state (an intent graph, a cache of masked calls).
 //! Each hook has a default that does nothing, so a defense implements only what it needs.
 
+pub mod argus;
 pub mod audit;
+pub mod drift;
+pub mod dual_llm;
+pub mod ipiguard;
+pub mod melon;
 pub mod none;
 pub mod pi_detector;
 pub mod plan_then_execute;
@@ -13,6 +18,7 @@ pub mod sandwich;
 pub mod sieve;
 pub mod spotlight;
 pub mod support;
+pub mod task_shield;
 pub mod tool_filter;
 
 use crate::ids::ToolName;
@@ -50,6 +56,9 @@ pub enum Verdict {
     AskUser { reason: String },
     /// Do not execute; tell the agent why and end the episode (MELON on detection).
     Stop { reason: String },
+    /// Execute with these arguments instead of the proposed ones (the dual-LLM pattern
+    /// fills in values passed by reference).
+    Rewrite { args: Value },
 }
 
 /// A defense's decision on a tool output.
@@ -287,6 +296,34 @@ fn build_plan_then_execute(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn 
     Ok(Arc::new(plan_then_execute::PlanThenExecute))
 }
 
+fn build_melon(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+    Ok(Arc::new(melon::Melon::build(v)?))
+}
+
+fn build_ipiguard(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+    no_variant("ipiguard", v)?;
+    Ok(Arc::new(ipiguard::IpiGuard))
+}
+
+fn build_task_shield(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+    Ok(Arc::new(task_shield::TaskShield::build(v)?))
+}
+
+fn build_drift(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+    no_variant("drift", v)?;
+    Ok(Arc::new(drift::Drift))
+}
+
+fn build_argus(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+    no_variant("argus", v)?;
+    Ok(Arc::new(argus::Argus))
+}
+
+fn build_dual_llm(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+    no_variant("dual_llm", v)?;
+    Ok(Arc::new(dual_llm::DualLlm))
+}
+
 /// Refuses a `:variant` on a defense that has none.
 pub fn no_variant(name: &str, variant: Option<&str>) -> Result<(), String> {
     match variant {
@@ -371,6 +408,60 @@ pub const REGISTRY: &[Entry] = &[
         persuasion_only: false,
         in_all: true,
         build: build_plan_then_execute,
+    },
+    Entry {
+        name: "dual_llm",
+        variants: "",
+        mechanism: "a quarantined model turns tool outputs into typed values; the agent sees only $VAR references",
+        source: "Willison's dual LLM; Beurer-Kellner et al., design patterns, arXiv 2506.08837",
+        persuasion_only: false,
+        in_all: true,
+        build: build_dual_llm,
+    },
+    Entry {
+        name: "melon",
+        variants: "threshold=<x>",
+        mechanism: "masked re-execution per tool output; a call matching a masked-run call (cosine > 0.8) stops the episode",
+        source: "MELON, Zhu et al., ICML 2025, arXiv 2502.05174",
+        persuasion_only: false,
+        in_all: true,
+        build: build_melon,
+    },
+    Entry {
+        name: "ipiguard",
+        variants: "",
+        mechanism: "tool dependency graph planned up front; off-graph writes get a fake success, off-graph reads may expand it",
+        source: "IPIGuard, An et al., EMNLP 2025",
+        persuasion_only: false,
+        in_all: true,
+        build: build_ipiguard,
+    },
+    Entry {
+        name: "task_shield",
+        variants: "epsilon=<x>",
+        mechanism: "user instructions extracted once; each call scored for contributing to them; blocked at or below epsilon",
+        source: "Task Shield, Jia et al., ACL 2025, arXiv 2412.16682",
+        persuasion_only: false,
+        in_all: true,
+        build: build_task_shield,
+    },
+    Entry {
+        name: "drift",
+        variants: "",
+        mechanism: "tool labels + secure plan with checklist; injection isolator on outputs; dynamic validator on deviations",
+        source: "DRIFT, Li et al., NeurIPS 2025, arXiv 2506.12104",
+        persuasion_only: false,
+        in_all: true,
+        build: build_drift,
+    },
+    Entry {
+        name: "argus",
+        variants: "",
+        mechanism: "influence provenance with dynamic trust; invariants, segmenter, grounder and entailment before non-read calls",
+        source: "ARGUS, arXiv 2605.03378",
+        persuasion_only: false,
+        in_all: true,
+        build: build_argus,
     },
 ];
 

@@ -2,6 +2,7 @@
 //! before/after comparison CI gates on. Every report says when results are simulated.
 
 pub mod compare;
+pub mod main_table;
 
 use crate::metrics::Row;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
@@ -220,6 +221,9 @@ pub fn table(summary: &Summary) -> String {
     for f in &summary.footnotes {
         writeln!(out, "  {f}").unwrap();
     }
+    if let Some(m) = main_table::build(&summary.rows) {
+        writeln!(out, "\n{}", m.terminal()).unwrap();
+    }
     out
 }
 
@@ -240,6 +244,9 @@ pub fn markdown(summary: &Summary) -> String {
     out.push('\n');
     for f in &summary.footnotes {
         writeln!(out, "- {f}").unwrap();
+    }
+    if let Some(m) = main_table::build(&summary.rows) {
+        writeln!(out, "\n{}", m.markdown()).unwrap();
     }
     writeln!(
         out,
