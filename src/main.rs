@@ -106,28 +106,10 @@ fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
         .map_err(|e| CliError::failed(format!("cannot start the async runtime: {e}")))
 }
 
-/// Reports how a run ended; fatal and interrupted runs exit non-zero.
+/// Reports how a run ended; fatal, interrupted and error-ridden runs exit non-zero.
 fn finish(report: &commands::run::RunReport) -> Result<(), CliError> {
-    let o = &report.outcome;
-    eprintln!(
-        "{} episode(s) run, {} already recorded, {} errored; results in {}",
-        o.ran,
-        o.skipped,
-        o.errored,
-        report.out.display()
-    );
-    if o.dropped_partial_line {
-        eprintln!(
-            "note: a half-written last line from an interrupted run was dropped; that episode ran again"
-        );
-    }
-    if let Some(f) = &o.fatal {
-        return Err(CliError::failed(format!("run stopped: {f}")));
-    }
-    if o.interrupted {
-        return Err(CliError::Interrupted);
-    }
-    Ok(())
+    eprintln!("{}", report.status());
+    report.verdict()
 }
 
 fn ablate_command(paths: &Paths, args: AblateArgs) -> Result<(), CliError> {

@@ -130,3 +130,77 @@ fn run_refuses_an_invalid_suite_before_any_episode() {
         .code(2);
     assert!(!out.join("episodes.jsonl").exists());
 }
+
+#[test]
+fn a_where_field_no_member_has_fails_check_suites() {
+    let tmp = broken("injection_tasks.yaml", |t| {
+        t.replacen("where: {recipient:", "where: {recipint:", 1)
+    });
+    check(&tmp)
+        .code(2)
+        .stderr(predicate::str::contains(
+            "injection_tasks.yaml: task `injection_task_0`",
+        ))
+        .stderr(predicate::str::contains("field `recipint`"))
+        .stderr(predicate::str::contains("can never match"));
+}
+
+#[test]
+fn a_duplicate_vector_id_is_reported_as_a_duplicate() {
+    let tmp = broken("injection_vectors.yaml", |t| {
+        t.replacen(
+            "  - id: injection_water_note",
+            "  - id: injection_bill_note",
+            1,
+        )
+    });
+    check(&tmp)
+        .code(2)
+        .stderr(predicate::str::contains("injection_vectors.yaml"))
+        .stderr(predicate::str::contains(
+            "duplicate vector id `injection_bill_note`",
+        ));
+}
+
+#[test]
+fn two_suites_declaring_the_same_name_are_refused() {
+    let tmp = broken("suite.yaml", |t| t + "\n");
+    copy_dir(
+        &tmp.path().join("suites/dojo-style/banking"),
+        &tmp.path().join("suites/dojo-style/banking-copy"),
+    );
+    check(&tmp)
+        .code(2)
+        .stderr(predicate::str::contains("banking-copy/suite.yaml"))
+        .stderr(predicate::str::contains(
+            "suite name `dojo-style/banking` is already declared",
+        ));
+}
+
+#[test]
+fn check_suites_loads_and_renders_every_attack() {
+    let tmp = broken("suite.yaml", |t| t + "\n");
+    let attacks = tmp.path().join("attacks");
+    copy_dir(&home().join("attacks"), &attacks);
+    let run = |tmp: &tempfile::TempDir| {
+        bench(tmp.path())
+            .arg("--suites-dir")
+            .arg(tmp.path().join("suites"))
+            .arg("--attacks-dir")
+            .arg(tmp.path().join("attacks"))
+            .arg("check-suites")
+            .assert()
+    };
+    run(&tmp)
+        .success()
+        .stdout(predicate::str::contains("attack template(s) rendered"));
+    std::fs::write(
+        attacks.join("broken.yaml"),
+        "name: broken\ntemplate: \"{goal} as {modle}\"\n",
+    )
+    .unwrap();
+    run(&tmp)
+        .code(2)
+        .stderr(predicate::str::contains("broken.yaml"))
+        .stderr(predicate::str::contains("{modle}"));
+}

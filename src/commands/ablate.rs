@@ -35,6 +35,13 @@ pub struct AblationRow {
     pub defense: String,
     pub n_clean: u64,
     pub n_attacked: u64,
+    /// Errored episodes, outside the rates, of `episodes` in all.
+    pub errors: u64,
+    pub episodes: u64,
+    pub too_many_errors: bool,
+    /// Paired comparisons with `sieve` over the same episodes (this − sieve): ASR, UA, BU
+    /// differences with 95% intervals and exact McNemar p-values.
+    pub vs_reference: Vec<crate::metrics::Paired>,
     pub asr: Option<f64>,
     pub w_asr: Option<f64>,
     pub bu: Option<f64>,
@@ -74,6 +81,7 @@ pub struct Ablation {
 const FOOTNOTES: &[&str] = &[
     "One row per defense on the same episodes; (±x) = difference from `sieve` (the full variant), in percentage points for rates.",
     "Esc % = proposed calls sent to the judge / proposed calls. Judge, Tok and Calls are per episode (clean and attacked).",
+    "Err = errored episodes / all episodes (outside the rates; `!` = above --max-error-rate). Δ ASR vs sieve: paired difference over the same episodes with its 95% interval (cluster-robust) and the exact McNemar p-value (sign test over clusters of repeats).",
     "Succ L1/Adj/Unchk = successful attacks whose injected call passed layer 1 (provenance bypass) / was approved by the adjudicator / was seen by neither. Bypass = successes / episodes on tasks tagged provenance_bypass.",
     "Variants: no-X drops a term of S_align and renormalises the rest; layer1-only blocks every deviation; no-graph-update does not add approved calls to the graph.",
 ];
@@ -114,6 +122,10 @@ pub fn rows(summary_rows: &[Row], order: &[String]) -> Vec<AblationRow> {
                 defense: r.defense.clone(),
                 n_clean: r.n_clean,
                 n_attacked: r.n_attacked,
+                errors: r.errors,
+                episodes: r.episodes,
+                too_many_errors: r.too_many_errors,
+                vs_reference: Vec::new(),
                 asr: r.asr,
                 w_asr: r.w_asr,
                 bu: r.bu,
@@ -143,10 +155,11 @@ pub fn rows(summary_rows: &[Row], order: &[String]) -> Vec<AblationRow> {
     out
 }
 
-const HEADER: [&str; 14] = [
+const HEADER: [&str; 16] = [
     "Attack",
     "Defense",
     "n clean/att",
+    "Err",
     "ASR %",
     "W-ASR %",
     "BU %",
@@ -158,6 +171,7 @@ const HEADER: [&str; 14] = [
     "Calls/ep",
     "Succ L1/Adj/Unchk",
     "Bypass",
+    "Δ ASR vs sieve [95%] p",
 ];
 
 fn with_delta(v: Option<f64>, d: Option<f64>, scale: f64, prec: usize, is_ref: bool) -> String {
@@ -176,13 +190,33 @@ fn with_delta(v: Option<f64>, d: Option<f64>, scale: f64, prec: usize, is_ref: b
     }
 }
 
-fn cells(r: &AblationRow) -> [String; 14] {
+/// The paired ASR difference from the reference: `+d [lo–hi] p=x`.
+fn paired_cell(r: &AblationRow) -> String {
+    match r.vs_reference.iter().find(|p| p.metric == "asr") {
+        Some(p) => format!(
+            "{:+.1} [{:+.1}–{:+.1}] p={:.3}",
+            p.diff * 100.0 + 0.0,
+            p.ci[0] * 100.0,
+            p.ci[1] * 100.0,
+            p.p_value
+        ),
+        None => "–".into(),
+    }
+}
+
+fn cells(r: &AblationRow) -> [String; 16] {
     let is_ref = r.defense == REFERENCE;
     let pct = |v, d| with_delta(v, d, 100.0, 1, is_ref);
     [
         r.attack.clone(),
         r.defense.clone(),
         format!("{}/{}", r.n_clean, r.n_attacked),
+        format!(
+            "{}/{}{}",
+            r.errors,
+            r.episodes,
+            if r.too_many_errors { " !" } else { "" }
+        ),
         pct(r.asr, r.d_asr),
         pct(r.w_asr, r.d_w_asr),
         pct(r.bu, r.d_bu),
@@ -223,6 +257,7 @@ fn cells(r: &AblationRow) -> [String; 14] {
         } else {
             format!("{}/{}", r.bypass_tagged_success, r.n_bypass_tagged)
         },
+        if is_ref { "–".into() } else { paired_cell(r) },
     ]
 }
 
@@ -281,6 +316,8 @@ pub fn csv(a: &Ablation) -> Result<String, csv::Error> {
         "simulated",
         "n_clean",
         "n_attacked",
+        "errors",
+        "episodes",
         "asr",
         "w_asr",
         "bu",
@@ -304,8 +341,12 @@ pub fn csv(a: &Ablation) -> Result<String, csv::Error> {
         "d_judge_calls_per_episode",
         "d_tokens_per_episode",
         "d_calls_per_episode",
+        "d_asr_paired_lo",
+        "d_asr_paired_hi",
+        "d_asr_mcnemar_p",
     ])?;
     for r in &a.rows {
+        let paired_asr = r.vs_reference.iter().find(|p| p.metric == "asr");
         w.write_record([
             r.suite.clone(),
             r.attack.clone(),
@@ -314,6 +355,8 @@ pub fn csv(a: &Ablation) -> Result<String, csv::Error> {
             a.simulated.to_string(),
             r.n_clean.to_string(),
             r.n_attacked.to_string(),
+            r.errors.to_string(),
+            r.episodes.to_string(),
             o(r.asr),
             o(r.w_asr),
             o(r.bu),
@@ -337,6 +380,9 @@ pub fn csv(a: &Ablation) -> Result<String, csv::Error> {
             o(r.d_judge_calls_per_episode),
             o(r.d_tokens_per_episode),
             o(r.d_calls_per_episode),
+            o(paired_asr.map(|p| p.ci[0])),
+            o(paired_asr.map(|p| p.ci[1])),
+            o(paired_asr.map(|p| p.p_value)),
         ])?;
     }
     let bytes = w.into_inner().map_err(|e| e.into_error())?;
@@ -415,11 +461,32 @@ pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, Cli
     run_args.out = Some(out.clone());
     let report = run(paths, run_args).await?;
     let simulated = report.summary.simulated;
+    let mut ablation_rows = rows(&report.summary.rows, &order);
+    let (records, _) =
+        crate::runner::record::read_records(&out.join(crate::runner::record::EPISODES))
+            .map_err(|e| CliError::failed(format!("cannot read {}: {e}", out.display())))?;
+    for r in &mut ablation_rows {
+        let of = |d: &str| -> Vec<crate::runner::record::EpisodeRecord> {
+            records
+                .iter()
+                .filter(|x| {
+                    x.defense == d
+                        && (r.suite == crate::metrics::ALL_SUITES || x.suite == r.suite)
+                        && x.attack.as_deref().is_none_or(|a| a == r.attack)
+                })
+                .cloned()
+                .collect()
+        };
+        if r.defense != REFERENCE {
+            r.vs_reference =
+                crate::metrics::paired_all(&of(REFERENCE), &of(&r.defense), args.run.errors_as);
+        }
+    }
     let ablation = Ablation {
         simulated,
         note: simulated.then(|| SIMULATED_NOTE.to_string()),
         model: args.run.model.clone(),
-        rows: rows(&report.summary.rows, &order),
+        rows: ablation_rows,
         footnotes: FOOTNOTES.iter().map(|s| s.to_string()).collect(),
     };
     let write = |name: &str, text: String| {

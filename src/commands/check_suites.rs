@@ -1,12 +1,16 @@
-//! `check-suites`: proves every selected suite sound (see [`crate::suite::validate`]).
+//! `check-suites`: proves every selected suite sound (see [`crate::suite::validate`]) and
+//! renders every attack template against every injection task, so a broken attack fails
+//! here rather than in the middle of a run.
 
 use super::{CliError, Paths, load_suites};
+use crate::attack::{AttackContext, load_all};
 use crate::suite::validate::validate;
 use std::fmt::Write;
 
-/// Validates the suites and returns the report; any problem is an error (exit 2).
+/// Validates the suites and attacks and returns the report; any problem is an error (exit 2).
 pub fn check_suites(paths: &Paths, selector: &str) -> Result<String, CliError> {
     let suites = load_suites(paths, selector)?;
+    let attacks = load_all(&paths.attacks).map_err(|e| CliError::bad_input(e.to_string()))?;
     let mut out = String::new();
     let mut failed = Vec::new();
     for s in &suites {
@@ -25,7 +29,33 @@ pub fn check_suites(paths: &Paths, selector: &str) -> Result<String, CliError> {
         for p in &problems {
             failed.push(format!("{}/{p}", s.dir.display()));
         }
+        let task = s.user_tasks.first().map_or("", |t| t.prompt.as_str());
+        for a in &attacks {
+            for it in &s.injection_tasks {
+                let ctx = AttackContext {
+                    goal: &it.goal,
+                    user: &s.meta.user,
+                    model: "AI assistant",
+                    task,
+                    plan: &it.plan,
+                };
+                if let Some(problem) = a.render_problem(&ctx) {
+                    failed.push(format!(
+                        "{}: attack `{}` on injection task `{}`: {problem}",
+                        paths.attacks.display(),
+                        a.name,
+                        it.id
+                    ));
+                }
+            }
+        }
     }
+    writeln!(
+        out,
+        "{} attack template(s) rendered for every injection task",
+        attacks.len()
+    )
+    .unwrap();
     if failed.is_empty() {
         writeln!(out, "all {} suite(s) valid", suites.len()).unwrap();
         Ok(out)

@@ -110,6 +110,21 @@ pub fn load_suites(paths: &Paths, selector: &str) -> Result<Vec<crate::suite::Su
             Err(e) => errors.push(e.to_string()),
         }
     }
+    // Records and reports name a suite by `family/name` from its suite.yaml: two folders
+    // declaring the same one would mix their episodes.
+    for (i, s) in suites.iter().enumerate() {
+        if let Some(first) = suites[..i]
+            .iter()
+            .find(|o| o.qualified_name() == s.qualified_name())
+        {
+            errors.push(format!(
+                "{}: suite name `{}` is already declared by {}",
+                s.dir.join("suite.yaml").display(),
+                s.qualified_name(),
+                first.dir.join("suite.yaml").display()
+            ));
+        }
+    }
     if errors.is_empty() {
         Ok(suites)
     } else {

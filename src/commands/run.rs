@@ -4,6 +4,8 @@ use super::{CliError, Paths, load_suites};
 use crate::model::config::{ModelFactory, ModelOptions};
 use crate::model::{Models, tokens::TokenCounter};
 use crate::report::{self, Summary};
+use crate::runner::identity::{RunSettings, short_hash};
+use crate::runner::manifest::Manifest;
 use crate::runner::{self, RunOutcome, RunPlan};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -75,9 +77,43 @@ pub struct RunArgs {
     /// episode errors and the run goes on.
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     pub plugin_timeout: f64,
+    /// Discard what the results folder holds (episodes, traces, summary, manifest) and
+    /// start over: the way to rerun into a folder recorded under other settings.
+    #[arg(long)]
+    pub fresh: bool,
+    /// On resume, keep episodes that errored instead of running them again.
+    #[arg(long)]
+    pub keep_errors: bool,
+    /// How errored episodes count in rates: `excluded` (their own outcome, outside every
+    /// denominator) or `agentdojo` (utility false, attack succeeded, as AgentDojo counts them).
+    #[arg(long, value_enum, default_value_t = ErrorsAs::Excluded)]
+    pub errors_as: ErrorsAs,
+    /// Mark rows whose error rate exceeds this percentage and exit 3 when any does.
+    #[arg(long, value_name = "PCT", default_value_t = 5.0, value_parser = parse_percent)]
+    pub max_error_rate: f64,
+    /// Accept a real agent with a scripted (`sim`) planner or judge. Scripted planners and
+    /// judges read the answer key (reference plans, which calls are injected), so every
+    /// row then says "oracle planner" / "oracle judge".
+    #[arg(long)]
+    pub allow_oracle_roles: bool,
+    /// The model name attacks write into `{model}` (default: derived from --model without
+    /// provider, path, alias or tool format, e.g. `openai:org/X@local+prompted` → `X`).
+    #[arg(long, value_name = "NAME")]
+    pub attack_model_name: Option<String>,
     /// Endpoint, generation, cache/replay, embedder and price settings.
     #[command(flatten)]
     pub model_options: ModelOptions,
+}
+
+pub use crate::metrics::ErrorsAs;
+
+fn parse_percent(s: &str) -> Result<f64, String> {
+    s.trim()
+        .trim_end_matches('%')
+        .parse::<f64>()
+        .ok()
+        .filter(|p| p.is_finite() && (0.0..=100.0).contains(p))
+        .ok_or_else(|| format!("`{s}` is not a percentage in [0, 100]"))
 }
 
 impl Default for RunArgs {
@@ -101,6 +137,58 @@ pub struct RunReport {
     pub out: PathBuf,
     pub outcome: RunOutcome,
     pub summary: Summary,
+    /// `--max-error-rate`, in percent.
+    pub max_error_rate: f64,
+}
+
+impl RunReport {
+    /// A line on what ran, for the terminal.
+    pub fn status(&self) -> String {
+        let o = &self.outcome;
+        let mut s = format!(
+            "{} episode(s) run, {} already recorded, {} errored; results in {}",
+            o.ran,
+            o.skipped,
+            o.errored,
+            self.out.display()
+        );
+        if o.dropped_partial_line {
+            s.push_str("\nnote: a half-written last line from an interrupted run was dropped; that episode ran again");
+        }
+        s
+    }
+
+    /// How the run ended, as the command's result: a fatal stop, an interruption, or
+    /// rows above `--max-error-rate` are errors with their own exit codes.
+    pub fn verdict(&self) -> Result<(), CliError> {
+        let o = &self.outcome;
+        if let Some(f) = &o.fatal {
+            return Err(CliError::failed(format!("run stopped: {f}")));
+        }
+        if o.interrupted {
+            return Err(CliError::Interrupted);
+        }
+        let over: Vec<String> = self
+            .summary
+            .rows
+            .iter()
+            .filter(|r| r.too_many_errors)
+            .map(|r| {
+                format!(
+                    "{}/{}/{} ({} of {} episodes errored)",
+                    r.suite, r.attack, r.defense, r.errors, r.episodes
+                )
+            })
+            .collect();
+        if !over.is_empty() {
+            return Err(CliError::TooManyErrors(format!(
+                "error rate above --max-error-rate {}% in: {}. Their rates rest on the episodes that did not error; see the errors in episodes.jsonl, fix the cause and rerun the same command (errored episodes run again)",
+                self.max_error_rate,
+                over.join("; ")
+            )));
+        }
+        Ok(())
+    }
 }
 
 fn slug(s: &str) -> String {
@@ -227,6 +315,212 @@ pub fn defense_options(
     })
 }
 
+/// The settings of this invocation that decide outcomes (see `runner::identity`).
+fn run_settings(
+    models: &Models,
+    suites: &[crate::suite::Suite],
+    options: &crate::defense::BuildOptions,
+    args: &RunArgs,
+) -> RunSettings {
+    let defense_config = {
+        let mut text = String::new();
+        if let Some(c) = &options.sieve_config {
+            let mut c = (**c).clone();
+            c.source.clear();
+            text.push_str(&format!("{c:?}"));
+        }
+        text.push_str(&format!("|weights={:?}", options.weights));
+        short_hash(text.as_bytes())
+    };
+    RunSettings {
+        harness_version: env!("CARGO_PKG_VERSION").to_string(),
+        agent: models.agent.identity(),
+        planner: models.planner.identity(),
+        judge: models.judge.identity(),
+        embedder: models.embedder.identity(),
+        max_steps: args.max_steps,
+        defense_config,
+        system_prompts: suites
+            .iter()
+            .map(|s| {
+                (
+                    s.qualified_name(),
+                    short_hash(crate::agent::system_prompt(s).as_bytes()),
+                )
+            })
+            .collect(),
+        extra: Default::default(),
+    }
+}
+
+/// Which roles are scripted. Scripted planners and judges read the answer key, so beside
+/// a real agent they are oracles and every row says so.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Roles {
+    pub agent_scripted: bool,
+    pub planner_scripted: bool,
+    pub judge_scripted: bool,
+}
+
+impl Roles {
+    pub fn of(models: &Models) -> Roles {
+        Roles {
+            agent_scripted: models.agent.simulated(),
+            planner_scripted: models.planner.simulated(),
+            judge_scripted: models.judge.simulated(),
+        }
+    }
+
+    fn scripted_helpers(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if self.planner_scripted {
+            v.push("planner");
+        }
+        if self.judge_scripted {
+            v.push("judge");
+        }
+        v
+    }
+
+    /// A real agent beside a scripted planner or judge.
+    pub fn oracle_with_real_agent(&self) -> bool {
+        !self.agent_scripted && (self.planner_scripted || self.judge_scripted)
+    }
+
+    /// "oracle planner", "oracle judge": what rows of such a run say.
+    pub fn oracle_labels(&self) -> Vec<String> {
+        self.scripted_helpers()
+            .into_iter()
+            .map(|r| format!("oracle {r}"))
+            .collect()
+    }
+
+    /// The roles that are scripted, by name (`agent`, `planner`, `judge`).
+    pub fn scripted(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if self.agent_scripted {
+            v.push("agent");
+        }
+        v.extend(self.scripted_helpers());
+        v
+    }
+}
+
+/// Removes what a run writes into a folder (`--fresh`); other files are left alone.
+fn clear_folder(out: &std::path::Path) -> Result<(), CliError> {
+    use runner::record::{EPISODES, RUN_INFO, TRACES};
+    for name in [
+        EPISODES,
+        TRACES,
+        RUN_INFO,
+        "summary.json",
+        "summary.csv",
+        "summary.md",
+        "ablation.json",
+        "ablation.csv",
+        "ablation.md",
+    ] {
+        let p = out.join(name);
+        match std::fs::remove_file(&p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(CliError::failed(format!(
+                    "--fresh: cannot remove {}: {e}",
+                    p.display()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The folder's manifest for this invocation: the recorded one when its settings match
+/// (with this invocation appended), a new one for an empty folder, and a refusal naming
+/// every changed setting otherwise.
+fn open_manifest(
+    out: &std::path::Path,
+    run_id: &str,
+    settings: RunSettings,
+    roles: &Roles,
+    models: &Models,
+    args: &RunArgs,
+) -> Result<Manifest, CliError> {
+    use runner::manifest::{Found, Invocation, now, read};
+    let has_records = std::fs::metadata(out.join(runner::record::EPISODES))
+        .map(|m| m.len() > 0)
+        .unwrap_or(false);
+    let ways_out = format!(
+        "Rerun into a new folder (--out DIR), or pass --fresh to discard what {} holds and start over",
+        out.display()
+    );
+    let invocation = Invocation {
+        command: std::env::args().collect(),
+        started: now(),
+        finished: None,
+        ran: 0,
+        errored: 0,
+        outcome: "running".into(),
+    };
+    let recorded = match read(out) {
+        Found::Manifest(m) => Some(*m),
+        Found::None if has_records => {
+            return Err(CliError::bad_input(format!(
+                "{} holds episodes but no {}: the settings they were recorded under are unknown. {ways_out}.",
+                out.display(),
+                runner::record::RUN_INFO
+            )));
+        }
+        Found::Unreadable(why) if has_records => {
+            return Err(CliError::bad_input(format!(
+                "{why}: this manifest is not readable (made by an older version?), so the settings of the episodes recorded there are unknown. {ways_out}."
+            )));
+        }
+        _ => None,
+    };
+    let errors_as = args.errors_as.as_str().to_string();
+    let price = args.model_options.price_per_mtok.map(|(i, o)| [i, o]);
+    match recorded {
+        Some(mut m) => {
+            let changes: Vec<String> = settings
+                .changes_from(&m.settings)
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            if !changes.is_empty() && has_records {
+                return Err(CliError::bad_input(format!(
+                    "{} was recorded under other settings; reusing its episodes would report them as this run's. Changed:\n  {}\n{ways_out}.",
+                    out.display(),
+                    changes.join("\n  ")
+                )));
+            }
+            m.settings = settings.merged_with(&m.settings);
+            m.identity = m.settings.fingerprint();
+            m.errors_as = errors_as;
+            m.price_per_mtok = price.or(m.price_per_mtok);
+            m.roles = serde_json::to_value(roles).expect("roles serialise");
+            m.simulated = m.simulated || models.any_simulated();
+            m.finished = None;
+            m.invocations.push(invocation);
+            Ok(m)
+        }
+        None => Ok(Manifest {
+            run_id: run_id.to_string(),
+            crate_version: env!("CARGO_PKG_VERSION").to_string(),
+            git_commit: runner::manifest::git_commit(),
+            identity: settings.fingerprint(),
+            settings,
+            roles: serde_json::to_value(roles).expect("roles serialise"),
+            simulated: models.any_simulated(),
+            errors_as,
+            price_per_mtok: price,
+            started: invocation.started.clone(),
+            finished: None,
+            invocations: vec![invocation],
+        }),
+    }
+}
+
 /// Runs (or resumes) and summarises.
 pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     if args.concurrency == 0 {
@@ -275,9 +569,14 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         ));
     }
     options.plugin_timeout = Some(std::time::Duration::from_secs_f64(args.plugin_timeout));
-    let mut defenses = Vec::new();
+    let mut defenses: Vec<Arc<dyn crate::defense::Defense>> = Vec::new();
     for d in crate::defense::expand(&args.defense) {
-        defenses.push(crate::defense::build_with(&d, &options).map_err(CliError::bad_input)?);
+        let built = crate::defense::build_with(&d, &options).map_err(CliError::bad_input)?;
+        // `none,none` or `sieve,sieve:full` name one defense: running it twice would
+        // count every episode twice.
+        if !defenses.iter().any(|x| x.name() == built.name()) {
+            defenses.push(built);
+        }
     }
     if defenses.is_empty() {
         return Err(CliError::bad_input("--defense names no defense"));
@@ -318,6 +617,28 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         args.planner_model.as_deref(),
         args.judge_model.as_deref(),
     )?;
+    let attack_model_name = match &args.attack_model_name {
+        Some(n) if n.trim().is_empty() => {
+            return Err(CliError::bad_input("--attack-model-name: empty name"));
+        }
+        Some(n) => n.trim().to_string(),
+        None => crate::attack::plain_model_name(models.agent.name()),
+    };
+    let roles = Roles::of(&models);
+    if roles.oracle_with_real_agent() && !args.allow_oracle_roles {
+        return Err(CliError::bad_input(format!(
+            "the agent {} is a real model but the {} scripted: a scripted planner or judge reads the answer key (the reference plans, which calls are injected), so its rows would not measure a defense. Give it a real model (--planner-model / --judge-model), or pass --allow-oracle-roles to accept rows marked {}",
+            models.agent.name(),
+            roles.scripted_helpers().join(" and ")
+                + if roles.scripted_helpers().len() > 1 {
+                    " are"
+                } else {
+                    " is"
+                },
+            roles.oracle_labels().join(" / ")
+        )));
+    }
+    let settings = run_settings(&models, &suites, &options, &args);
     let run_id = default_run_id(&args);
     let out = args
         .out
@@ -325,28 +646,20 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         .unwrap_or_else(|| args.results_dir.join(&run_id));
     std::fs::create_dir_all(&out)
         .map_err(|e| CliError::bad_input(format!("cannot create {}: {e}", out.display())))?;
-    let info = out.join(runner::record::RUN_INFO);
-    if !info.exists() {
-        let meta = serde_json::json!({
-            "run_id": run_id,
-            "command": std::env::args().collect::<Vec<_>>(),
-            "suite": args.suite, "attack": args.attack, "defense": args.defense, "model": args.model,
-            "planner_model": args.planner_model, "judge_model": args.judge_model,
-            "seed": args.seed, "seeds": args.seeds, "max_steps": args.max_steps,
-            "sieve_config": options.sieve_config.as_ref().map(|c| c.source.clone()),
-            "weights": args.weights,
-            "simulated": models.any_simulated(),
-            "agent_model": models.agent.name(), "embedder": models.embedder.name(),
-            "replay": args.model_options.replay,
-            "price_per_mtok": args.model_options.price_per_mtok.map(|(i, o)| [i, o]),
-            "version": env!("CARGO_PKG_VERSION"),
-        });
-        std::fs::write(
-            &info,
-            serde_json::to_string_pretty(&meta).expect("json") + "\n",
-        )
-        .map_err(|e| CliError::bad_input(format!("cannot write {}: {e}", info.display())))?;
+    let _lock = runner::files::FolderLock::acquire(&out).map_err(|e| match e {
+        runner::files::LockError::Busy(_) => CliError::Locked(e.to_string()),
+        runner::files::LockError::Io(..) => CliError::failed(e.to_string()),
+    })?;
+    if args.fresh {
+        clear_folder(&out)?;
     }
+    let mut manifest = open_manifest(&out, &run_id, settings, &roles, &models, &args)?;
+    runner::manifest::write(&out, &manifest).map_err(|e| {
+        CliError::failed(format!(
+            "cannot write {}: {e}",
+            out.join(runner::record::RUN_INFO).display()
+        ))
+    })?;
     let plan = RunPlan {
         run_id,
         out: out.clone(),
@@ -361,8 +674,32 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         max_steps: args.max_steps,
         concurrency: args.concurrency,
         shard: args.shard,
+        retry_errors: !args.keep_errors,
+        attack_model_name,
     };
-    let outcome = runner::execute(plan).await.map_err(|e| match e {
+    let result = runner::execute(plan).await;
+    let invocation = manifest.invocations.last_mut().expect("pushed above");
+    invocation.finished = Some(runner::manifest::now());
+    invocation.outcome = match &result {
+        Ok(o) if o.interrupted => "interrupted".into(),
+        Ok(o) => o
+            .fatal
+            .as_ref()
+            .map_or("done".into(), |f| format!("stopped: {f}")),
+        Err(e) => format!("refused: {e}"),
+    };
+    if let Ok(o) = &result {
+        invocation.ran = o.ran;
+        invocation.errored = o.errored;
+    }
+    manifest.finished = Some(runner::manifest::now());
+    runner::manifest::write(&out, &manifest).map_err(|e| {
+        CliError::failed(format!(
+            "cannot write {}: {e}",
+            out.join(runner::record::RUN_INFO).display()
+        ))
+    })?;
+    let outcome = result.map_err(|e| match e {
         runner::RunError::Stale(m) => CliError::bad_input(m),
         runner::RunError::NothingToRun(m) => CliError::NothingToRun(m),
         runner::RunError::Io(e) => {
@@ -373,12 +710,18 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     if let Some((i, o)) = args.model_options.price_per_mtok {
         summary.apply_price(i, o);
     }
+    for r in &mut summary.rows {
+        r.too_many_errors = r
+            .error_rate
+            .is_some_and(|e| e * 100.0 > args.max_error_rate + 1e-9);
+    }
     report::write_all(&out, &summary)
         .map_err(|e| CliError::failed(format!("writing summary to {}: {e}", out.display())))?;
     Ok(RunReport {
         out,
         outcome,
         summary,
+        max_error_rate: args.max_error_rate,
     })
 }
 

@@ -19,6 +19,10 @@ pub struct EmbedError(pub String);
 #[async_trait]
 pub trait Embedder: Send + Sync {
     fn name(&self) -> &str;
+    /// Every setting that can change a vector (endpoint, model): part of a run's identity.
+    fn identity(&self) -> serde_json::Value {
+        serde_json::json!({ "name": self.name() })
+    }
     /// One L2-normalised vector per text.
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
 }

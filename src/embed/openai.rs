@@ -78,6 +78,9 @@ impl Embedder for OpenAiEmbedder {
     fn name(&self) -> &str {
         &self.name
     }
+    fn identity(&self) -> Value {
+        json!({ "name": self.name, "model": self.model, "base_url": self.endpoint.config().base_url })
+    }
 
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         if texts.is_empty() {

@@ -220,6 +220,12 @@ pub trait ChatModel: Send + Sync {
     fn name(&self) -> &str;
     /// Whether replies are scripted rather than produced by an LLM; reports say so.
     fn simulated(&self) -> bool;
+    /// Every resolved setting of this model that can change a reply (endpoint, model
+    /// alias, tool format, sampling, caps, scripted knobs): part of a run's identity.
+    /// The name alone is enough for backends with no other settings.
+    fn identity(&self) -> serde_json::Value {
+        serde_json::json!({ "name": self.name() })
+    }
     async fn chat(&self, req: &ChatRequest<'_>) -> Result<ChatReply, ModelError>;
 }
 

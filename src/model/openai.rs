@@ -936,6 +936,18 @@ impl ChatModel for OpenAiModel {
     fn simulated(&self) -> bool {
         false
     }
+    fn identity(&self) -> Value {
+        serde_json::json!({
+            "name": self.name,
+            "base_url": self.endpoint.config().base_url,
+            "model": self.opts.model,
+            "tool_format": self.opts.tool_format,
+            "temperature": self.opts.temperature,
+            "max_tokens": self.opts.max_tokens,
+            "seed": self.opts.seed,
+            "extra_body": self.opts.extra_body,
+        })
+    }
 
     async fn chat(&self, req: &ChatRequest<'_>) -> Result<ChatReply, ModelError> {
         let body = self.body(req);

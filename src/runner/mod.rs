@@ -4,6 +4,9 @@
 //! seed. Clean episodes do not depend on the attack, so they run once per user task,
 //! defense and seed, however many attacks are selected.
 
+pub mod files;
+pub mod identity;
+pub mod manifest;
 pub mod record;
 
 use crate::agent::{EpisodeSpec, Injection, run_episode};
@@ -35,12 +38,75 @@ pub struct RunPlan {
     pub concurrency: usize,
     /// `(k, n)`: run only episodes whose index in the matrix is k mod n.
     pub shard: Option<(usize, usize)>,
+    /// Run episodes recorded with an error again (the default; `--keep-errors` turns it off).
+    pub retry_errors: bool,
+    /// What attacks write into `{model}`; part of each attacked episode's attack fingerprint.
+    pub attack_model_name: String,
+}
+
+/// An episode's place in the matrix: with the run's identity (the folder's manifest) it
+/// names everything that decides the outcome. Its text form is the record's `key`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct JobKey {
+    pub suite: String,
+    pub user_task: String,
+    /// `None` for a clean episode (then `attack` is `None` too).
+    pub injection_task: Option<String>,
+    pub attack: Option<String>,
+    pub defense: String,
+    pub model: String,
+    pub seed: u64,
+}
+
+impl std::fmt::Display for JobKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}|{}|{}|{}|{}|{}|{}",
+            self.suite,
+            self.user_task,
+            self.injection_task.as_deref().unwrap_or("-"),
+            self.attack.as_deref().unwrap_or("-"),
+            self.defense,
+            self.model,
+            self.seed
+        )
+    }
+}
+
+impl JobKey {
+    /// The part of the key that seeds the episode: everything but the defense and the
+    /// seed. Leaving the defense out gives every defense the same random draws for the
+    /// same episode (common random numbers): a `sim:p=<x>` agent obeys in the same
+    /// episodes and a `judge_error` judge errs on the same calls, so differences between
+    /// defenses come from the defenses, not from luck.
+    pub fn seed_identity(&self) -> String {
+        [
+            self.suite.as_str(),
+            self.user_task.as_str(),
+            self.injection_task.as_deref().unwrap_or("-"),
+            self.attack.as_deref().unwrap_or("-"),
+            self.model.as_str(),
+        ]
+        .join("|")
+    }
+
+    /// The cluster of repeats this episode belongs to: suite × user task × injection
+    /// task (and attack). Seeds of one cluster are not independent evidence.
+    pub fn cluster(&self) -> (String, String, Option<String>, Option<String>) {
+        (
+            self.suite.clone(),
+            self.user_task.clone(),
+            self.injection_task.clone(),
+            self.attack.clone(),
+        )
+    }
 }
 
 /// One cell of the matrix.
 #[derive(Clone)]
 pub struct Job {
-    pub key: String,
+    pub key: JobKey,
     suite: usize,
     user_task: usize,
     injection: Option<(usize, usize)>,
@@ -52,21 +118,6 @@ fn fnv(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
     })
-}
-
-/// The part of a job key that seeds the episode: everything but the defense and the
-/// seed. Leaving the defense out gives every defense the same random draws for the same
-/// episode (common random numbers): a `sim:p=<x>` agent obeys in the same episodes and a
-/// `judge_error` judge errs on the same calls, so differences between defenses come from
-/// the defenses, not from luck.
-pub fn seed_identity(key: &str) -> String {
-    // key = suite|user task|injection task|attack|defense|model|seed
-    let parts: Vec<&str> = key.split('|').collect();
-    if parts.len() == 7 {
-        [parts[0], parts[1], parts[2], parts[3], parts[5]].join("|")
-    } else {
-        key.rsplit_once('|').map_or(key, |(k, _)| k).to_string()
-    }
 }
 
 /// The seed an episode's random choices derive from: the run seed mixed with the
@@ -91,18 +142,16 @@ impl RunPlan {
                 for (di, d) in self.defenses.iter().enumerate() {
                     for &seed in &self.seeds {
                         let mut push = |injection: Option<(usize, usize)>| {
-                            let (it, at) = match injection {
-                                Some((a, i)) => (
-                                    suite.injection_tasks[i].id.as_str(),
-                                    self.attacks[a].name.as_str(),
-                                ),
-                                None => ("-", "-"),
+                            let key = JobKey {
+                                suite: suite_name.clone(),
+                                user_task: ut.id.0.clone(),
+                                injection_task: injection
+                                    .map(|(_, i)| suite.injection_tasks[i].id.0.clone()),
+                                attack: injection.map(|(a, _)| self.attacks[a].name.clone()),
+                                defense: d.name().to_string(),
+                                model: model.to_string(),
+                                seed,
                             };
-                            let key = format!(
-                                "{suite_name}|{}|{it}|{at}|{}|{model}|{seed}",
-                                ut.id,
-                                d.name()
-                            );
                             jobs.push(Job {
                                 key,
                                 suite: si,
@@ -164,15 +213,14 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
     let suite = &plan.suites[job.suite];
     let ut = &suite.user_tasks[job.user_task];
     let defense = &plan.defenses[job.defense];
-    let identity = seed_identity(&job.key);
-    let seed = episode_seed(&identity, job.seed);
+    let seed = episode_seed(&job.key.seed_identity(), job.seed);
     let injection = job.injection.map(|(ai, ii)| {
         let attack = &plan.attacks[ai];
         let task = &suite.injection_tasks[ii];
         let payload = attack.render(&AttackContext {
             goal: &task.goal,
             user: &suite.meta.user,
-            model: plan.models.agent.name(),
+            model: &plan.attack_model_name,
             task: &ut.prompt,
             plan: &task.plan,
         });
@@ -188,7 +236,9 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         .as_ref()
         .map(|i| i.vectors.iter().map(|v| v.0.clone()).collect())
         .unwrap_or_default();
-    let attack_fingerprint = job.injection.map(|(ai, _)| plan.attacks[ai].fingerprint());
+    let attack_fingerprint = job
+        .injection
+        .map(|(ai, _)| plan.attacks[ai].fingerprint_for(&plan.attack_model_name));
     let (it, attack, severity, tags) = match &injection {
         Some(i) => (
             Some(i.task.id.0.clone()),
@@ -210,7 +260,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
     let result = run_episode(spec, &plan.models, episode_defense.as_mut()).await;
     let record = EpisodeRecord {
         run_id: plan.run_id.clone(),
-        key: job.key.clone(),
+        key: job.key.to_string(),
         suite: suite.qualified_name(),
         user_task: ut.id.0.clone(),
         injection_task: it,
@@ -243,7 +293,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         attack_fingerprint,
     };
     let trace = TraceRecord {
-        key: job.key,
+        key: job.key.to_string(),
         messages: result.messages,
         calls: result.calls,
         answer: result.answer,
@@ -283,12 +333,13 @@ fn check_fresh(plan: &RunPlan, existing: &[EpisodeRecord]) -> Result<(), RunErro
         }
         if let Some(name) = &r.attack
             && let Some(a) = plan.attacks.iter().find(|a| &a.name == name)
-            && r.attack_fingerprint.as_deref() != Some(a.fingerprint().as_str())
+            && r.attack_fingerprint.as_deref()
+                != Some(a.fingerprint_for(&plan.attack_model_name).as_str())
         {
             stale.insert(format!(
                 "attack {name} (recorded {}, now {})",
                 or_unknown(r.attack_fingerprint.as_deref().unwrap_or("")),
-                a.fingerprint()
+                a.fingerprint_for(&plan.attack_model_name)
             ));
         }
     }
@@ -314,7 +365,11 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
     record::drop_partial_tail(&plan.out.join(record::TRACES))?;
     let (existing, _) = record::read_records(&ep_path)?;
     check_fresh(&plan, &existing)?;
-    let done: HashSet<String> = record::recorded_keys(&existing);
+    let done: HashSet<String> = existing
+        .iter()
+        .filter(|r| !(plan.retry_errors && r.error.is_some()))
+        .map(|r| r.key.clone())
+        .collect();
     let all = plan.jobs();
     if all.is_empty() {
         return Err(RunError::NothingToRun(format!(
@@ -325,7 +380,10 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
         )));
     }
     outcome.planned = all.len();
-    let todo: Vec<Job> = all.into_iter().filter(|j| !done.contains(&j.key)).collect();
+    let todo: Vec<Job> = all
+        .into_iter()
+        .filter(|j| !done.contains(&j.key.to_string()))
+        .collect();
     outcome.skipped = outcome.planned - todo.len();
 
     let mut writer = RecordWriter::open(&plan.out)?;
@@ -404,9 +462,21 @@ mod tests {
     #[test]
     fn defenses_share_an_episode_seed_and_other_fields_change_it() {
         let k = |d: &str, ut: &str, seed: u64| {
-            let key =
-                format!("dojo-style/banking|{ut}|injection_task_0|important|{d}|sim:p=0.5|{seed}");
-            episode_seed(&seed_identity(&key), seed)
+            let key = JobKey {
+                suite: "dojo-style/banking".into(),
+                user_task: ut.into(),
+                injection_task: Some("injection_task_0".into()),
+                attack: Some("important".into()),
+                defense: d.into(),
+                model: "sim:p=0.5".into(),
+                seed,
+            };
+            assert_eq!(
+                key.to_string(),
+                format!("dojo-style/banking|{ut}|injection_task_0|important|{d}|sim:p=0.5|{seed}"),
+                "the record key keeps its text form"
+            );
+            episode_seed(&key.seed_identity(), seed)
         };
         assert_eq!(
             k("none", "user_task_0", 0),

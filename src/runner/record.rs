@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
+use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 
 /// The file names inside a run directory.
@@ -101,23 +101,40 @@ pub fn drop_partial_tail(path: &Path) -> std::io::Result<bool> {
     Ok(true)
 }
 
-/// Reads every well-formed record; malformed lines are counted, not fatal.
+/// Reads every well-formed record, one per key: a key recorded twice (a retried error,
+/// a duplicated line) counts once, as its last record. A line that is not valid UTF-8 or
+/// not a record is skipped with a warning naming the file and line, never failing the
+/// whole file; the count of skipped lines is returned.
 pub fn read_records(path: &Path) -> std::io::Result<(Vec<EpisodeRecord>, usize)> {
-    let file = match File::open(path) {
-        Ok(f) => f,
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
         Err(e) => return Err(e),
     };
-    let mut out = Vec::new();
+    let mut out: Vec<EpisodeRecord> = Vec::new();
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let mut bad = 0;
-    for line in BufReader::new(file).lines() {
-        let line = line?;
-        if line.trim().is_empty() {
+    for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match serde_json::from_str::<EpisodeRecord>(&line) {
-            Ok(r) => out.push(r),
-            Err(_) => bad += 1,
+        let parsed = std::str::from_utf8(line)
+            .map_err(|_| "not valid UTF-8".to_string())
+            .and_then(|l| {
+                serde_json::from_str::<EpisodeRecord>(l).map_err(|e| format!("not a record: {e}"))
+            });
+        match parsed {
+            Ok(r) => match index.get(&r.key) {
+                Some(&at) => out[at] = r,
+                None => {
+                    index.insert(r.key.clone(), out.len());
+                    out.push(r);
+                }
+            },
+            Err(why) => {
+                bad += 1;
+                eprintln!("warning: {}:{}: line skipped, {why}", path.display(), i + 1);
+            }
         }
     }
     Ok((out, bad))

@@ -479,6 +479,17 @@ impl Check {
         }
     }
 
+    /// Every member selection in the check (`exists` and `count`), as (path, where).
+    pub fn selections(&self) -> Vec<(&str, &BTreeMap<String, Matcher>)> {
+        match self {
+            Check::All(cs) | Check::Any(cs) => cs.iter().flat_map(Check::selections).collect(),
+            Check::Not(c) => c.selections(),
+            Check::Exists(s) => vec![(s.path.as_str(), &s.where_)],
+            Check::Count(c) => vec![(c.path.as_str(), &c.where_)],
+            _ => Vec::new(),
+        }
+    }
+
     /// Checks that every path the check names exists in the initial environment and
     /// every tool it names exists, so a typo fails at load time, not as a silent false.
     pub fn validate(&self, env: &Value, tools: &ToolSet) -> Result<(), String> {

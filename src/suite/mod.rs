@@ -415,6 +415,18 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
         serde_json::from_value(vec_doc.get("vectors").cloned().unwrap_or(Value::Null))
             .map_err(|e| SuiteError::at(&vec_path, None, Some("vectors"), e.to_string()))?;
 
+    let mut seen_vectors = std::collections::HashSet::new();
+    for v in &vectors {
+        if !seen_vectors.insert(v.id.as_str()) {
+            return Err(SuiteError::at(
+                &vec_path,
+                None,
+                Some("vectors"),
+                format!("duplicate vector id `{}`", v.id),
+            ));
+        }
+    }
+
     let env_path = dir.join("environment.yaml");
     let raw_env = read_yaml(&env_path, dir)?;
     let ids: Vec<VectorId> = vectors.iter().map(|v| v.id.clone()).collect();

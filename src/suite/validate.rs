@@ -1,8 +1,10 @@
 //! Semantic validation, what `check-suites` proves for every suite: each task is
 //! solvable by its reference plan, each check can fail, each user task is injectable.
 
-use super::check::Outcome;
+use super::check::{Check, Outcome};
 use super::{Suite, run_plan};
+use crate::envpath;
+use serde_json::Value;
 
 /// One failed proof.
 #[derive(Debug, Clone)]
@@ -146,8 +148,64 @@ pub fn validate(suite: &Suite) -> Vec<Problem> {
         }
     }
 
+    let states = reference_states(suite);
+    for (file, id, check) in suite
+        .user_tasks
+        .iter()
+        .map(|t| ("user_tasks.yaml", &t.id, &t.utility))
+        .chain(
+            suite
+                .injection_tasks
+                .iter()
+                .map(|t| ("injection_tasks.yaml", &t.id, &t.security)),
+        )
+    {
+        for message in unknown_where_fields(&states, check) {
+            push(file, id.as_str(), message);
+        }
+    }
+
     if suite.user_tasks.is_empty() {
         push("user_tasks.yaml", "-", "the suite has no user tasks".into());
     }
     problems
+}
+
+/// The states a collection's members can be seen in: the initial environment and the
+/// environment after each reference plan, so fields that tools add count as known.
+fn reference_states(suite: &Suite) -> Vec<Value> {
+    let benign = suite.env.benign();
+    let plans = suite
+        .user_tasks
+        .iter()
+        .map(|t| &t.plan)
+        .chain(suite.injection_tasks.iter().map(|t| &t.plan));
+    let mut states = vec![benign.clone()];
+    for plan in plans {
+        let mut env = benign.clone();
+        run_plan(&suite.tools, &mut env, plan);
+        states.push(env);
+    }
+    states
+}
+
+/// A `where` field no member of its collection has, in any reference state, can never
+/// match: `where: {recipint: …}` would silently make its branch false forever.
+fn unknown_where_fields(states: &[Value], check: &Check) -> Vec<String> {
+    let mut out = Vec::new();
+    for (path, where_) in check.selections() {
+        let members: Vec<&Value> = states
+            .iter()
+            .filter_map(|st| envpath::get(st, path))
+            .flat_map(envpath::members)
+            .collect();
+        for field in where_.keys() {
+            if !members.iter().any(|m| envpath::get(m, field).is_some()) {
+                out.push(format!(
+                    "`where` names field `{field}`, which no member of `{path}` has (initially or after any reference plan), so it can never match"
+                ));
+            }
+        }
+    }
+    out
 }

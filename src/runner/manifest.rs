@@ -1,0 +1,94 @@
+//! `run.json`: the typed manifest of a results folder. It holds the run's identity (the
+//! resolved settings every episode in the folder was recorded under), the version and
+//! commit that produced it, and every invocation into the folder with its times.
+
+use super::identity::RunSettings;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::Path;
+
+/// One command that wrote into the folder.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Invocation {
+    pub command: Vec<String>,
+    pub started: String,
+    #[serde(default)]
+    pub finished: Option<String>,
+    #[serde(default)]
+    pub ran: usize,
+    #[serde(default)]
+    pub errored: usize,
+    /// `done`, `interrupted`, `stopped: <why>`, or `running` while it lives.
+    #[serde(default)]
+    pub outcome: String,
+}
+
+/// The manifest.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub run_id: String,
+    pub crate_version: String,
+    /// The commit of the source tree the binary was built from, when known.
+    #[serde(default)]
+    pub git_commit: Option<String>,
+    /// A short hash of `settings`.
+    pub identity: String,
+    pub settings: RunSettings,
+    /// Which roles are scripted, and whether a scripted role reads the answer key.
+    #[serde(default)]
+    pub roles: Value,
+    pub simulated: bool,
+    /// How errored episodes are counted in rates (`excluded` or `agentdojo`).
+    #[serde(default)]
+    pub errors_as: String,
+    /// Dollars per million prompt / completion tokens, when the run was priced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price_per_mtok: Option<[f64; 2]>,
+    pub started: String,
+    #[serde(default)]
+    pub finished: Option<String>,
+    pub invocations: Vec<Invocation>,
+}
+
+/// What reading a folder's manifest found.
+pub enum Found {
+    None,
+    Manifest(Box<Manifest>),
+    /// A `run.json` this version cannot read as a manifest (an older format).
+    Unreadable(String),
+}
+
+/// Reads `run.json` in `dir`.
+pub fn read(dir: &Path) -> Found {
+    let path = dir.join(super::record::RUN_INFO);
+    let Ok(bytes) = std::fs::read(&path) else {
+        return Found::None;
+    };
+    match serde_json::from_slice::<Manifest>(&bytes) {
+        Ok(m) => Found::Manifest(Box::new(m)),
+        Err(e) => Found::Unreadable(format!("{}: {e}", path.display())),
+    }
+}
+
+/// Writes `run.json` atomically.
+pub fn write(dir: &Path, m: &Manifest) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(m).map_err(std::io::Error::other)? + "\n";
+    super::files::write_atomic(&dir.join(super::record::RUN_INFO), text.as_bytes())
+}
+
+/// The current time as RFC 3339 UTC.
+pub fn now() -> String {
+    jiff::Timestamp::now().to_string()
+}
+
+/// The git commit of the tree this binary was built from, when that tree is still a git
+/// checkout on this machine.
+pub fn git_commit() -> Option<String> {
+    let out = std::process::Command::new("git")
+        .args(["-C", env!("CARGO_MANIFEST_DIR"), "rev-parse", "HEAD"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let s = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && s.len() == 40).then_some(s)
+}
