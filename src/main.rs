@@ -95,6 +95,9 @@ fn run_command(paths: &Paths, args: RunArgs) -> Result<(), CliError> {
     let report = runtime()?.block_on(commands::run::run(paths, args))?;
     if !quiet {
         print!("{}", sieve_bench::report::table(&report.summary));
+        if let Some(m) = sieve_bench::report::main_table::build(&report.summary.rows) {
+            print!("\n{}", m.terminal());
+        }
     }
     finish(&report)
 }

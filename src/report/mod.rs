@@ -231,9 +231,6 @@ pub fn table(summary: &Summary) -> String {
     for f in &summary.footnotes {
         writeln!(out, "  {f}").unwrap();
     }
-    if let Some(m) = main_table::build(&summary.rows) {
-        writeln!(out, "\n{}", m.terminal()).unwrap();
-    }
     out
 }
 
@@ -254,9 +251,6 @@ pub fn markdown(summary: &Summary) -> String {
     out.push('\n');
     for f in &summary.footnotes {
         writeln!(out, "- {f}").unwrap();
-    }
-    if let Some(m) = main_table::build(&summary.rows) {
-        writeln!(out, "\n{}", m.markdown()).unwrap();
     }
     writeln!(
         out,
