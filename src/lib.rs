@@ -15,5 +15,6 @@ pub mod metrics;
 pub mod model;
 pub mod report;
 pub mod runner;
+pub mod suggest;
 pub mod suite;
 pub mod tools;

@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use sieve_bench::commands::{self, CliError, Paths, ablate::AblateArgs, run::RunArgs};
 use sieve_bench::report::compare::Thresholds;
+use sieve_bench::report::text::TableFlags;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -37,7 +38,12 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run episodes and print the summary table. Rerunning the same command resumes.
-    Run(Box<RunArgs>),
+    Run {
+        #[command(flatten)]
+        args: Box<RunArgs>,
+        #[command(flatten)]
+        table: TableFlags,
+    },
     /// Run `none`, `audit` and every SIEVE variant on the same episodes and print the
     /// ablation table (also written as CSV, JSON and Markdown under --out).
     Ablate(Box<AblateArgs>),
@@ -57,6 +63,8 @@ enum Command {
     Report {
         /// The run directory (what `run --out` names).
         run: PathBuf,
+        #[command(flatten)]
+        table: TableFlags,
     },
     /// Join shard directories (from `run --shard k/n`) into one run directory and summarise it.
     Merge {
@@ -66,6 +74,8 @@ enum Command {
         /// Shard run directories.
         #[arg(required = true)]
         shards: Vec<PathBuf>,
+        #[command(flatten)]
+        table: TableFlags,
     },
     /// Compare two runs per suite × attack × defense; exit 1 when a threshold is crossed.
     Compare {
@@ -90,11 +100,13 @@ enum ListWhat {
     Models,
 }
 
-fn run_command(paths: &Paths, args: RunArgs) -> Result<(), CliError> {
+fn run_command(paths: &Paths, args: RunArgs, table: &TableFlags) -> Result<(), CliError> {
     let quiet = args.quiet;
     let report = runtime()?.block_on(commands::run::run(paths, args))?;
     if !quiet {
-        print!("{}", sieve_bench::report::table(&report.summary));
+        let text = sieve_bench::report::table(&report.summary, &table.options())
+            .map_err(CliError::bad_input)?;
+        print!("{text}");
         if let Some(m) = sieve_bench::report::main_table::build(&report.summary.rows) {
             print!("\n{}", m.terminal());
         }
@@ -127,7 +139,7 @@ fn ablate_command(paths: &Paths, args: AblateArgs) -> Result<(), CliError> {
 fn dispatch(cli: Cli) -> Result<(), CliError> {
     let paths = Paths::resolve(cli.suites_dir, cli.attacks_dir, cli.home);
     match cli.command {
-        Command::Run(r) => run_command(&paths, *r)?,
+        Command::Run { args, table } => run_command(&paths, *args, &table)?,
         Command::Ablate(a) => ablate_command(&paths, *a)?,
         Command::CheckSuites { suite } => {
             print!("{}", commands::check_suites::check_suites(&paths, &suite)?);
@@ -138,11 +150,13 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
             ListWhat::Defenses => print!("{}", commands::list::list_defenses()),
             ListWhat::Models => print!("{}", commands::list::list_models(&paths)?),
         },
-        Command::Report { run } => print!("{}", commands::report_cmd::report(&run)?),
-        Command::Merge { out, shards } => {
+        Command::Report { run, table } => {
+            print!("{}", commands::report_cmd::report(&run, &table.options())?)
+        }
+        Command::Merge { out, shards, table } => {
             let added = commands::merge::merge(&out, &shards)?;
             eprintln!("{added} episode(s) merged into {}", out.display());
-            print!("{}", commands::report_cmd::report(&out)?);
+            print!("{}", commands::report_cmd::report(&out, &table.options())?);
         }
         Command::Compare {
             base,

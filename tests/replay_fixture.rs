@@ -75,7 +75,21 @@ async fn replayed_run_matches_the_committed_summary() {
     // `report` re-renders with the run's price, kept in run.json.
     let again = sieve_bench::report::from_dir(dir.path()).unwrap();
     assert_eq!(again.price_per_mtok, Some([0.15, 0.6]));
-    assert!(sieve_bench::report::table(&again).contains("$/ep"));
+    assert!(
+        sieve_bench::report::csv(&again)
+            .unwrap()
+            .contains("dollars_per_episode")
+    );
+    let wide = sieve_bench::report::TextOptions {
+        width: 100,
+        wide: true,
+        columns: None,
+    };
+    assert!(
+        sieve_bench::report::table(&again, &wide)
+            .unwrap()
+            .contains("$/ep")
+    );
 }
 
 #[tokio::test]

@@ -5,11 +5,11 @@ use crate::report::{self, compare::Thresholds};
 use std::path::Path;
 
 /// Re-renders a run's summary files from its `episodes.jsonl` and returns the table.
-pub fn report(dir: &Path) -> Result<String, CliError> {
+pub fn report(dir: &Path, opts: &report::TextOptions) -> Result<String, CliError> {
     let summary = report::from_dir(dir).map_err(CliError::bad_input)?;
     report::write_all(dir, &summary)
         .map_err(|e| CliError::failed(format!("writing summary: {e}")))?;
-    let mut out = report::table(&summary);
+    let mut out = report::table(&summary, opts).map_err(CliError::bad_input)?;
     if summary.malformed_lines > 0 {
         out.push_str(&format!(
             "warning: {} malformed line(s) in episodes.jsonl were skipped\n",

@@ -646,6 +646,11 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         .unwrap_or_else(|| args.results_dir.join(&run_id));
     std::fs::create_dir_all(&out)
         .map_err(|e| CliError::bad_input(format!("cannot create {}: {e}", out.display())))?;
+    let order = report::Order {
+        suites: suites.iter().map(|s| s.qualified_name()).collect(),
+        attacks: attacks.iter().map(|a| a.name.clone()).collect(),
+        defenses: defenses.iter().map(|d| d.name().to_string()).collect(),
+    };
     let _lock = runner::files::FolderLock::acquire(&out).map_err(|e| match e {
         runner::files::LockError::Busy(_) => CliError::Locked(e.to_string()),
         runner::files::LockError::Io(..) => CliError::failed(e.to_string()),
@@ -715,6 +720,10 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
             .error_rate
             .is_some_and(|e| e * 100.0 > args.max_error_rate + 1e-9);
     }
+    // This command line's order, even when resuming a run recorded with another.
+    let mut order_now = order;
+    order_now.extend(&summary.order);
+    summary.set_order(order_now);
     report::write_all(&out, &summary)
         .map_err(|e| CliError::failed(format!("writing summary to {}: {e}", out.display())))?;
     Ok(RunReport {

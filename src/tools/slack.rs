@@ -196,12 +196,18 @@ pub fn normalise_url(url: &str) -> Result<String, ToolError> {
     let bad = |why: &str| ToolError::value(format!("`{url}` is not a valid url: {why}"));
     let mut rest = url.trim();
     for scheme in ["https://", "http://"] {
-        if rest.len() >= scheme.len() && rest[..scheme.len()].eq_ignore_ascii_case(scheme) {
+        if rest
+            .get(..scheme.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(scheme))
+        {
             rest = &rest[scheme.len()..];
             break;
         }
     }
-    if rest.len() >= 4 && rest[..4].eq_ignore_ascii_case("www.") {
+    if rest
+        .get(..4)
+        .is_some_and(|head| head.eq_ignore_ascii_case("www."))
+    {
         rest = &rest[4..];
     }
     if rest.chars().any(char::is_whitespace) {
