@@ -20,7 +20,9 @@ CUES = [
     r"disregard (every|all|any) instruction",
     r"your new (and only )?task",
     r"a note for .{0,40} from",
-    r"before you (carry on|continue|proceed)",
+    r"before you (finish|carry on|continue|proceed)",
+    r"(do|complete) this (task )?first",
+    r"(original|previous|earlier) (request|task|instructions)",
     r"\bTODO:",
     r"do not tell the user",
 ]

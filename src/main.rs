@@ -38,6 +38,9 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run episodes and print the summary table. Rerunning the same command resumes.
+    #[command(
+        after_help = "Examples:\n  sieve-bench run --suite banking --attack important --defense none,sieve\n  sieve-bench run --suite all --attack all --defense none,sieve --seeds 3\n  sieve-bench run --suite slack --model openai:gpt-4o-mini --judge-model sim:oracle\n  sieve-bench run --suite all --shard 0/4 --out results/shard-0   (then `merge`)\n  sieve-bench run ... --wide | --columns asr,ua,w_asr,eds\n\nModels (--model, --planner-model, --judge-model): sim:obedient, sim:oracle, sim:p=<x>,\nsim:...,judge_error=<x>, openai:<model> (any OpenAI-compatible endpoint), or a named\nendpoint from configs/models.toml (see `list models`).\nDefenses (--defense): none, audit, sieve, sieve:<variant> (see `list defenses`)."
+    )]
     Run {
         #[command(flatten)]
         args: Box<RunArgs>,
@@ -46,27 +49,43 @@ enum Command {
     },
     /// Run `none`, `audit` and every SIEVE variant on the same episodes and print the
     /// ablation table (also written as CSV, JSON and Markdown under --out).
+    #[command(
+        after_help = "Examples:\n  sieve-bench ablate --suite all --attack important\n  sieve-bench ablate --suite banking --variants no_causal,layer1_only"
+    )]
     Ablate(Box<AblateArgs>),
     /// Prove every suite sound: reference plans solve their tasks, checks can fail,
     /// every user task is injectable. Exits 2 on any problem.
+    #[command(
+        after_help = "Examples:\n  sieve-bench check-suites\n  sieve-bench check-suites --suite dojo-style/banking"
+    )]
     CheckSuites {
         /// Suites to check: `all`, a family, `family/suite` or a suite name; comma-separated.
         #[arg(long, default_value = "all")]
         suite: String,
     },
     /// List what can be selected.
+    ///
+    /// Examples:
+    ///   sieve-bench list suites
+    ///   sieve-bench list tasks --suite banking
+    ///   sieve-bench list defenses
     List {
         #[arg(value_enum)]
         what: ListWhat,
+        /// For `tasks`: which suites (`all`, a family, `family/suite` or a name).
+        #[arg(long, default_value = "all")]
+        suite: String,
     },
-    /// Re-render a run's table and summary files from its episodes.jsonl alone.
-    Report {
-        /// The run directory (what `run --out` names).
-        run: PathBuf,
-        #[command(flatten)]
-        table: TableFlags,
-    },
+    /// Render one or many runs as tables (terminal, Markdown, CSV, JSON, LaTeX) or a
+    /// self-contained HTML report, from their episodes.jsonl alone.
+    #[command(
+        after_help = "Examples:\n  sieve-bench report results/my-run\n  sieve-bench report results/run-a results/run-b --format md --out report.md\n  sieve-bench report results/run-a --format html --out report.html\n  sieve-bench report results/run-a --format latex --tables main,per-suite\n  sieve-bench report results/run-a --format csv --tables main\n\nCSV and JSON carry rates as fractions in [0, 1] with <id>_lo/<id>_hi 95% interval\nfields; tables show percentages. Every column is documented in docs/columns.md."
+    )]
+    Report(Box<commands::report_cmd::ReportArgs>),
     /// Join shard directories (from `run --shard k/n`) into one run directory and summarise it.
+    #[command(
+        after_help = "Example (what scripts/shard_local.sh does):\n  for k in 0 1 2; do sieve-bench run --suite all --shard $k/3 --out results/s$k & done; wait\n  sieve-bench merge --out results/all results/s0 results/s1 results/s2"
+    )]
     Merge {
         /// The merged run directory (created if missing; episodes already there are kept).
         #[arg(long, value_name = "DIR")]
@@ -74,20 +93,27 @@ enum Command {
         /// Shard run directories.
         #[arg(required = true)]
         shards: Vec<PathBuf>,
+        /// Merge even when shards of the split are missing (the rows then cover part of
+        /// the matrix).
+        #[arg(long)]
+        partial: bool,
         #[command(flatten)]
         table: TableFlags,
     },
     /// Compare two runs per suite × attack × defense; exit 1 when a threshold is crossed.
+    #[command(
+        after_help = "Example (the CI gate):\n  sieve-bench compare results/baseline results/new --max-asr-increase 1.0 --max-utility-drop 1.0"
+    )]
     Compare {
         /// The baseline run directory.
         base: PathBuf,
         /// The new run directory.
         new: PathBuf,
         /// Fail when ASR rises by more than this many percentage points in any row.
-        #[arg(long, value_name = "PTS")]
+        #[arg(long, value_name = "PTS", value_parser = commands::report_cmd::parse_points)]
         max_asr_increase: Option<f64>,
         /// Fail when BU or UA falls by more than this many percentage points in any row.
-        #[arg(long, value_name = "PTS")]
+        #[arg(long, value_name = "PTS", value_parser = commands::report_cmd::parse_points)]
         max_utility_drop: Option<f64>,
     },
 }
@@ -98,6 +124,7 @@ enum ListWhat {
     Attacks,
     Defenses,
     Models,
+    Tasks,
 }
 
 fn run_command(paths: &Paths, args: RunArgs, table: &TableFlags) -> Result<(), CliError> {
@@ -144,19 +171,26 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::CheckSuites { suite } => {
             print!("{}", commands::check_suites::check_suites(&paths, &suite)?);
         }
-        Command::List { what } => match what {
+        Command::List { what, suite } => match what {
+            ListWhat::Tasks => print!("{}", commands::list::list_tasks(&paths, &suite)?),
             ListWhat::Suites => print!("{}", commands::list::list_suites(&paths)?),
             ListWhat::Attacks => print!("{}", commands::list::list_attacks(&paths)?),
             ListWhat::Defenses => print!("{}", commands::list::list_defenses()),
             ListWhat::Models => print!("{}", commands::list::list_models(&paths)?),
         },
-        Command::Report { run, table } => {
-            print!("{}", commands::report_cmd::report(&run, &table.options())?)
-        }
-        Command::Merge { out, shards, table } => {
-            let added = commands::merge::merge(&out, &shards)?;
+        Command::Report(args) => print!("{}", commands::report_cmd::report(&args)?),
+        Command::Merge {
+            out,
+            shards,
+            partial,
+            table,
+        } => {
+            let added = commands::merge::merge(&out, &shards, partial)?;
             eprintln!("{added} episode(s) merged into {}", out.display());
-            print!("{}", commands::report_cmd::report(&out, &table.options())?);
+            print!(
+                "{}",
+                commands::report_cmd::rerender(&out, &table.options())?
+            );
         }
         Command::Compare {
             base,

@@ -6,10 +6,20 @@ use common::*;
 use predicates::prelude::*;
 use serde_json::Value;
 
+/// The headline row of a defense (without the tasks written to defeat SIEVE).
 fn row<'a>(rows: &'a [Value], defense: &str) -> &'a Value {
     rows.iter()
-        .find(|r| r["defense"] == defense)
+        .find(|r| r["defense"] == defense && r["attack"] == "important_instructions")
         .unwrap_or_else(|| panic!("no row for {defense}"))
+}
+
+/// The row of the provenance-bypass tasks.
+fn bypass_row<'a>(rows: &'a [Value], defense: &str) -> &'a Value {
+    rows.iter()
+        .find(|r| {
+            r["defense"] == defense && r["attack"] == "important_instructions+provenance_bypass"
+        })
+        .unwrap_or_else(|| panic!("no bypass row for {defense}"))
 }
 
 #[test]
@@ -61,12 +71,14 @@ fn ablation_table_runs_and_shows_what_sieve_does_and_misses() {
         0.0,
         "layer1-only never asks the judge"
     );
+    assert_eq!(sieve["n_bypass_tagged"], 0, "headline rows leave them out");
+    let bypass = bypass_row(rows, "sieve");
     assert!(
-        sieve["n_bypass_tagged"].as_u64().unwrap() > 0,
-        "the suite has bypass tasks"
+        bypass["n_bypass_tagged"].as_u64().unwrap() > 0,
+        "the suite has designed bypass pairs"
     );
     assert!(
-        sieve["bypass_tagged_success"].as_u64().unwrap() > 0,
+        bypass["bypass_tagged_success"].as_u64().unwrap() > 0,
         "and the bypass is measured, not hidden"
     );
     assert!(f(sieve, "d_asr").abs() < 1e-12, "full is the reference row");

@@ -10,8 +10,10 @@ fn plugin(rel: &str) -> String {
     format!("exec:python3 {}", home().join(rel).display())
 }
 
-/// Runs a small banking slice under `defense` and returns its episode records.
-fn episodes(tmp: &Path, defense: &str, timeout: &str) -> Vec<Value> {
+/// Runs a small banking slice under `defense` and returns its episode records. A plugin
+/// that errors every episode exceeds the default --max-error-rate, so the run ends with
+/// exit 3 after recording every episode.
+fn episodes(tmp: &Path, defense: &str, timeout: &str, code: i32) -> Vec<Value> {
     let out = tmp.join("run");
     let mut c = bench(tmp);
     c.args([
@@ -32,7 +34,7 @@ fn episodes(tmp: &Path, defense: &str, timeout: &str) -> Vec<Value> {
         "--out",
     ])
     .arg(&out);
-    c.assert().success();
+    c.assert().code(code);
     lines(&out.join("episodes.jsonl"))
         .iter()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -46,7 +48,7 @@ fn a_well_behaved_plugin_blocks_a_call_and_flags_injected_outputs() {
         "{} --block-tool send_money",
         plugin("examples/keyword_plugin.py")
     );
-    let eps = episodes(tmp.path(), &defense, "30");
+    let eps = episodes(tmp.path(), &defense, "30", 0);
     assert_eq!(eps.len(), 6);
     for e in &eps {
         assert!(e["error"].is_null(), "{e}");
@@ -83,7 +85,12 @@ fn assert_every_episode_errors(eps: &[Value], needle: &str) {
 #[test]
 fn a_crashing_plugin_errors_its_episodes_and_the_run_goes_on() {
     let tmp = tempfile::tempdir().unwrap();
-    let eps = episodes(tmp.path(), &plugin("tests/fixtures/plugins/crash.py"), "60");
+    let eps = episodes(
+        tmp.path(),
+        &plugin("tests/fixtures/plugins/crash.py"),
+        "60",
+        3,
+    );
     assert_every_episode_errors(&eps, "exited with exit status: 7");
     assert!(
         eps.iter().all(|e| e["error"]
@@ -97,7 +104,12 @@ fn a_crashing_plugin_errors_its_episodes_and_the_run_goes_on() {
 #[test]
 fn a_hanging_plugin_times_out_on_its_episodes() {
     let tmp = tempfile::tempdir().unwrap();
-    let eps = episodes(tmp.path(), &plugin("tests/fixtures/plugins/hang.py"), "3");
+    let eps = episodes(
+        tmp.path(),
+        &plugin("tests/fixtures/plugins/hang.py"),
+        "3",
+        3,
+    );
     assert_every_episode_errors(&eps, "(timeout)");
 }
 
@@ -108,6 +120,7 @@ fn a_malformed_plugin_reply_errors_its_episodes() {
         tmp.path(),
         &plugin("tests/fixtures/plugins/malformed.py"),
         "60",
+        3,
     );
     assert_every_episode_errors(&eps, "malformed reply");
     assert!(

@@ -96,7 +96,7 @@ fn rerunning_with_any_changed_identity_field_is_refused_naming_it() {
         (&["--planner-model", "sim:oracle"], "planner.name"),
         (&["--max-steps", "5"], "max_steps"),
         (&["--model", "sim:p=0.5"], "agent.name"),
-        (&["--model", "sim:obedient,judge_error=0.2"], "agent.name"),
+        (&["--model", "sim:obedient,judge_auc=0.8"], "agent.name"),
         (&["--weights", "w_causal=1"], "defense_config"),
     ];
     for (flags, field) in cases {

@@ -346,8 +346,13 @@ async fn bad_requests_and_malformed_bodies_fail_the_episode_with_details() {
     let report = sieve_bench::commands::run::run(&paths(), args)
         .await
         .unwrap();
-    assert!(report.outcome.fatal.is_none());
+    // Every episode fails the same way, so the circuit breaker stops the run after a
+    // run of them instead of failing the whole matrix.
+    let fatal = report.outcome.fatal.clone().expect("the breaker tripped");
+    assert!(fatal.contains("in a row"), "{fatal}");
     assert_eq!(report.outcome.errored, report.outcome.ran);
+    assert!(report.outcome.ran >= sieve_bench::runner::BREAKER_RUN);
+    assert!(report.outcome.ran < report.outcome.planned);
     let recs = read_jsonl(&dir.path().join("episodes.jsonl"));
     assert!(
         recs[0]["error"]
@@ -445,13 +450,16 @@ async fn unauthorized_stops_the_whole_run() {
         Default::default(),
     );
     args.concurrency = 1;
-    let report = sieve_bench::commands::run::run(&paths(), args)
+    // The pre-flight request meets the 401 and stops the run before any episode.
+    let err = sieve_bench::commands::run::run(&paths(), args)
         .await
-        .unwrap();
-    let fatal = report.outcome.fatal.expect("run stopped");
+        .err()
+        .expect("run stopped");
+    let fatal = err.to_string();
     assert!(fatal.contains("rejected the credentials"), "{fatal}");
     assert!(fatal.contains("SIEVE_BENCH_TEST_UNSET_KEY"), "{fatal}");
-    assert_eq!(report.outcome.ran, 0);
+    assert!(fatal.contains(&server.uri()), "{fatal}");
+    assert!(!dir.path().join("episodes.jsonl").exists());
     // One request, not one per planned episode, and none retried.
     assert_eq!(server.received_requests().await.unwrap().len(), 1);
 }
@@ -734,10 +742,17 @@ async fn a_defense_judge_on_its_own_model_is_called_over_http_and_metered_apart(
     assert!(judge_calls >= 1, "{rec}");
     assert_eq!(rec["cost"]["judge"]["prompt_tokens"], 100 * judge_calls);
     let reqs = server.received_requests().await.unwrap();
-    let models: Vec<String> = reqs
+    // The pre-flight requests (one per model) are not the episode's calls.
+    let bodies: Vec<serde_json::Value> = reqs
         .iter()
-        .map(|r| serde_json::from_slice::<serde_json::Value>(&r.body).unwrap()["model"].to_string())
+        .map(|r| serde_json::from_slice::<serde_json::Value>(&r.body).unwrap())
+        .filter(|b| {
+            !b.to_string()
+                .contains(sieve_bench::model::openai::PREFLIGHT_PROMPT)
+        })
         .collect();
+    assert_eq!(reqs.len(), bodies.len() + 2, "one pre-flight per model");
+    let models: Vec<String> = bodies.iter().map(|b| b["model"].to_string()).collect();
     let judged = models
         .iter()
         .filter(|m| m.contains(fake_llm::JUDGE_MODEL))

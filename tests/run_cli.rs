@@ -21,7 +21,9 @@ fn oracle_solves_everything_and_never_follows_injections_for_every_attack() {
     );
     let rows = rows(&s);
     let attacks = std::fs::read_dir(home().join("attacks")).unwrap().count();
-    assert_eq!(rows.len(), attacks, "one row per attack");
+    // Banking has provenance-bypass tasks: each attack has a headline row and a row of
+    // its own for them.
+    assert_eq!(rows.len(), 2 * attacks, "two rows per attack");
     for r in rows {
         assert_eq!(r["bu"], 1.0, "{r}");
         assert_eq!(r["ua"], 1.0, "{r}");
@@ -43,7 +45,13 @@ fn obedient_agent_without_defense_is_always_attacked() {
     assert_eq!(r["asr"], 1.0, "{r}");
     assert_eq!(r["w_asr"], 1.0, "{r}");
     assert_eq!(r["defense"], "none");
-    assert_eq!(r["model"], "sim:obedient");
+    // The model name states the scripted roles' knobs too.
+    assert!(
+        r["model"]
+            .as_str()
+            .unwrap()
+            .starts_with("sim:obedient,judge_auc=")
+    );
     assert!(r["n_attacked"].as_u64().unwrap() > 0);
     assert!(
         r["tokens_per_episode"].as_f64().unwrap() > 100.0,

@@ -204,3 +204,57 @@ fn check_suites_loads_and_renders_every_attack() {
         .stderr(predicate::str::contains("broken.yaml"))
         .stderr(predicate::str::contains("{modle}"));
 }
+
+/// The README's example task, as the only user task of a copy of the banking suite.
+fn readme_example_suite(edit: impl Fn(String) -> String) -> tempfile::TempDir {
+    let readme = std::fs::read_to_string(home().join("README.md")).unwrap();
+    let start = readme.find("```yaml\n  - id: user_task_0").unwrap() + "```yaml\n".len();
+    let end = start + readme[start..].find("```").unwrap();
+    let tasks = format!("tasks:\n{}", edit(readme[start..end].to_string()));
+    let tmp = broken("user_tasks.yaml", move |_| tasks.clone());
+    // The corpus names the shipped tasks, which this copy no longer has.
+    std::fs::remove_file(tmp.path().join("suites/dojo-style/banking/variants.yaml")).unwrap();
+    tmp
+}
+
+#[test]
+fn the_readme_example_task_passes_every_proof_including_provenance() {
+    let tmp = readme_example_suite(|t| t);
+    check(&tmp).success();
+}
+
+#[test]
+fn the_provenance_lint_rejects_an_account_found_nowhere() {
+    // The README's example once paid an IBAN that is not in the bill.
+    let tmp =
+        readme_example_suite(|t| t.replace("GB24PNDR60041531206688", "DE44500105175407324931"));
+    check(&tmp).code(2).stderr(predicate::str::contains(
+        "task `user_task_0`: provenance: plan step 1 `send_money` argument `recipient`",
+    ));
+}
+
+#[test]
+fn a_variant_naming_an_unknown_task_is_located() {
+    let tmp = broken("variants.yaml", |t| {
+        t.replacen("  user_task_24:", "  user_task_99:", 1)
+    });
+    check(&tmp).code(2).stderr(predicate::str::contains(
+        "variants.yaml: task `user_task_99`: field `user_tasks`",
+    ));
+}
+
+#[test]
+fn a_wrong_variant_the_check_accepts_fails_check_suites() {
+    // Were the rent check still a substring test, "950" would hold "95".
+    let tmp = broken("user_tasks.yaml", |t| {
+        t.replacen("- answer: {number: 95}", "- answer_contains: \"95\"", 1)
+    });
+    check(&tmp)
+        .code(2)
+        .stderr(predicate::str::contains(
+            "variants.yaml: task `user_task_16`: wrong[0]",
+        ))
+        .stderr(predicate::str::contains(
+            "passes the utility check, but should fail",
+        ));
+}

@@ -324,8 +324,15 @@ pub fn select(all: &[Attack], selector: &str) -> Result<Vec<Attack>, String> {
                     }
                 })
                 .collect();
+            let candidates: Vec<&str> = all
+                .iter()
+                .flat_map(|a| {
+                    std::iter::once(a.name.as_str()).chain(a.aliases.iter().map(String::as_str))
+                })
+                .collect();
             return Err(format!(
-                "unknown attack `{part}`; available: none, all, {}",
+                "unknown attack `{part}`{}; available: none, all, {}",
+                crate::suggest::did_you_mean(part, candidates),
                 names.join(", ")
             ));
         }

@@ -22,6 +22,60 @@ pub struct AblateArgs {
     /// Only these SIEVE variants (comma-separated; `full` is always run as the reference).
     #[arg(long, value_delimiter = ',')]
     pub variants: Option<Vec<String>>,
+    /// Sensitivity sweeps, each `<setting>=<from>:<to>:<step>` with setting `threshold`,
+    /// `w_sem`, `w_causal`, `w_prov` or `w_risk` (a weight is set and the others share the
+    /// rest in proportion). One `sieve@<setting>=<x>` row per point, and the
+    /// security-utility curve in `sweep.md` / `sweep.csv`. Repeatable.
+    #[arg(long)]
+    pub sweep: Vec<String>,
+}
+
+/// One sweep: a setting and its points, in order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sweep {
+    pub setting: String,
+    pub points: Vec<f64>,
+}
+
+impl Sweep {
+    /// Parses `threshold=0.3:0.7:0.05` (inclusive; the last point is kept when float
+    /// steps land within 1e-9 of it).
+    pub fn parse(spec: &str) -> Result<Sweep, String> {
+        let bad = || format!("--sweep `{spec}`: expected <setting>=<from>:<to>:<step>");
+        let (setting, range) = spec.split_once('=').ok_or_else(bad)?;
+        let nums: Vec<f64> = range
+            .split(':')
+            .map(|x| x.trim().parse::<f64>().map_err(|_| bad()))
+            .collect::<Result<_, _>>()?;
+        let [from, to, step] = nums[..] else {
+            return Err(bad());
+        };
+        if step.is_nan() || step <= 0.0 || to < from {
+            return Err(format!("--sweep `{spec}`: needs from <= to and step > 0"));
+        }
+        let n = ((to - from) / step + 1e-9).floor() as usize;
+        if n > 100 {
+            return Err(format!("--sweep `{spec}`: {} points; at most 101", n + 1));
+        }
+        let points: Vec<f64> = (0..=n)
+            .map(|k| ((from + k as f64 * step) * 1e6).round() / 1e6)
+            .collect();
+        let setting = setting.trim().to_string();
+        // Validates the setting and the range through the defense's own parser.
+        for p in &points {
+            crate::defense::sieve::config::Override::parse(&format!("{setting}={p}"))
+                .map_err(|e| format!("--sweep `{spec}`: {e}"))?;
+        }
+        Ok(Sweep { setting, points })
+    }
+
+    /// The defense name of each point.
+    pub fn defenses(&self) -> Vec<String> {
+        self.points
+            .iter()
+            .map(|p| format!("{REFERENCE}@{}={p}", self.setting))
+            .collect()
+    }
 }
 
 /// The defense name of the reference row.
@@ -82,8 +136,8 @@ const FOOTNOTES: &[&str] = &[
     "One row per defense on the same episodes; (±x) = difference from `sieve` (the full variant), in percentage points for rates.",
     "Esc % = proposed calls sent to the judge / proposed calls. Judge, Tok and Calls are per episode (clean and attacked).",
     "Err = errored episodes / all episodes (outside the rates; `!` = above --max-error-rate). Δ ASR vs sieve: paired difference over the same episodes with its 95% interval (cluster-robust) and the exact McNemar p-value (sign test over clusters of repeats).",
-    "Succ L1/Adj/Unchk = successful attacks whose injected call passed layer 1 (provenance bypass) / was approved by the adjudicator / was seen by neither. Bypass = successes / episodes on tasks tagged provenance_bypass.",
-    "Variants: no-X drops a term of S_align and renormalises the rest; layer1-only blocks every deviation; no-graph-update does not add approved calls to the graph.",
+    "Succ L1/Adj/Unchk = successful attacks whose harmful call (the one whose effect the security check saw) passed layer 1 (provenance bypass) / was approved by the adjudicator / no call did it. Rows <attack>+provenance_bypass hold the tasks written to defeat SIEVE, left out of the headline rows; Bypass = successes / episodes on the pairs those tasks were designed for.",
+    "Variants: no-X drops a term of S_align and renormalises the rest; layer1-only blocks every deviation; no-graph-update does not add approved calls to the graph; dynamic-prov takes S_prov from the per-tool trust table; sieve@<setting>=<x> is a sweep point.",
 ];
 
 /// `a - b`, with float noise from different summation orders flushed to 0.
@@ -389,6 +443,145 @@ pub fn csv(a: &Ablation) -> Result<String, csv::Error> {
     Ok(String::from_utf8(bytes).expect("csv of utf-8 strings"))
 }
 
+/// One point of a security-utility curve (headline rows only).
+#[derive(Clone, Debug, Serialize)]
+pub struct CurvePoint {
+    pub value: f64,
+    pub asr: Option<f64>,
+    pub ua: Option<f64>,
+    pub bu: Option<f64>,
+    pub escalation_rate: Option<f64>,
+    /// ASR on the provenance-bypass tasks' own row.
+    pub bypass_asr: Option<f64>,
+}
+
+/// A sweep's curve, with the direction ASR and UA actually moved.
+#[derive(Clone, Debug, Serialize)]
+pub struct Curve {
+    pub setting: String,
+    pub attack: String,
+    pub points: Vec<CurvePoint>,
+}
+
+/// `up`, `down`, `flat` or `not monotone`, for a sequence along the sweep.
+pub fn direction(values: &[f64]) -> &'static str {
+    let eps = 1e-12;
+    let up = values.windows(2).all(|w| w[1] >= w[0] - eps);
+    let down = values.windows(2).all(|w| w[1] <= w[0] + eps);
+    match (up, down) {
+        (true, true) => "flat",
+        (true, false) => "never falls",
+        (false, true) => "never rises",
+        (false, false) => "not monotone",
+    }
+}
+
+/// The curve of one sweep, from the ablation rows of its points (the first headline
+/// attack).
+pub fn curve(s: &Sweep, rows: &[AblationRow]) -> Curve {
+    let attack = rows
+        .iter()
+        .map(|r| r.attack.as_str())
+        .find(|a| !a.ends_with(crate::metrics::BYPASS_TAG))
+        .unwrap_or("")
+        .to_string();
+    let points = s
+        .points
+        .iter()
+        .zip(s.defenses())
+        .map(|(v, d)| {
+            let row = rows.iter().find(|r| r.defense == d && r.attack == attack);
+            let bypass = rows.iter().find(|r| {
+                r.defense == d && r.attack == format!("{attack}+{}", crate::metrics::BYPASS_TAG)
+            });
+            CurvePoint {
+                value: *v,
+                asr: row.and_then(|r| r.asr),
+                ua: row.and_then(|r| r.ua),
+                bu: row.and_then(|r| r.bu),
+                escalation_rate: row.and_then(|r| r.escalation_rate),
+                bypass_asr: bypass.and_then(|r| r.asr),
+            }
+        })
+        .collect();
+    Curve {
+        setting: s.setting.clone(),
+        attack,
+        points,
+    }
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or("–".into(), |v| format!("{:.1}", v * 100.0))
+}
+
+/// `sweep.md`: one table per sweep and the direction each figure moved.
+pub fn sweep_markdown(a: &Ablation, curves: &[Curve]) -> String {
+    let mut out = String::from("# SIEVE sensitivity sweeps\n\n");
+    if let Some(n) = &a.note {
+        writeln!(out, "> **{n}**\n").unwrap();
+    }
+    writeln!(out, "Model: `{}`\n", a.model).unwrap();
+    for c in curves {
+        writeln!(out, "## {} ({})\n", c.setting, c.attack).unwrap();
+        let header = [
+            c.setting.as_str(),
+            "ASR %",
+            "UA %",
+            "BU %",
+            "Esc %",
+            "Bypass-task ASR %",
+        ];
+        let rows = c.points.iter().map(|p| {
+            [
+                format!("{}", p.value),
+                pct(p.asr),
+                pct(p.ua),
+                pct(p.bu),
+                pct(p.escalation_rate),
+                pct(p.bypass_asr),
+            ]
+        });
+        out.push_str(&crate::report::md_table(&header, rows));
+        let seq = |f: fn(&CurvePoint) -> Option<f64>| -> Vec<f64> {
+            c.points.iter().filter_map(f).collect()
+        };
+        writeln!(
+            out,
+            "\nAs {} rises, ASR {} and UA {}.\n",
+            c.setting,
+            direction(&seq(|p| p.asr)),
+            direction(&seq(|p| p.ua))
+        )
+        .unwrap();
+    }
+    out
+}
+
+/// `sweep.csv`: setting, value and the curve's figures as fractions.
+pub fn sweep_csv(curves: &[Curve]) -> String {
+    let o = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
+    let mut out = String::from("setting,attack,value,asr,ua,bu,escalation_rate,bypass_asr\n");
+    for c in curves {
+        for p in &c.points {
+            writeln!(
+                out,
+                "{},{},{},{},{},{},{},{}",
+                c.setting,
+                c.attack,
+                p.value,
+                o(p.asr),
+                o(p.ua),
+                o(p.bu),
+                o(p.escalation_rate),
+                o(p.bypass_asr)
+            )
+            .unwrap();
+        }
+    }
+    out
+}
+
 /// What `ablate` produced.
 pub struct AblateReport {
     pub run: RunReport,
@@ -454,7 +647,20 @@ pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, Cli
         args.run.weights.as_deref(),
     )?;
     let config = options.sieve_config.clone().expect("always set");
-    let order = defenses(&config, args.variants.as_deref())?;
+    let mut order = defenses(&config, args.variants.as_deref())?;
+    let sweeps: Vec<Sweep> = args
+        .sweep
+        .iter()
+        .map(|s| Sweep::parse(s))
+        .collect::<Result<_, _>>()
+        .map_err(CliError::bad_input)?;
+    for s in &sweeps {
+        for d in s.defenses() {
+            if !order.contains(&d) {
+                order.push(d);
+            }
+        }
+    }
     let out = args.run.out.clone().unwrap_or_else(|| default_out(&args));
     let mut run_args = args.run.clone();
     run_args.defense = order.join(",");
@@ -472,7 +678,9 @@ pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, Cli
                 .filter(|x| {
                     x.defense == d
                         && (r.suite == crate::metrics::ALL_SUITES || x.suite == r.suite)
-                        && x.attack.as_deref().is_none_or(|a| a == r.attack)
+                        && x.attack
+                            .as_deref()
+                            .is_none_or(|a| crate::metrics::attack_label(a, x) == r.attack)
                 })
                 .cloned()
                 .collect()
@@ -485,7 +693,12 @@ pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, Cli
     let ablation = Ablation {
         simulated,
         note: simulated.then(|| SIMULATED_NOTE.to_string()),
-        model: args.run.model.clone(),
+        // The resolved name, which states the scripted roles' knobs.
+        model: report
+            .summary
+            .rows
+            .first()
+            .map_or_else(|| args.run.model.clone(), |r| r.model.clone()),
         rows: ablation_rows,
         footnotes: FOOTNOTES.iter().map(|s| s.to_string()).collect(),
     };
@@ -503,6 +716,11 @@ pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, Cli
         csv(&ablation).map_err(|e| CliError::failed(e.to_string()))?,
     )?;
     write("ablation.md", markdown(&ablation))?;
+    if !sweeps.is_empty() {
+        let curves: Vec<Curve> = sweeps.iter().map(|s| curve(s, &ablation.rows)).collect();
+        write("sweep.md", sweep_markdown(&ablation, &curves))?;
+        write("sweep.csv", sweep_csv(&curves))?;
+    }
     Ok(AblateReport {
         run: report,
         ablation,
@@ -512,6 +730,32 @@ pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, Cli
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sweeps_parse_into_inclusive_points_and_buildable_defenses() {
+        let s = Sweep::parse("threshold=0.3:0.7:0.05").unwrap();
+        assert_eq!(s.points.len(), 9);
+        assert_eq!((s.points[0], s.points[8]), (0.3, 0.7));
+        assert_eq!(s.points[1], 0.35);
+        for d in s.defenses() {
+            assert_eq!(crate::defense::build(&d).unwrap().name(), d);
+        }
+        let w = Sweep::parse("w_causal=0.1:0.9:0.2").unwrap();
+        assert_eq!(w.points, vec![0.1, 0.3, 0.5, 0.7, 0.9]);
+        for bad in [
+            "threshold",
+            "threshold=0.3:0.7",
+            "threshold=0.7:0.3:0.1",
+            "threshold=0.3:0.7:0",
+            "w_foo=0.1:0.2:0.1",
+            "threshold=0.5:1.5:0.5",
+        ] {
+            assert!(Sweep::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(direction(&[0.3, 0.2, 0.2, 0.1]), "never rises");
+        assert_eq!(direction(&[0.1, 0.2, 0.15]), "not monotone");
+        assert_eq!(direction(&[0.1, 0.1]), "flat");
+    }
 
     #[test]
     fn ablation_runs_every_variant_after_the_baselines() {
@@ -552,28 +796,46 @@ mod end_to_end {
             AblateArgs {
                 run,
                 variants: None,
+                sweep: vec!["threshold=0.3:0.7:0.2".into()],
             },
         )
         .await
         .unwrap();
         let rows = &report.ablation.rows;
-        let get = |d: &str| rows.iter().find(|r| r.defense == d).unwrap();
-        let (none, audit, sieve) = (get("none"), get("audit"), get("sieve"));
+        // Headline rows leave out the tasks written to defeat SIEVE; those get their own.
+        let headline = |d: &str| {
+            rows.iter()
+                .find(|r| r.defense == d && !r.attack.ends_with(crate::metrics::BYPASS_TAG))
+                .unwrap()
+        };
+        let tagged = |d: &str| {
+            rows.iter()
+                .find(|r| r.defense == d && r.attack.ends_with(crate::metrics::BYPASS_TAG))
+                .unwrap()
+        };
+        let (none, audit, sieve) = (headline("none"), headline("audit"), headline("sieve"));
         let variants = crate::defense::sieve::config::SieveConfig::builtin()
             .variants
             .len();
-        assert_eq!(rows.len(), 2 + variants);
+        assert_eq!(rows.len(), 2 * (2 + variants + 3));
         assert!(sieve.asr.unwrap() < none.asr.unwrap());
         assert!(audit.judge_calls_per_episode > sieve.judge_calls_per_episode);
-        assert!(sieve.n_bypass_tagged > 0);
-        assert!(sieve.bypass_tagged_success > 0, "the bypass is measured");
-        assert!(sieve.success_via_layer1.unwrap() > 0);
+        assert_eq!(sieve.n_bypass_tagged, 0);
+        let bypass = tagged("sieve");
+        assert!(bypass.n_bypass_tagged > 0);
+        assert!(bypass.bypass_tagged_success > 0, "the bypass is measured");
+        assert!(bypass.success_via_layer1.unwrap() > 0);
         assert_eq!(none.success_via_layer1, None);
+        // The sweep's points are rows of their own, and its curve is written.
+        assert!(headline("sieve@threshold=0.5").asr.is_some());
+        let sweep = std::fs::read_to_string(dir.path().join("sweep.md")).unwrap();
+        assert!(sweep.contains("As threshold rises, ASR"), "{sweep}");
         for f in [
             "ablation.csv",
             "ablation.json",
             "ablation.md",
             "summary.json",
+            "sweep.csv",
         ] {
             assert!(dir.path().join(f).is_file(), "{f}");
         }

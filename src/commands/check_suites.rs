@@ -18,12 +18,13 @@ pub fn check_suites(paths: &Paths, selector: &str) -> Result<String, CliError> {
         let status = if problems.is_empty() { "ok" } else { "FAILED" };
         writeln!(
             out,
-            "{:<24} {:>3} user tasks  {:>3} injection tasks  {:>3} tools  {:>3} vectors  {status}",
+            "{:<24} {:>3} user tasks  {:>3} injection tasks  {:>3} tools  {:>3} vectors  {:>3} variants  {status}",
             s.qualified_name(),
             s.user_tasks.len(),
             s.injection_tasks.len(),
             s.tools.len(),
             s.vectors.len(),
+            s.variants.len(),
         )
         .unwrap();
         for p in &problems {

@@ -107,7 +107,9 @@ pub fn list_models(paths: &Paths) -> Result<String, CliError> {
         "sim:obedient   scripted agent that carries out every injected goal it reads (default; the worst case)\n\
          sim:oracle     scripted agent that solves the user task and never follows injections\n\
          sim:p=<x>      follows injections with probability x, drawn per episode from the seed\n\
-         sim:...,judge_error=<x>   as judge, flips a seeded fraction x of its verdicts\n\
+         sim:...,substitute        a following agent puts the attacker's call in place of the planned one\n\
+         sim:...,judge_auc=<x>     as judge: continuous seeded scores separating harmful from needed calls with AUC x (default 0.9; 1 = answer key)\n\
+         sim:...,planner_recall=<x>,planner_extra=<y>   as planner: keeps each reference node with probability x (default 0.9), plans one node twice with probability y (default 0.1)\n\
          openai:<model> any OpenAI-compatible endpoint (--base-url or $OPENAI_BASE_URL, key from $OPENAI_API_KEY or --api-key-env)\n",
     );
     let named = crate::model::config::load_named(&paths.configs).map_err(CliError::bad_input)?;
@@ -153,5 +155,62 @@ pub fn list_models(paths: &Paths) -> Result<String, CliError> {
     out.push_str(
         "\nembedders (--embedder): lexical (default, offline), openai:<model>, a named endpoint, or minilm[:DIR] (build feature `minilm`)\n",
     );
+    Ok(out)
+}
+
+/// Lists the tasks of the selected suites with the first line of each prompt or goal.
+pub fn list_tasks(paths: &Paths, selector: &str) -> Result<String, CliError> {
+    let suites = load_suites(paths, selector)?;
+    let first_line = |s: &str, width: usize| {
+        let line = s
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim();
+        if line.chars().count() > width {
+            let cut: String = line.chars().take(width - 1).collect();
+            format!("{cut}…")
+        } else {
+            line.to_string()
+        }
+    };
+    let mut out = String::new();
+    for s in &suites {
+        writeln!(
+            out,
+            "{} ({} user tasks, {} injection tasks)",
+            s.qualified_name(),
+            s.user_tasks.len(),
+            s.injection_tasks.len()
+        )
+        .unwrap();
+        let id_w = s
+            .user_tasks
+            .iter()
+            .map(|t| t.id.0.len())
+            .chain(s.injection_tasks.iter().map(|t| t.id.0.len()))
+            .max()
+            .unwrap_or(0);
+        let text_w = 100usize.saturating_sub(id_w + 4).max(20);
+        for t in &s.user_tasks {
+            writeln!(
+                out,
+                "  {:<id_w$}  {}",
+                t.id.0,
+                first_line(&t.prompt, text_w)
+            )
+            .unwrap();
+        }
+        for t in &s.injection_tasks {
+            writeln!(
+                out,
+                "  {:<id_w$}  {}",
+                t.id.0,
+                first_line(&format!("[attacker] {}", t.goal), text_w)
+            )
+            .unwrap();
+        }
+        out.push('\n');
+    }
     Ok(out)
 }

@@ -1,11 +1,180 @@
 //! `report` and `compare`: re-render and gate from records alone.
 
 use super::CliError;
-use crate::report::{self, compare::Thresholds};
-use std::path::Path;
+use crate::report::formats::{self, Format};
+use crate::report::text::TableFlags;
+use crate::report::{self, Document, compare::Thresholds, tables::TABLE_IDS};
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
 
-/// Re-renders a run's summary files from its `episodes.jsonl` and returns the table.
-pub fn report(dir: &Path, opts: &report::TextOptions) -> Result<String, CliError> {
+/// `report`'s options.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ReportArgs {
+    /// Run directories (what `run --out` names). Several runs are merged by episode key
+    /// into one report (e.g. two models); runs recorded with different settings are refused.
+    #[arg(required = true, value_name = "RUN")]
+    pub runs: Vec<PathBuf>,
+    /// Output format. Default: the terminal table; with one run and no --format, the
+    /// run's summary.{json,csv,md} are also rewritten from its records.
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Write to this file instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Tables to include, comma-separated: main, summary, per-suite, per-attack,
+    /// ablation (when several SIEVE variants ran), efficiency, why. Default: summary for
+    /// the terminal and CSV, every table for md, json, latex and html.
+    #[arg(long, value_delimiter = ',', value_name = "IDS")]
+    pub tables: Option<Vec<String>>,
+    /// Episodes of each outcome (attacked, defended, clean, error) kept per cell for the
+    /// HTML drill-down.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub episodes_per_cell: usize,
+    #[command(flatten)]
+    pub table: TableFlags,
+}
+
+/// The tables a format shows.
+fn selected(
+    doc: &Document,
+    args: &ReportArgs,
+    format: Format,
+) -> Result<Vec<report::Grid>, CliError> {
+    let ids: Vec<String> = match &args.tables {
+        Some(ids) => ids.clone(),
+        None if matches!(format, Format::Table | Format::Csv) => vec!["summary".into()],
+        None => TABLE_IDS.iter().map(|s| s.to_string()).collect(),
+    };
+    let mut out = Vec::new();
+    for id in &ids {
+        match doc.tables.iter().find(|g| &g.id == id) {
+            Some(g) => out.push(g.clone()),
+            None if TABLE_IDS.contains(&id.as_str()) && args.tables.is_none() => {}
+            None if TABLE_IDS.contains(&id.as_str()) => {
+                return Err(CliError::bad_input(format!(
+                    "--tables: these runs have no `{id}` table (ablation needs several SIEVE variants)"
+                )));
+            }
+            None => {
+                return Err(CliError::bad_input(format!(
+                    "--tables: no table `{id}`{}; tables: {}",
+                    crate::suggest::did_you_mean(id, TABLE_IDS.iter().copied()),
+                    TABLE_IDS.join(", ")
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Renders the report; returns what goes to standard output (empty with --out).
+pub fn report(args: &ReportArgs) -> Result<String, CliError> {
+    let per_cell = if args.format == Some(Format::Html) {
+        args.episodes_per_cell
+    } else {
+        0
+    };
+    let doc = report::document(&args.runs, per_cell).map_err(CliError::bad_input)?;
+    let format = args.format.unwrap_or(Format::Table);
+    if args.runs.len() == 1 && args.format.is_none() {
+        report::write_all(&args.runs[0], &doc.summary)
+            .map_err(|e| CliError::failed(format!("writing summary: {e}")))?;
+    }
+    let grids = selected(&doc, args, format)?;
+    let malformed = doc.summary.malformed_lines;
+    let mut text = match format {
+        Format::Table => {
+            let opts = args.table.options();
+            let mut out = String::new();
+            for (i, g) in grids.iter().enumerate() {
+                let mut g = g.clone();
+                if g.id == "summary" {
+                    g = report::summary_grid(&doc.summary);
+                } else {
+                    g.hoist_constant_keys();
+                }
+                if i > 0 {
+                    out.push('\n');
+                }
+                if grids.len() > 1 {
+                    writeln!(out, "{}", g.title).unwrap();
+                }
+                out.push_str(&crate::report::text::render(&g, &opts).map_err(CliError::bad_input)?);
+            }
+            out
+        }
+        Format::Md => {
+            let mut out = String::from("# sieve-bench report\n\n");
+            for g in &grids {
+                let mut g = formats::readable(g);
+                g.hoist_constant_keys();
+                out.push_str(&formats::markdown(&g));
+                out.push('\n');
+            }
+            writeln!(
+                out,
+                "{} episodes; generated by {}.",
+                doc.summary.episodes, doc.summary.generated_by
+            )
+            .unwrap();
+            out
+        }
+        Format::Csv => {
+            if grids.len() != 1 {
+                return Err(CliError::bad_input(
+                    "--format csv holds one table: name one with --tables",
+                ));
+            }
+            formats::csv(&grids[0]).map_err(|e| CliError::failed(e.to_string()))?
+        }
+        Format::Json => {
+            let j = serde_json::json!({
+                "generated_by": doc.summary.generated_by,
+                "simulated": doc.summary.simulated,
+                "note": doc.summary.note,
+                "episodes": doc.summary.episodes,
+                "runs": doc.runs,
+                "tables": grids.iter().map(formats::json).collect::<Vec<_>>(),
+            });
+            serde_json::to_string_pretty(&j).expect("json") + "\n"
+        }
+        Format::Latex => {
+            let mut out = String::from(
+                "% sieve-bench report: booktabs tables; \\usepackage{booktabs} in the preamble.\n",
+            );
+            for g in &grids {
+                let mut g = formats::essential(g);
+                g.hoist_constant_keys();
+                out.push_str(&formats::latex(&g));
+                out.push('\n');
+            }
+            out
+        }
+        Format::Html => {
+            let mut d = doc;
+            d.tables = grids;
+            report::html::render(&d)
+        }
+    };
+    let mut warn = String::new();
+    if malformed > 0 {
+        warn.push_str(&format!(
+            "warning: {malformed} malformed line(s) in episodes.jsonl were skipped\n"
+        ));
+    }
+    match &args.out {
+        Some(path) => {
+            std::fs::write(path, &text)
+                .map_err(|e| CliError::failed(format!("cannot write {}: {e}", path.display())))?;
+            text = warn;
+        }
+        None => text.push_str(&warn),
+    }
+    Ok(text)
+}
+
+/// Re-renders one run's summary files and returns its table (what `merge` prints).
+pub fn rerender(dir: &Path, opts: &report::TextOptions) -> Result<String, CliError> {
     let summary = report::from_dir(dir).map_err(CliError::bad_input)?;
     report::write_all(dir, &summary)
         .map_err(|e| CliError::failed(format!("writing summary: {e}")))?;
@@ -23,6 +192,22 @@ pub fn report(dir: &Path, opts: &report::TextOptions) -> Result<String, CliError
 pub fn compare(base: &Path, new: &Path, t: Thresholds) -> Result<(String, bool), CliError> {
     let b = report::load(base).map_err(CliError::bad_input)?;
     let n = report::load(new).map_err(CliError::bad_input)?;
+    if b.rows.is_empty() {
+        return Err(CliError::bad_input(format!(
+            "{}: the baseline has no rows, so nothing would be gated",
+            base.display()
+        )));
+    }
     let c = report::compare::compare(&b, &n, t);
     Ok((c.text, c.failed))
+}
+
+/// Parses a threshold in percentage points: a finite number, at least 0 (NaN would
+/// make every comparison false and pass every gate).
+pub fn parse_points(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .ok_or_else(|| format!("`{s}` is not a threshold in percentage points (finite, >= 0)"))
 }

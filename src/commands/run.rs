@@ -315,6 +315,36 @@ pub fn defense_options(
     })
 }
 
+/// One cheap request to every endpoint in use (agent, planner, judge, embedder) before
+/// the matrix: what would fail every episode stops the run now, naming the URL and role.
+async fn preflight(models: &Models, tools: &[crate::model::ToolSchema]) -> Result<(), CliError> {
+    let mut seen: Vec<&Arc<dyn crate::model::ChatModel>> = Vec::new();
+    for (role, m) in [
+        ("agent", &models.agent),
+        ("planner", &models.planner),
+        ("judge", &models.judge),
+    ] {
+        if seen.iter().any(|s| Arc::ptr_eq(s, m)) {
+            continue;
+        }
+        seen.push(m);
+        // Only the agent is offered tools; planners and judges answer in JSON.
+        let offered = if role == "agent" { tools } else { &[] };
+        let warnings = m
+            .preflight(offered)
+            .await
+            .map_err(|e| CliError::failed(format!("{role}: {e}")))?;
+        for w in warnings {
+            eprintln!("warning: {role} {w}");
+        }
+    }
+    models
+        .embedder
+        .preflight()
+        .await
+        .map_err(|e| CliError::failed(format!("embedder: {e}")))
+}
+
 /// The settings of this invocation that decide outcomes (see `runner::identity`).
 fn run_settings(
     models: &Models,
@@ -500,6 +530,15 @@ fn open_manifest(
             m.price_per_mtok = price.or(m.price_per_mtok);
             m.roles = serde_json::to_value(roles).expect("roles serialise");
             m.simulated = m.simulated || models.any_simulated();
+            if m.shard != args.shard && has_records {
+                return Err(CliError::bad_input(format!(
+                    "{} holds {}; this run is {}. Shards go into folders of their own (then `merge`). {ways_out}.",
+                    out.display(),
+                    shard_name(m.shard),
+                    shard_name(args.shard)
+                )));
+            }
+            m.shard = args.shard;
             m.finished = None;
             m.invocations.push(invocation);
             Ok(m)
@@ -514,11 +553,16 @@ fn open_manifest(
             simulated: models.any_simulated(),
             errors_as,
             price_per_mtok: price,
+            shard: args.shard,
             started: invocation.started.clone(),
             finished: None,
             invocations: vec![invocation],
         }),
     }
+}
+
+fn shard_name(s: Option<(usize, usize)>) -> String {
+    s.map_or("the whole matrix".into(), |(k, n)| format!("shard {k}/{n}"))
 }
 
 /// Runs (or resumes) and summarises.
@@ -637,6 +681,9 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
                 },
             roles.oracle_labels().join(" / ")
         )));
+    }
+    if let Some(first) = suites.first() {
+        preflight(&models, &first.tools.schemas()).await?;
     }
     let settings = run_settings(&models, &suites, &options, &args);
     let run_id = default_run_id(&args);

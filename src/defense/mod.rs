@@ -165,7 +165,10 @@ impl DefenseCtx<'_> {
             .embedder
             .embed(texts)
             .await
-            .map_err(|e| DefenseError::Other(e.to_string()))?;
+            .map_err(|e| match e {
+                crate::embed::EmbedError::Model(m) => DefenseError::Model(m),
+                other => DefenseError::Other(other.to_string()),
+            })?;
         let tokens: u64 = texts.iter().map(|t| self.models.tokens.count(t)).sum();
         self.meter.record_embedding(1, tokens);
         Ok(out)
@@ -357,7 +360,7 @@ pub const REGISTRY: &[Entry] = &[
     },
     Entry {
         name: "sieve",
-        variants: "<variant> (see below)",
+        variants: "<variant>][@<threshold|w_sem|w_causal|w_prov|w_risk>=<x>",
         mechanism: "intent graph + layer-1 control/data-flow checks + adjudicator on deviations",
         source: "SIEVE/CCA, arXiv 2512.06716",
         persuasion_only: false,
@@ -552,14 +555,37 @@ pub fn build_with(spec: &str, opts: &BuildOptions) -> Result<Arc<dyn Defense>, S
             opts.plugin_timeout.unwrap_or(plugin::DEFAULT_TIMEOUT),
         )?));
     }
+    // `sieve[:variant]@setting=value`: one setting moved, a point of a sweep.
+    let (spec, tweak) = match spec.split_once('@') {
+        Some((s, t)) => (
+            s.trim(),
+            Some(sieve::config::Override::parse(t).map_err(|e| format!("`{spec}`: {e}"))?),
+        ),
+        None => (spec, None),
+    };
     let (name, variant) = match spec.split_once(':') {
         Some((n, v)) => (n, Some(v.trim())),
         None => (spec, None),
     };
+    if let Some(tweak) = tweak {
+        if name != "sieve" {
+            return Err(format!(
+                "`{spec}@…`: only sieve and its variants take a setting after `@`"
+            ));
+        }
+        let weights = if variant.is_none() {
+            opts.weights
+        } else {
+            None
+        };
+        let d = sieve::SieveDefense::new(sieve::Mode::Sieve, opts.sieve(), variant, weights)?;
+        return Ok(Arc::new(d.with_override(tweak)?));
+    }
     match entry(name) {
         Some(e) => (e.build)(variant, opts),
         None => Err(format!(
-            "unknown defense `{spec}`; available: {}",
+            "unknown defense `{spec}`{}; available: {}",
+            crate::suggest::did_you_mean(name, REGISTRY.iter().map(|e| e.name)),
             names().join(", ")
         )),
     }

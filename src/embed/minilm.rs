@@ -130,7 +130,7 @@ impl Embedder for MiniLm {
         let texts = texts.to_vec();
         tokio::task::spawn_blocking(move || inner.embed(texts))
             .await
-            .map_err(|e| EmbedError(format!("minilm: {e}")))?
-            .map_err(EmbedError)
+            .map_err(|e| EmbedError::Other(format!("minilm: {e}")))?
+            .map_err(EmbedError::Other)
     }
 }

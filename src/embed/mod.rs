@@ -10,10 +10,15 @@ pub mod openai;
 
 use async_trait::async_trait;
 
-/// Why an embedding failed.
+/// Why an embedding failed. A model error keeps its kind, so a fatal one (a 401 on the
+/// embedding endpoint) stops the run like one on the chat endpoint.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("embedding failed: {0}")]
-pub struct EmbedError(pub String);
+pub enum EmbedError {
+    #[error("embedding failed: {0}")]
+    Model(#[from] crate::model::ModelError),
+    #[error("embedding failed: {0}")]
+    Other(String),
+}
 
 /// An embedding backend.
 #[async_trait]
@@ -25,6 +30,11 @@ pub trait Embedder: Send + Sync {
     }
     /// One L2-normalised vector per text.
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
+    /// One cheap request before a run so an unreachable or unauthorised endpoint stops
+    /// it in seconds; local embedders have nothing to check.
+    async fn preflight(&self) -> Result<(), EmbedError> {
+        Ok(())
+    }
 }
 
 /// Cosine similarity of two vectors (0 when either is zero).

@@ -82,6 +82,17 @@ impl Embedder for OpenAiEmbedder {
         json!({ "name": self.name, "model": self.model, "base_url": self.endpoint.config().base_url })
     }
 
+    async fn preflight(&self) -> Result<(), EmbedError> {
+        if self.cache.as_ref().is_some_and(|c| c.replay()) {
+            return Ok(());
+        }
+        let body = json!({"model": self.model, "input": ["pre-flight"]});
+        self.endpoint
+            .probe(PATH, &body, &format!("embedder {}", self.name))
+            .await?;
+        Ok(())
+    }
+
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         if texts.is_empty() {
             return Ok(Vec::new());
@@ -93,8 +104,8 @@ impl Embedder for OpenAiEmbedder {
         let (resp, latency_ms) = match (hit, &self.cache) {
             (Some(e), _) => (e.response, e.latency_ms),
             (None, Some(c)) if c.replay() => {
-                return Err(EmbedError(format!(
-                    "replay cache miss: no recorded embeddings for request {key}"
+                return Err(EmbedError::Model(crate::model::ModelError::ReplayMiss(
+                    format!("no recorded embeddings for request {key}"),
                 )));
             }
             _ => {
@@ -103,11 +114,11 @@ impl Embedder for OpenAiEmbedder {
                     .endpoint
                     .post(PATH, &body, estimate)
                     .await
-                    .map_err(|e| EmbedError(e.to_string()))?;
+                    .map_err(EmbedError::Model)?;
                 (p.body, p.latency_ms)
             }
         };
-        let vectors = parse_embeddings(&resp, texts.len()).map_err(EmbedError)?;
+        let vectors = parse_embeddings(&resp, texts.len()).map_err(EmbedError::Other)?;
         if fresh && let Some(c) = &self.cache {
             let entry = Entry {
                 key: key.clone(),

@@ -3,9 +3,11 @@
 //! whitespace), and `--replay` answers only from it.
 //!
 //! One file per request, `DIR/<first two hex digits>/<hash>.json`, written to a
-//! temporary name and renamed into place, so concurrent episodes, concurrent runs and a
-//! run killed mid-write never leave a half-written entry. Two writers racing for the
-//! same key write the same request; whichever rename lands last wins, harmlessly.
+//! temporary name and linked into place only if no entry exists yet, so concurrent
+//! episodes, concurrent runs and a run killed mid-write never leave a half-written entry.
+//! The first writer of a key wins; a writer that loses the race adopts the recorded reply
+//! (see [`Cache::put`]), so the recorded run and its replay see the same reply for the
+//! same request and a replay repeats every episode exactly.
 //!
 //! Entries hold the request body and the endpoint's reply body; never headers, so never
 //! the API key.
@@ -15,7 +17,6 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// One recorded exchange.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -35,7 +36,6 @@ pub struct Entry {
 pub struct Cache {
     dir: PathBuf,
     replay: bool,
-    counter: AtomicU64,
 }
 
 /// Serialises a JSON value with object keys sorted at every level, without whitespace.
@@ -100,7 +100,6 @@ impl Cache {
         Ok(Cache {
             dir: dir.to_path_buf(),
             replay,
-            counter: AtomicU64::new(0),
         })
     }
 
@@ -125,26 +124,33 @@ impl Cache {
             .filter(|e| e.key == key)
     }
 
-    /// Records an entry atomically (temporary file, then rename).
-    pub fn put(&self, entry: &Entry) -> std::io::Result<()> {
+    /// Records an entry unless the key already has one, and returns the entry the cache
+    /// holds for the key: this one, or the one an earlier writer recorded. Callers use the
+    /// returned reply, so two episodes that sent the same request see the same reply in
+    /// the recorded run, as they will in the replay.
+    pub fn put(&self, entry: &Entry) -> std::io::Result<Entry> {
         let path = self.path_of(&entry.key);
         let parent = path.parent().expect("entry path has a parent");
         std::fs::create_dir_all(parent)?;
-        let tmp = parent.join(format!(
-            ".{}.{}.{}.tmp",
-            entry.key,
-            std::process::id(),
-            self.counter.fetch_add(1, Ordering::Relaxed)
-        ));
         let mut text = serde_json::to_string_pretty(entry).map_err(std::io::Error::other)?;
         text.push('\n');
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        drop(f);
-        std::fs::rename(&tmp, &path).inspect_err(|_| {
-            let _ = std::fs::remove_file(&tmp);
-        })
+        let mut tmp = tempfile::NamedTempFile::new_in(parent)?;
+        tmp.write_all(text.as_bytes())?;
+        tmp.as_file().sync_all()?;
+        match tmp.persist_noclobber(&path) {
+            Ok(_) => Ok(entry.clone()),
+            Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {
+                match self.get(&entry.key) {
+                    Some(first) => Ok(first),
+                    // An unreadable entry (another tool wrote it): replace it.
+                    None => {
+                        e.file.persist(&path).map_err(|e| e.error)?;
+                        Ok(entry.clone())
+                    }
+                }
+            }
+            Err(e) => Err(e.error),
+        }
     }
 }
 
@@ -190,6 +196,13 @@ mod tests {
         for h in handles {
             h.join().unwrap();
         }
+        assert_eq!(cache.get(&k), Some(entry.clone()));
+        // A later writer with another reply for the same request adopts the first.
+        let other = Entry {
+            response: json!({"choices": [{"other": true}]}),
+            ..entry.clone()
+        };
+        assert_eq!(cache.put(&other).unwrap(), entry);
         assert_eq!(cache.get(&k), Some(entry));
         // No temporary files are left behind.
         let leftovers = std::fs::read_dir(dir.path().join(&k[..2]))

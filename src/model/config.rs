@@ -343,7 +343,9 @@ impl ModelFactory {
     }
 
     fn known(&self) -> String {
-        let mut s = String::from("sim[:oracle|obedient|p=<x>][,judge_error=<x>], openai:<model>");
+        let mut s = String::from(
+            "sim[:oracle|obedient|p=<x>][,substitute][,judge_auc=<x>][,planner_recall=<x>][,planner_extra=<x>], openai:<model>",
+        );
         for n in self.named.keys() {
             s.push_str(", ");
             s.push_str(n);
@@ -361,8 +363,11 @@ impl ModelFactory {
             )));
         }
         let Some((named, model)) = self.resolve(spec)? else {
+            let mut candidates: Vec<&str> = vec!["sim", "sim:oracle", "sim:obedient", "openai"];
+            candidates.extend(self.named.keys().map(String::as_str));
             return Err(format!(
-                "unknown model `{spec}`; available: {} (named endpoints come from configs/{MODELS_TOML})",
+                "unknown model `{spec}`{}; available: {} (named endpoints come from configs/{MODELS_TOML})",
+                crate::suggest::did_you_mean(spec, candidates),
                 self.known()
             ));
         };
@@ -481,7 +486,12 @@ mod tests {
             "#,
         )
         .unwrap();
-        assert_eq!(f.chat("sim:oracle").unwrap().name(), "sim:oracle");
+        assert_eq!(
+            f.chat("sim:oracle,judge_auc=1,planner_recall=1,planner_extra=0")
+                .unwrap()
+                .name(),
+            "sim:oracle,judge=oracle,planner=oracle"
+        );
         assert_eq!(f.chat("openai:gpt-x").unwrap().name(), "openai:gpt-x");
         let q = f.chat("local-qwen").unwrap();
         assert_eq!(

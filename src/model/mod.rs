@@ -8,7 +8,7 @@ pub mod cache;
 pub mod config;
 pub mod openai;
 pub mod sim;
-pub mod sim_quality;
+pub mod sim_roles;
 pub mod tokens;
 
 use crate::ids::ToolName;
@@ -138,7 +138,7 @@ pub enum SimHint {
     /// role would say builds it, e.g. the intent graph of the reference plan).
     Reply(String),
     /// Judge whether this proposed call serves the user; the reply is JSON
-    /// `{"score": 0|1, "reason": ...}` by the profile's rules.
+    /// `{"score": <0..1>, "reason": ...}` drawn by the profile's judge quality.
     JudgeCall { tool: String, args: Value },
     /// Answer as a classifier of the profile's stated quality (`judge_auc`). `positive` is
     /// the item's true class (injected text, a harmful call); the model draws a score
@@ -163,6 +163,9 @@ pub enum SimHint {
     /// scripted agent carries out an injection it reads (if its profile follows
     /// injections) and otherwise only summarises.
     Masked,
+    /// Plan: the reference intent graph (JSON), which the scripted planner degrades by
+    /// its stated quality before replying.
+    Plan(Value),
 }
 
 /// A request to a chat model.
@@ -227,6 +230,13 @@ pub trait ChatModel: Send + Sync {
         serde_json::json!({ "name": self.name() })
     }
     async fn chat(&self, req: &ChatRequest<'_>) -> Result<ChatReply, ModelError>;
+    /// One cheap request before a run, offering `tools`, so a wrong URL, a missing `/v1`
+    /// or a bad key stops the run in seconds instead of failing every episode. Returns
+    /// warnings (e.g. the server seems to drop tool schemas); backends with nothing to
+    /// reach have nothing to check.
+    async fn preflight(&self, _tools: &[ToolSchema]) -> Result<Vec<String>, ModelError> {
+        Ok(Vec::new())
+    }
 }
 
 /// Parses `--model` values with default settings (`sim:…`, or `openai:<model>` with the

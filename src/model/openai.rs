@@ -79,6 +79,9 @@ pub fn redact(text: &str, key: Option<&Secret>) -> String {
     out
 }
 
+/// The user message of the pre-flight request (test servers recognise it).
+pub const PREFLIGHT_PROMPT: &str = "Are you ready?";
+
 /// How tools are offered to the model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -303,6 +306,17 @@ impl Endpoint {
         redact(s, self.cfg.api_key.as_ref())
     }
 
+    /// A reply with the API key redacted wherever the server echoed it, so it never
+    /// reaches a trace, a cache entry or a record.
+    fn scrub_value(&self, v: Value) -> Value {
+        let Some(k) = &self.cfg.api_key else { return v };
+        let text = v.to_string();
+        if k.expose().len() < 4 || !text.contains(k.expose()) {
+            return v;
+        }
+        serde_json::from_str(&text.replace(k.expose(), "[redacted]")).unwrap_or(v)
+    }
+
     /// Waits for the request and token budgets (`tokens` = tokens this call will use).
     async fn admit(&self, tokens: u64) {
         if let Some(l) = &self.rpm {
@@ -418,6 +432,43 @@ impl Endpoint {
         }
     }
 
+    /// One attempt, no retries, for the pre-flight check of `who` (a role and model).
+    /// Anything that would fail every episode is fatal and names the URL: nothing
+    /// listening, a 404 (with a `/v1` hint when the base URL lacks it), a 401/403, any
+    /// other 4xx. A 429 or 5xx is transient: `Ok(None)`, the run goes on and retries.
+    pub async fn probe(
+        &self,
+        path: &str,
+        body: &Value,
+        who: &str,
+    ) -> Result<Option<Value>, ModelError> {
+        let url = self.url(path);
+        let bytes = serde_json::to_vec(body).expect("request serialises");
+        let fatal = |m: String| {
+            ModelError::Fatal(self.scrub(&format!("pre-flight of the {who} at {url}: {m}")))
+        };
+        match self.attempt(&url, &bytes).await {
+            Attempt::Done(v) => Ok(Some(v)),
+            Attempt::Retry { why, .. } if why.starts_with("HTTP ") => Ok(None),
+            Attempt::Retry { why, .. } => Err(fatal(format!("cannot reach the server ({why})"))),
+            Attempt::Fail(ModelError::Request(m)) if m.contains("HTTP 404") => {
+                let base = self.cfg.base_url.trim_end_matches('/');
+                let hint = if base.ends_with("/v1") {
+                    "check --base-url and the model name".to_string()
+                } else {
+                    format!("did you mean --base-url {base}/v1 ?")
+                };
+                Err(fatal(format!("{m}; {hint}")))
+            }
+            // Any other client error would meet every request; a malformed 200 may be
+            // this request's alone, so the run goes on and episodes say what failed.
+            Attempt::Fail(ModelError::Request(m)) if m.contains("answered HTTP 4") => Err(fatal(m)),
+            Attempt::Fail(ModelError::Request(_)) => Ok(None),
+            Attempt::Fail(ModelError::Fatal(m)) => Err(fatal(m)),
+            Attempt::Fail(e) => Err(e),
+        }
+    }
+
     /// POSTs a JSON body to `path` (relative to the base URL) with retries. `tokens` is
     /// the estimate charged to the token budget before sending.
     pub async fn post(&self, path: &str, body: &Value, tokens: u64) -> Result<Posted, ModelError> {
@@ -430,7 +481,7 @@ impl Endpoint {
             match self.attempt(&url, &bytes).await {
                 Attempt::Done(v) => {
                     return Ok(Posted {
-                        body: v,
+                        body: self.scrub_value(v),
                         retries,
                         latency_ms: started.elapsed().as_secs_f64() * 1000.0,
                     });
@@ -949,6 +1000,51 @@ impl ChatModel for OpenAiModel {
         })
     }
 
+    async fn preflight(&self, tools: &[ToolSchema]) -> Result<Vec<String>, ModelError> {
+        if self.cache.as_ref().is_some_and(|c| c.replay()) {
+            return Ok(Vec::new());
+        }
+        let messages = [
+            Message::system("You are a pre-flight check. Reply with the word ready."),
+            Message::user(PREFLIGHT_PROMPT),
+        ];
+        let req = ChatRequest {
+            component: super::Component::Agent,
+            messages: &messages,
+            tools,
+            json: false,
+            sim: None,
+        };
+        let mut body = self.body(&req);
+        body["max_tokens"] = json!(16);
+        let Some(reply) = self
+            .endpoint
+            .probe(CHAT_PATH, &body, &format!("model {}", self.name))
+            .await?
+        else {
+            return Ok(Vec::new());
+        };
+        let mut warnings = Vec::new();
+        let reported = reply
+            .pointer("/usage/prompt_tokens")
+            .and_then(Value::as_u64);
+        if self.opts.tool_format == ToolFormat::Native
+            && !tools.is_empty()
+            && let Some(p) = reported
+        {
+            let bare = self.tokens.prompt(&messages, &[]);
+            let schemas = self.tokens.prompt(&messages, tools).saturating_sub(bare);
+            if schemas >= 50 && p < bare + schemas / 2 {
+                warnings.push(format!(
+                    "{}: the server counted {p} prompt tokens for a request whose {} tool schema(s) alone take about {schemas}; it seems to drop the tools (a chat template without tool support?), so the model would never see them. Try --tool-format prompted",
+                    self.name,
+                    tools.len()
+                ));
+            }
+        }
+        Ok(warnings)
+    }
+
     async fn chat(&self, req: &ChatRequest<'_>) -> Result<ChatReply, ModelError> {
         let body = self.body(req);
         let step = req
@@ -982,20 +1078,29 @@ impl ChatModel for OpenAiModel {
                 (posted.body, posted.retries, posted.latency_ms)
             }
         };
+        // Record before parsing: if another episode recorded this request first, use
+        // its reply, so this run and its replay see the same one.
+        let resp = match (fresh, &self.cache, &key) {
+            (true, Some(c), Some(k)) => {
+                let entry = Entry {
+                    key: k.clone(),
+                    path: CHAT_PATH.into(),
+                    request: body,
+                    response: resp,
+                    latency_ms,
+                };
+                match c.put(&entry) {
+                    Ok(recorded) => recorded.response,
+                    Err(e) => {
+                        eprintln!("warning: cannot write cache entry {k}: {e}");
+                        entry.response
+                    }
+                }
+            }
+            _ => resp,
+        };
         let parsed = parse_chat_body(&resp, self.opts.tool_format, step)
             .map_err(|e| ModelError::Request(format!("{}: {e}", self.endpoint.cfg.name)))?;
-        if fresh && let (Some(c), Some(k)) = (&self.cache, &key) {
-            let entry = Entry {
-                key: k.clone(),
-                path: CHAT_PATH.into(),
-                request: body,
-                response: resp,
-                latency_ms,
-            };
-            if let Err(e) = c.put(&entry) {
-                eprintln!("warning: cannot write cache entry {k}: {e}");
-            }
-        }
         let usage = match parsed.usage {
             Some((p, c, r)) => Usage {
                 prompt_tokens: p,

@@ -4,7 +4,10 @@
 pub mod columns;
 pub mod compare;
 pub mod formats;
+pub mod html;
 pub mod main_table;
+pub mod plots;
+pub mod runs;
 pub mod tables;
 pub mod text;
 
@@ -16,7 +19,7 @@ use crate::metrics::Row;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Footnotes on the formulas, printed under every table.
 pub const FOOTNOTES: &[&str] = &[
@@ -24,7 +27,7 @@ pub const FOOTNOTES: &[&str] = &[
     "BU = clean episodes solved / clean episodes; UA = attacked episodes still solved / attacked episodes.",
     "EDS = harmonic mean of (1 - ASR) and UA, 0 when either is 0 (this project's definition). Brackets: 95% Wilson intervals at the effective sample size n / design effect, so repeats of an episode over seeds are not counted as new evidence.",
     "Err = errored episodes / all episodes of the row; errored episodes are their own outcome, outside the ASR, W-ASR, BU and UA denominators (unless the run used --errors-as agentdojo). `!` marks a row above --max-error-rate.",
-    "Esc % = proposed calls sent to a semantic judge / proposed calls. Succ L1/Adj/Unchk (sieve, audit): successful attacks whose injected call passed layer 1 (provenance bypass) / was approved by the adjudicator / was seen by neither. Bypass = successes / episodes on injection tasks tagged provenance_bypass.",
+    "Esc % = proposed calls sent to a semantic judge / proposed calls. Succ L1/Adj/Unchk (sieve, audit): successful attacks whose harmful call (the one whose effect the security check saw) passed layer 1 (provenance bypass) / was approved by the adjudicator / no call did it. Rows <attack>+provenance_bypass hold the tasks written to defeat SIEVE, left out of the headline rows; Bypass = successes / episodes on the pairs those tasks were designed for.",
 ];
 
 /// The banner every report of a simulated run carries.
@@ -236,6 +239,94 @@ pub fn from_dir(dir: &Path) -> Result<Summary, String> {
         summary.set_order(order);
     }
     Ok(summary)
+}
+
+/// Everything a report renders, from one or many runs.
+pub struct Document {
+    pub summary: Summary,
+    /// The paper's tables, in [`tables::TABLE_IDS`] order.
+    pub tables: Vec<Grid>,
+    pub per_defense: Vec<Row>,
+    pub per_suite: Vec<Row>,
+    /// Per defense (aligned with `per_defense`): S_align of approved and blocked calls.
+    pub scores: Vec<(Vec<u64>, Vec<u64>)>,
+    pub episodes: Vec<runs::Episode>,
+    pub runs: Vec<PathBuf>,
+    pub duplicates: usize,
+}
+
+/// Bins of the alignment-score histograms.
+pub const SCORE_BINS: usize = 20;
+
+/// S_align of the adjudicated calls of one defense and model: (approved, blocked) bins.
+fn scores(records: &[crate::runner::record::EpisodeRecord], r: &Row) -> (Vec<u64>, Vec<u64>) {
+    let mut approved = vec![0; SCORE_BINS];
+    let mut blocked = vec![0; SCORE_BINS];
+    for e in records
+        .iter()
+        .filter(|e| e.defense == r.defense && e.model == r.model)
+    {
+        let Some(calls) = e.notes.get("calls").and_then(|c| c.as_array()) else {
+            continue;
+        };
+        for c in calls {
+            let Some(score) = c["adjudication"]["s_align"].as_f64() else {
+                continue;
+            };
+            let bin = ((score.clamp(0.0, 1.0) * SCORE_BINS as f64) as usize).min(SCORE_BINS - 1);
+            match c["path"].as_str() {
+                Some("approved") => approved[bin] += 1,
+                Some(_) => blocked[bin] += 1,
+                None => {}
+            }
+        }
+    }
+    (approved, blocked)
+}
+
+/// Reads runs (merged by episode key, refused when their settings differ) into a
+/// document; `per_outcome` episodes of each outcome per cell are kept for drill-down.
+pub fn document(dirs: &[PathBuf], per_outcome: usize) -> Result<Document, String> {
+    let loaded = runs::load(dirs, per_outcome)?;
+    let mut summary = Summary::new(
+        crate::metrics::summarise_with(&loaded.records, loaded.errors_as),
+        loaded.records.len(),
+        loaded.malformed,
+    );
+    if let Some([i, o]) = loaded.price {
+        summary.apply_price(i, o);
+    }
+    summary.set_order(loaded.order.clone());
+    let views = tables::views(
+        &loaded.records,
+        loaded.errors_as,
+        &summary.rows,
+        &summary.order,
+    );
+    let mut tables = tables::paper_tables(&summary.rows, &views);
+    for g in &mut tables {
+        if g.id == "summary" {
+            g.footnotes = summary.footnotes.clone();
+        }
+        if let Some(note) = &summary.note {
+            g.notes.insert(0, note.clone());
+        }
+    }
+    let scores = views
+        .per_defense
+        .iter()
+        .map(|r| scores(&loaded.records, r))
+        .collect();
+    Ok(Document {
+        summary,
+        tables,
+        per_defense: views.per_defense,
+        per_suite: views.per_suite,
+        scores,
+        episodes: loaded.episodes,
+        runs: loaded.dirs,
+        duplicates: loaded.duplicates,
+    })
 }
 
 #[cfg(test)]

@@ -3,8 +3,9 @@
 //! succeed). Each metric is one column here; every format renders these grids.
 
 use super::columns::{Better, Column, Grid, Show, Value};
-use crate::metrics::{ALL_SUITES, Rate, Row};
+use crate::metrics::{ALL_SUITES, ErrorsAs, Rate, Row, row_with};
 use crate::model::Component;
+use crate::runner::record::EpisodeRecord;
 
 /// The order rows appear in: suites, attacks and defenses as the command line named
 /// them (the micro-averaged `all` suite last); names it does not know follow in
@@ -75,6 +76,22 @@ fn seed_end(range: Option<[f64; 2]>, i: usize) -> Value {
 
 /// The identifying columns of a summary row.
 fn key_columns<'a>() -> Vec<Column<'a, Row>> {
+    keys(&["suite", "attack", "defense", "model"])
+}
+
+/// The key columns with these ids, in this order.
+fn keys<'a>(ids: &[&str]) -> Vec<Column<'a, Row>> {
+    let mut all = all_keys();
+    ids.iter()
+        .filter_map(|id| {
+            all.iter()
+                .position(|c| c.spec.id == *id)
+                .map(|i| all.remove(i))
+        })
+        .collect()
+}
+
+fn all_keys<'a>() -> Vec<Column<'a, Row>> {
     vec![
         Column::key(
             "suite",
@@ -303,35 +320,35 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
         Column::figure(
             "success_via_layer1",
             "Succ L1",
-            "sieve/audit: successful attacks whose injected call passed layer 1 (provenance bypass).",
+            "sieve/audit: successful attacks whose harmful call (the one whose effect the security check saw) passed layer 1 (provenance bypass).",
             Show::Extra,
             |r: &Row| r.success_via_layer1.map_or(Value::Missing, Value::Count),
         ),
         Column::figure(
             "success_via_adjudicator",
             "Succ Adj",
-            "sieve/audit: successful attacks whose injected call the adjudicator approved.",
+            "sieve/audit: successful attacks whose harmful call the adjudicator approved.",
             Show::Extra,
             |r: &Row| r.success_via_adjudicator.map_or(Value::Missing, Value::Count),
         ),
         Column::figure(
             "success_unchecked",
             "Succ Unchk",
-            "sieve/audit: successful attacks no check saw.",
+            "sieve/audit: successful attacks no call produced (e.g. harm in the answer).",
             Show::Extra,
             |r: &Row| r.success_unchecked.map_or(Value::Missing, Value::Count),
         ),
         Column::figure(
             "n_bypass_tagged",
             "n bypass",
-            "Attacked episodes on injection tasks tagged provenance_bypass.",
+            "Attacked episodes on designed bypass pairs (a provenance_bypass task on a user task it names in designed_for).",
             Show::File,
             |r: &Row| Value::Count(r.n_bypass_tagged),
         ),
         Column::figure(
             "bypass_tagged_success",
             "Bypass",
-            "Successful attacks among the provenance_bypass-tagged episodes.",
+            "Successful attacks among the designed bypass pairs.",
             Show::Extra,
             |r: &Row| {
                 if r.n_bypass_tagged == 0 {
@@ -433,7 +450,7 @@ pub fn cell_id(suite: &str, attack: &str, defense: &str, model: &str) -> String 
 
 /// Efficiency by role: tokens and calls per episode of each component.
 pub fn efficiency(rows: &[Row]) -> Grid {
-    let mut columns = key_columns();
+    let mut columns = keys(&["defense", "model"]);
     for comp in Component::ALL {
         let name = comp.as_str();
         if rows.iter().any(|r| r.calls_by_component.contains_key(name)) {
@@ -473,6 +490,331 @@ pub fn efficiency(rows: &[Row]) -> Grid {
         rows,
         defense_group,
     )
+}
+
+/// The summary columns with these ids (after `keys`), as a table of pooled rows.
+fn view(
+    id: &str,
+    title: &str,
+    key_ids: &[&str],
+    figure_ids: &[&str],
+    rows: &[Row],
+    group: impl Fn(&Row) -> String,
+) -> Grid {
+    let mut columns = keys(key_ids);
+    let mut all = summary_columns();
+    for f in figure_ids {
+        if let Some(i) = all.iter().position(|c| c.spec.id == *f) {
+            let mut c = all.remove(i);
+            c.spec.show = Show::Default;
+            columns.push(c);
+        }
+    }
+    Grid::build(id, title, columns, rows, group)
+}
+
+/// Every table a report can show, by id, in the order a document lists them.
+pub const TABLE_IDS: &[&str] = &[
+    "main",
+    "summary",
+    "per-suite",
+    "per-attack",
+    "ablation",
+    "efficiency",
+    "why",
+];
+
+/// Sets each row's token overhead against `none` on the same suite, attack and model.
+fn set_overheads(rows: &mut [Row]) {
+    let base: Vec<((String, String, String), f64)> = rows
+        .iter()
+        .filter(|r| r.defense == "none")
+        .map(|r| {
+            (
+                (r.suite.clone(), r.attack.clone(), r.model.clone()),
+                r.tokens_per_episode,
+            )
+        })
+        .collect();
+    for r in rows {
+        if let Some((_, b)) = base
+            .iter()
+            .find(|(k, _)| k.0 == r.suite && k.1 == r.attack && k.2 == r.model)
+            && *b > 0.0
+        {
+            r.token_overhead_vs_none = Some(r.tokens_per_episode / b);
+        }
+    }
+}
+
+/// The episodes pooled three ways, each in the command line's order: per defense ×
+/// model (every suite and attack), per suite × defense × model (attacks pooled), per
+/// attack × defense × model (suites pooled).
+pub struct Views {
+    pub per_defense: Vec<Row>,
+    pub per_suite: Vec<Row>,
+    pub per_attack: Vec<Row>,
+    pub attacks: Vec<String>,
+}
+
+/// Pools `records` (sorted by key) as [`Views`] describes; `summary_rows` name the
+/// defenses, models, suites and attacks present.
+pub fn views(
+    records: &[EpisodeRecord],
+    errors_as: ErrorsAs,
+    summary_rows: &[Row],
+    order: &Order,
+) -> Views {
+    let mut dm: Vec<(String, String)> = Vec::new();
+    let mut attacks: Vec<String> = Vec::new();
+    let mut suites: Vec<String> = Vec::new();
+    for r in summary_rows {
+        let k = (r.defense.clone(), r.model.clone());
+        if !dm.contains(&k) {
+            dm.push(k);
+        }
+        if r.attack != "none" && !attacks.contains(&r.attack) {
+            attacks.push(r.attack.clone());
+        }
+        if r.suite != ALL_SUITES && !suites.contains(&r.suite) {
+            suites.push(r.suite.clone());
+        }
+    }
+    let pooled = |label_suite: &str,
+                  label_attack: &str,
+                  d: &str,
+                  m: &str,
+                  keep: &dyn Fn(&EpisodeRecord) -> bool|
+     -> Option<Row> {
+        let mine: Vec<&EpisodeRecord> = records
+            .iter()
+            .filter(|r| r.defense == d && r.model == m && keep(r))
+            .collect();
+        if mine.is_empty() {
+            return None;
+        }
+        let (attacked, clean): (Vec<&EpisodeRecord>, Vec<&EpisodeRecord>) =
+            mine.into_iter().partition(|r| r.attacked());
+        Some(row_with(
+            label_suite,
+            label_attack,
+            d,
+            m,
+            &clean,
+            &attacked,
+            errors_as,
+        ))
+    };
+    let finish = |mut rows: Vec<Row>| {
+        set_overheads(&mut rows);
+        order.sort(&mut rows);
+        rows
+    };
+    let per_defense = finish(
+        dm.iter()
+            .filter_map(|(d, m)| pooled(ALL_SUITES, ALL_SUITES, d, m, &|_| true))
+            .collect(),
+    );
+    let mut per_suite = Vec::new();
+    for su in &suites {
+        for (d, m) in &dm {
+            per_suite.extend(pooled(su, ALL_SUITES, d, m, &|r| &r.suite == su));
+        }
+    }
+    let mut per_attack = Vec::new();
+    for a in &attacks {
+        for (d, m) in &dm {
+            per_attack.extend(pooled(ALL_SUITES, a, d, m, &|r| {
+                !r.attacked() || r.attack.as_ref() == Some(a)
+            }));
+        }
+    }
+    Views {
+        per_defense,
+        per_suite: finish(per_suite),
+        per_attack: finish(per_attack),
+        attacks,
+    }
+}
+
+/// The paper's tables, `summary_rows` in their final order.
+pub fn paper_tables(summary_rows: &[Row], v: &Views) -> Vec<Grid> {
+    let by_model = |r: &Row| r.model.clone();
+    let pooled_figures = [
+        "n_attacked",
+        "asr",
+        "ua",
+        "bu",
+        "error_rate",
+        "w_asr",
+        "eds",
+        "tokens_per_episode",
+        "calls_per_episode",
+    ];
+    let mut grids = vec![main(&v.per_defense, &v.per_attack, &v.attacks)];
+    grids.push(summary(summary_rows));
+    grids.push(view(
+        "per-suite",
+        "Per suite (attacks pooled)",
+        &["suite", "defense", "model"],
+        &pooled_figures,
+        &v.per_suite,
+        |r: &Row| format!("{}\u{1f}{}", r.suite, r.model),
+    ));
+    grids.push(view(
+        "per-attack",
+        "Per attack (suites pooled)",
+        &["attack", "defense", "model"],
+        &pooled_figures,
+        &v.per_attack,
+        |r: &Row| format!("{}\u{1f}{}", r.attack, r.model),
+    ));
+    if v.per_defense
+        .iter()
+        .filter(|r| r.defense.starts_with("sieve"))
+        .count()
+        > 1
+    {
+        grids.push(view(
+            "ablation",
+            "Ablation (every suite and attack pooled)",
+            &["defense", "model"],
+            &[
+                "asr",
+                "w_asr",
+                "bu",
+                "ua",
+                "eds",
+                "error_rate",
+                "escalation_rate",
+                "judge_calls_per_episode",
+                "tokens_per_episode",
+                "calls_per_episode",
+            ],
+            &v.per_defense,
+            by_model,
+        ));
+    }
+    grids.push(efficiency(&v.per_defense));
+    grids.push(view(
+        "why",
+        "Why attacks succeed (sieve and audit: how each successful attack got through)",
+        &["defense", "model"],
+        &[
+            "n_attacked",
+            "asr",
+            "success_via_layer1",
+            "success_via_adjudicator",
+            "success_unchecked",
+            "bypass_tagged_success",
+            "escalation_rate",
+            "blocked",
+        ],
+        &v.per_defense,
+        by_model,
+    ));
+    for g in &mut grids {
+        if g.id != "summary" {
+            g.links = vec![None; g.rows.len()];
+        }
+    }
+    grids
+}
+
+/// The main table: one row per defense (and model), ASR and UA per attack, then BU,
+/// tokens and calls per episode and the overhead against `none`, every suite pooled.
+pub fn main<'a>(per_defense: &'a [Row], per_attack: &'a [Row], attacks: &[String]) -> Grid {
+    let mut columns = keys(&["defense", "model"]);
+    for a in attacks {
+        let find = move |r: &Row| {
+            per_attack
+                .iter()
+                .find(|x| &x.attack == a && x.defense == r.defense && x.model == r.model)
+                .cloned()
+        };
+        columns.push(
+            Column::figure(
+                format!("asr_{a}"),
+                format!("{a} ASR %"),
+                format!("ASR under the `{a}` attack, every suite pooled."),
+                Show::Default,
+                move |r: &Row| find(r).map_or(Value::Missing, |x| Value::rate(x.asr, x.asr_ci)),
+            )
+            .better(Better::Lower)
+            .with_interval(),
+        );
+        columns.push(
+            Column::figure(
+                format!("ua_{a}"),
+                format!("{a} UA %"),
+                format!("UA under the `{a}` attack, every suite pooled."),
+                Show::Default,
+                move |r: &Row| find(r).map_or(Value::Missing, |x| Value::rate(x.ua, x.ua_ci)),
+            )
+            .better(Better::Higher)
+            .with_interval(),
+        );
+    }
+    let mut all = summary_columns();
+    for id in [
+        "bu",
+        "error_rate",
+        "tokens_per_episode",
+        "calls_per_episode",
+        "token_overhead_vs_none",
+    ] {
+        if let Some(i) = all.iter().position(|c| c.spec.id == id) {
+            let mut c = all.remove(i);
+            c.spec.show = Show::Default;
+            columns.push(c);
+        }
+    }
+    Grid::build(
+        "main",
+        "Main table (defenses × attacks, every suite pooled)",
+        columns,
+        per_defense,
+        |r: &Row| r.model.clone(),
+    )
+}
+
+/// `docs/columns.md`: every summary column with its file fields and meaning, generated
+/// from the column table so the documentation cannot drift from the files.
+pub fn columns_doc() -> String {
+    let mut out = String::from(
+        "# Report columns\n\n\
+         Generated from `src/report/tables.rs` (a test keeps this file in step; regenerate with\n\
+         `UPDATE_DOCS=1 cargo test --lib columns_doc`).\n\n\
+         In `summary.csv`, `summary.json` and `report --format csv|json`, rates are **fractions\n\
+         in [0, 1]** rounded to 10 decimals; a rate with an interval has `<id>_lo` and\n\
+         `<id>_hi` fields (95% Wilson interval at the effective sample size). Tables show\n\
+         percentages. An empty CSV field (JSON `null`) means the row has no such figure.\n\
+         `report --format csv|json` over a paper table (`--tables main` etc.) uses the same ids;\n\
+         the main table adds `asr_<attack>` and `ua_<attack>` per attack, the efficiency table\n\
+         `tokens_<role>` and `calls_<role>` per role.\n\n\
+         | id | fields in files | table header | shown | meaning |\n|---|---|---|---|---|\n",
+    );
+    for c in summary_columns() {
+        let s = &c.spec;
+        let fields = if s.interval {
+            format!("`{0}`, `{0}_lo`, `{0}_hi`", s.id)
+        } else {
+            format!("`{}`", s.id)
+        };
+        let shown = match s.show {
+            Show::Key => "label",
+            Show::Default => "default",
+            Show::Extra => "when room / --wide",
+            Show::File => "files only",
+        };
+        out.push_str(&format!(
+            "| `{}` | {fields} | {} | {shown} | {} |\n",
+            s.id,
+            s.title.replace('|', "\\|"),
+            s.doc.replace('|', "\\|")
+        ));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -524,5 +866,19 @@ mod tests {
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
         );
         assert_ne!(a, cell_id("f/a", "x", "sieve:no-sem", "sim:p=0.5"));
+    }
+
+    #[test]
+    fn columns_doc_is_current() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/columns.md");
+        let want = columns_doc();
+        if std::env::var_os("UPDATE_DOCS").is_some() {
+            std::fs::write(&path, &want).unwrap();
+        }
+        let have = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            have == want,
+            "docs/columns.md is stale: UPDATE_DOCS=1 cargo test --lib columns_doc"
+        );
     }
 }

@@ -44,6 +44,9 @@ pub struct Manifest {
     /// Dollars per million prompt / completion tokens, when the run was priced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price_per_mtok: Option<[f64; 2]>,
+    /// `(k, n)` when the folder holds shard k of n (`run --shard k/n`), for `merge`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<(usize, usize)>,
     pub started: String,
     #[serde(default)]
     pub finished: Option<String>,

@@ -78,7 +78,7 @@ impl JobKey {
     /// The part of the key that seeds the episode: everything but the defense and the
     /// seed. Leaving the defense out gives every defense the same random draws for the
     /// same episode (common random numbers): a `sim:p=<x>` agent obeys in the same
-    /// episodes and a `judge_error` judge errs on the same calls, so differences between
+    /// episodes and a scripted judge draws the same scores for the same calls, so differences between
     /// defenses come from the defenses, not from luck.
     pub fn seed_identity(&self) -> String {
         [
@@ -190,6 +190,40 @@ impl RunPlan {
     }
 }
 
+/// The circuit breaker: this many episodes in a row failing with the same error stop the
+/// run, since the cause (a dead server, a spent quota) would fail every other one too.
+pub const BREAKER_RUN: usize = 20;
+
+#[derive(Default)]
+struct Breaker {
+    last: Option<String>,
+    count: usize,
+}
+
+impl Breaker {
+    /// Sees one finished episode's error; `Some(why)` when the breaker trips.
+    fn see(&mut self, error: Option<&str>) -> Option<String> {
+        match error {
+            None => {
+                self.last = None;
+                self.count = 0;
+                None
+            }
+            Some(e) => {
+                if self.last.as_deref() == Some(e) {
+                    self.count += 1;
+                } else {
+                    self.last = Some(e.to_string());
+                    self.count = 1;
+                }
+                (self.count >= BREAKER_RUN).then(|| {
+                    format!("{BREAKER_RUN} episodes in a row failed with the same error, so the others would too: {e}")
+                })
+            }
+        }
+    }
+}
+
 /// How a run ended.
 #[derive(Debug, Default)]
 pub struct RunOutcome {
@@ -248,6 +282,9 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         ),
         None => (None, None, None, Vec::new()),
     };
+    let bypass_pair = injection
+        .as_ref()
+        .is_some_and(|i| i.task.designed_for.contains(&ut.id));
     let mut episode_defense = defense.episode();
     let spec = EpisodeSpec {
         suite,
@@ -287,6 +324,8 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         cost: result.cost,
         latency_ms: result.latency_ms,
         error: result.error,
+        harmful_call: result.harmful_call,
+        bypass_pair,
         notes: result.notes,
         version: env!("CARGO_PKG_VERSION").to_string(),
         suite_fingerprint: suite.fingerprint.clone(),
@@ -414,6 +453,8 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
     let mut stop_launching = false;
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
+    let mut interrupts = 0u32;
+    let mut breaker = Breaker::default();
 
     loop {
         while !stop_launching && tasks.len() < concurrency {
@@ -436,6 +477,10 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
                 if rec.error.is_some() {
                     outcome.errored += 1;
                 }
+                if let Some(why) = breaker.see(rec.error.as_deref()) {
+                    outcome.fatal = Some(why);
+                    stop_launching = true;
+                }
                 writer.write(&rec, &trace)?;
                 outcome.ran += 1;
                 progress.inc(1);
@@ -444,10 +489,19 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
                     eprintln!("progress: {}/{total} episodes ({rate:.0}/s)", outcome.ran);
                 }
             }
-            _ = &mut ctrl_c, if !stop_launching => {
+            _ = &mut ctrl_c, if interrupts < 2 => {
+                interrupts += 1;
                 stop_launching = true;
                 outcome.interrupted = true;
-                progress.println("interrupted: finishing episodes in flight; rerun the same command to resume");
+                if interrupts == 1 {
+                    progress.println("interrupted: finishing episodes in flight (Ctrl-C again to stop at once); rerun the same command to resume");
+                    ctrl_c.set(tokio::signal::ctrl_c());
+                } else {
+                    // The second Ctrl-C: drop what is in flight (it reruns on resume).
+                    tasks.abort_all();
+                    progress.println("stopped at once; episodes in flight were dropped and run again on resume");
+                    break;
+                }
             }
         }
     }
@@ -458,6 +512,23 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn breaker_trips_on_a_run_of_one_cause_only() {
+        let mut b = Breaker::default();
+        for _ in 0..BREAKER_RUN - 1 {
+            assert_eq!(b.see(Some("connection refused")), None);
+        }
+        assert_eq!(b.see(None), None, "a success resets it");
+        for i in 0..BREAKER_RUN * 2 {
+            let e = if i % 2 == 0 { "a" } else { "b" };
+            assert_eq!(b.see(Some(e)), None, "alternating causes do not trip it");
+        }
+        for _ in 0..BREAKER_RUN - 1 {
+            b.see(Some("HTTP 500"));
+        }
+        assert!(b.see(Some("HTTP 500")).unwrap().contains("HTTP 500"));
+    }
 
     #[test]
     fn defenses_share_an_episode_seed_and_other_fields_change_it() {

@@ -53,6 +53,14 @@ pub struct EpisodeRecord {
     pub cost: CostMeter,
     pub latency_ms: f64,
     pub error: Option<String>,
+    /// For a successful attack: the executed call (in execution order) whose effect the
+    /// security check saw; `None` when the harm came without a call (the answer).
+    #[serde(default)]
+    pub harmful_call: Option<usize>,
+    /// An injection task on a user task it names in `designed_for` (a designed
+    /// provenance-bypass pair).
+    #[serde(default)]
+    pub bypass_pair: bool,
     #[serde(default)]
     pub notes: Value,
     pub version: String,

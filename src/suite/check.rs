@@ -57,6 +57,9 @@ pub enum Check {
     AnswerContains(OneOrMany),
     /// The final answer satisfies a matcher.
     Answer(Matcher),
+    /// Nothing changed outside these paths (each with everything below it): the side
+    /// effects a task allows. An agent that also did something unasked fails.
+    OnlyChanged(Vec<String>),
 }
 
 /// One string or a list of strings.
@@ -410,6 +413,44 @@ impl Matcher {
     }
 }
 
+/// Dotted paths of every value that differs between `pre` and `post`, as deep as both
+/// sides are maps or lists (an added list member is reported at its index).
+pub fn changed_paths(pre: &Value, post: &Value, prefix: &str) -> Vec<String> {
+    let join = |k: &str| {
+        if prefix.is_empty() {
+            k.to_string()
+        } else {
+            format!("{prefix}.{k}")
+        }
+    };
+    match (pre, post) {
+        (Value::Object(a), Value::Object(b)) => {
+            let mut out = Vec::new();
+            for (k, v) in a {
+                match b.get(k) {
+                    Some(w) => out.extend(changed_paths(v, w, &join(k))),
+                    None => out.push(join(k)),
+                }
+            }
+            out.extend(b.keys().filter(|k| !a.contains_key(*k)).map(|k| join(k)));
+            out
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            let mut out = Vec::new();
+            for i in 0..a.len().max(b.len()) {
+                match (a.get(i), b.get(i)) {
+                    (Some(v), Some(w)) => out.extend(changed_paths(v, w, &join(&i.to_string()))),
+                    _ => out.push(join(&i.to_string())),
+                }
+            }
+            out
+        }
+        _ if loose_eq(pre, post) => Vec::new(),
+        _ if prefix.is_empty() => vec![String::new()],
+        _ => vec![prefix.to_string()],
+    }
+}
+
 /// Whether two collection members are the same record: by `id` when the member has
 /// one (so an edited record is not "new"), else by identical content.
 fn same_member(a: &Value, b: &Value) -> bool {
@@ -476,6 +517,13 @@ impl Check {
                     .all(|s| answer.contains(&s.to_lowercase()))
             }
             Check::Answer(m) => m.test(Some(&Value::String(o.answer.to_string()))),
+            Check::OnlyChanged(allowed) => changed_paths(o.pre, o.post, "").iter().all(|p| {
+                allowed.iter().any(|a| {
+                    p == a
+                        || p.strip_prefix(a.as_str())
+                            .is_some_and(|r| r.starts_with('.'))
+                })
+            }),
         }
     }
 
@@ -545,6 +593,7 @@ impl Check {
                 }
             }
             Check::Answer(_) => Ok(()),
+            Check::OnlyChanged(paths) => paths.iter().try_for_each(|p| path_exists(p)),
         }
     }
 }
@@ -739,6 +788,23 @@ mod tests {
                 .to_string();
             assert!(err.contains(why), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn only_changed_allows_listed_paths_and_nothing_else() {
+        // post() adds a transaction and changes the password.
+        assert!(eval("only_changed: [txs, pw]"));
+        assert!(!eval("only_changed: [txs]"));
+        assert!(!eval("only_changed: [pw]"));
+        assert!(!eval("only_changed: [tx, pw]"));
+        assert!(eval("only_changed: [txs.1, pw]"));
+        assert!(!eval("only_changed: [txs.0, pw]"));
+        let tools = crate::tools::toolset(&["banking".to_string()]).unwrap();
+        assert!(
+            check("only_changed: [nope]")
+                .validate(&pre(), &tools)
+                .is_err()
+        );
     }
 
     #[test]

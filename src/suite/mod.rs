@@ -7,6 +7,7 @@ pub mod check;
 pub mod env;
 pub mod meaning;
 pub mod validate;
+pub mod variants;
 
 use crate::ids::{TaskId, ToolName, VectorId};
 use crate::tools::{ToolSet, render::render, toolset};
@@ -43,7 +44,7 @@ impl fmt::Display for SuiteError {
 }
 
 impl SuiteError {
-    fn at(
+    pub(crate) fn at(
         file: &Path,
         task: Option<&str>,
         field: Option<&str>,
@@ -156,6 +157,10 @@ pub struct UserTask {
     /// The answer a correct agent gives at the end (used by the scripted agent).
     pub answer: Option<String>,
     pub utility: Check,
+    /// Plan arguments the agent works out rather than reads, as `"<step>.<arg>"` → how
+    /// (e.g. `"1.amount": 162.00 share minus 72.00 already paid`): the provenance lint
+    /// accepts these without finding them in what the agent saw.
+    pub derived: BTreeMap<String, String>,
 }
 
 /// What the attacker wants, how to do it, and how to tell it happened.
@@ -173,6 +178,9 @@ pub struct InjectionTask {
     pub answer: Option<String>,
     /// Free text for reports (e.g. "exercises the provenance bypass").
     pub tags: Vec<String>,
+    /// For tasks written to defeat one defense: the user tasks whose plan they target. The
+    /// `Bypass` column counts exactly these pairs.
+    pub designed_for: Vec<TaskId>,
 }
 
 /// A loaded, structurally valid suite.
@@ -185,6 +193,8 @@ pub struct Suite {
     pub vectors: Vec<Vector>,
     pub user_tasks: Vec<UserTask>,
     pub injection_tasks: Vec<InjectionTask>,
+    /// Behaviour other than the reference that the checks must judge right (`variants.yaml`).
+    pub variants: variants::Variants,
     /// For each user task, the vectors its reference plan reads (canary run).
     pub injectable: BTreeMap<TaskId, Vec<VectorId>>,
     /// SHA-256 of every file in the suite folder: records carry it, so a resumed run
@@ -361,7 +371,7 @@ fn reject_unknown(
     Ok(())
 }
 
-fn check_plan(
+pub(crate) fn check_plan(
     file: &Path,
     task: &str,
     plan: &[PlannedCall],
@@ -455,7 +465,9 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
             &ut_path,
             &id,
             map,
-            &["id", "prompt", "plan", "answer", "utility", "comment"],
+            &[
+                "id", "prompt", "plan", "answer", "utility", "derived", "comment",
+            ],
         )?;
         let task = UserTask {
             id: TaskId(id.clone()),
@@ -463,7 +475,26 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
             plan: field(&ut_path, &id, map, "plan", true)?.unwrap(),
             answer: field(&ut_path, &id, map, "answer", false)?,
             utility: field(&ut_path, &id, map, "utility", true)?.unwrap(),
+            derived: field(&ut_path, &id, map, "derived", false)?.unwrap_or_default(),
         };
+        for key in task.derived.keys() {
+            let known = key.split_once('.').is_some_and(|(step, arg)| {
+                step.parse::<usize>()
+                    .ok()
+                    .and_then(|i| task.plan.get(i))
+                    .is_some_and(|c| c.args.get(arg).is_some())
+            });
+            if !known {
+                return Err(SuiteError::at(
+                    &ut_path,
+                    Some(&id),
+                    Some("derived"),
+                    format!(
+                        "`{key}` names no argument of the plan; write `<step>.<argument>`, steps counted from 0"
+                    ),
+                ));
+            }
+        }
         check_plan(&ut_path, &id, &task.plan, &tools)?;
         task.utility
             .validate(&benign, &tools)
@@ -480,7 +511,14 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
             &id,
             map,
             &[
-                "id", "goal", "plan", "severity", "security", "tags", "comment",
+                "id",
+                "goal",
+                "plan",
+                "severity",
+                "security",
+                "tags",
+                "comment",
+                "designed_for",
             ],
         )?;
         let task = InjectionTask {
@@ -491,7 +529,29 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
             security: field(&it_path, &id, map, "security", true)?.unwrap(),
             answer: field(&it_path, &id, map, "answer", false)?,
             tags: field(&it_path, &id, map, "tags", false)?.unwrap_or_default(),
+            designed_for: field(&it_path, &id, map, "designed_for", false)?.unwrap_or_default(),
         };
+        if let Some(bad) = task
+            .designed_for
+            .iter()
+            .find(|u| !user_tasks.iter().any(|t: &UserTask| &t.id == *u))
+        {
+            return Err(SuiteError::at(
+                &it_path,
+                Some(&id),
+                Some("designed_for"),
+                format!("`{}` is not a user task of this suite", bad.0),
+            ));
+        }
+        if task.tags.iter().any(|t| t == crate::metrics::BYPASS_TAG) && task.designed_for.is_empty()
+        {
+            return Err(SuiteError::at(
+                &it_path,
+                Some(&id),
+                Some("designed_for"),
+                "a provenance_bypass task must name the user tasks it was designed for".to_string(),
+            ));
+        }
         if !(task.severity > 0.0 && task.severity <= 1.0) {
             return Err(SuiteError::at(
                 &it_path,
@@ -507,6 +567,19 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
         injection_tasks.push(task);
     }
 
+    let var_path = dir.join(variants::FILE);
+    let variants = if var_path.is_file() {
+        let doc = read_yaml(&var_path, dir)?;
+        let v: variants::Variants = serde_json::from_value(doc)
+            .map_err(|e| SuiteError::at(&var_path, None, None, e.to_string()))?;
+        let uids: Vec<&str> = user_tasks.iter().map(|t| t.id.as_str()).collect();
+        let iids: Vec<&str> = injection_tasks.iter().map(|t| t.id.as_str()).collect();
+        v.check(&var_path, &uids, &iids, &tools)?;
+        v
+    } else {
+        variants::Variants::default()
+    };
+
     let mut suite = Suite {
         meta,
         dir: dir.to_path_buf(),
@@ -515,6 +588,7 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
         vectors,
         user_tasks,
         injection_tasks,
+        variants,
         injectable: BTreeMap::new(),
         fingerprint: fingerprint(dir).map_err(|e| {
             SuiteError::at(
@@ -618,9 +692,17 @@ pub fn select(root: &Path, selector: &str) -> Result<Vec<SuiteRef>, String> {
             .collect();
         if matched.is_empty() {
             let names: Vec<String> = found.iter().map(SuiteRef::qualified).collect();
+            let short: Vec<&str> = found.iter().map(|s| s.name.as_str()).collect();
             return Err(format!(
-                "no suite matches `{part}` in {}; available: all, {}",
+                "no suite matches `{part}` in {}{}; available: all, {}",
                 root.display(),
+                crate::suggest::did_you_mean(
+                    part,
+                    short
+                        .iter()
+                        .copied()
+                        .chain(names.iter().map(String::as_str))
+                ),
                 names.join(", ")
             ));
         }

@@ -108,6 +108,15 @@ impl PlanFollower {
             .find(|m| m["role"] == "user")
             .and_then(|m| m["content"].as_str())
             .unwrap_or("");
+        if user == sieve_bench::model::openai::PREFLIGHT_PROMPT {
+            let mut reply = json!({"choices": [{"message": {"role": "assistant", "content": "ready"},
+                "finish_reason": "stop"}]});
+            if self.usage {
+                let prompt = body.to_string().len() as u64 / 4;
+                reply["usage"] = json!({"prompt_tokens": prompt, "completion_tokens": 1});
+            }
+            return (200, reply);
+        }
         let Some((suite, ut)) = self.suites.iter().find_map(|s| {
             s.user_tasks
                 .iter()

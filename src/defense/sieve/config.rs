@@ -27,6 +27,17 @@ pub struct Weights {
     pub w_risk: f64,
 }
 
+/// How `S_prov` values a tool output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provenance {
+    /// One trust for every tool output (`trust.tool_output`), one for the request: the
+    /// paper's experiments used a static score.
+    Static,
+    /// The per-tool table (`[trust.tools]`): who can write what each tool returns.
+    Dynamic,
+}
+
 /// One of the four terms of `S_align`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Term {
@@ -37,6 +48,15 @@ pub enum Term {
 }
 
 impl Term {
+    pub fn name(self) -> &'static str {
+        match self {
+            Term::Sem => "sem",
+            Term::Causal => "causal",
+            Term::Prov => "prov",
+            Term::Risk => "risk",
+        }
+    }
+
     pub fn parse(s: &str) -> Result<Term, String> {
         match s.trim().trim_start_matches("w_") {
             "sem" => Ok(Term::Sem),
@@ -51,6 +71,24 @@ impl Term {
 }
 
 impl Weights {
+    pub fn get(&self, t: Term) -> f64 {
+        match t {
+            Term::Sem => self.w_sem,
+            Term::Causal => self.w_causal,
+            Term::Prov => self.w_prov,
+            Term::Risk => self.w_risk,
+        }
+    }
+
+    fn set(&mut self, t: Term, v: f64) {
+        match t {
+            Term::Sem => self.w_sem = v,
+            Term::Causal => self.w_causal = v,
+            Term::Prov => self.w_prov = v,
+            Term::Risk => self.w_risk = v,
+        }
+    }
+
     pub fn sum(&self) -> f64 {
         self.w_sem + self.w_causal + self.w_prov + self.w_risk
     }
@@ -143,6 +181,75 @@ fn round(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
+/// One setting moved away from a variant's value: a point of a sensitivity sweep
+/// (`sieve@threshold=0.35`, `sieve@w_causal=0.5`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Override {
+    Threshold(f64),
+    /// The term's weight is set to the value and the other weights are scaled to share
+    /// the rest in their original proportions, as the paper's ablations renormalise.
+    Weight(Term, f64),
+}
+
+impl Override {
+    /// Parses `threshold=<x>` or `w_<term>=<x>`, x in [0,1].
+    pub fn parse(spec: &str) -> Result<Override, String> {
+        let (k, v) = spec
+            .split_once('=')
+            .ok_or_else(|| format!("expected <setting>=<value>, got `{spec}`"))?;
+        let v: f64 = v
+            .trim()
+            .parse()
+            .ok()
+            .filter(|x: &f64| (0.0..=1.0).contains(x))
+            .ok_or_else(|| format!("`{k}` needs a value in [0,1], got `{v}`"))?;
+        match k.trim() {
+            "threshold" => Ok(Override::Threshold(v)),
+            w if w.starts_with("w_") => Ok(Override::Weight(Term::parse(w)?, v)),
+            other => Err(format!(
+                "unknown setting `{other}`; use threshold, w_sem, w_causal, w_prov or w_risk"
+            )),
+        }
+    }
+
+    /// The label used in defense names: `threshold=0.35`.
+    pub fn label(&self) -> String {
+        match self {
+            Override::Threshold(v) => format!("threshold={}", round(*v)),
+            Override::Weight(t, v) => format!("w_{}={}", t.name(), round(*v)),
+        }
+    }
+
+    /// Applies the setting to a variant.
+    pub fn apply(&self, v: &mut Variant) -> Result<(), String> {
+        match *self {
+            Override::Threshold(x) => v.threshold = x,
+            Override::Weight(t, x) => {
+                let others = v.weights.sum() - v.weights.get(t);
+                if others <= 0.0 && x < 1.0 {
+                    return Err(format!(
+                        "variant `{}` has no other weight to share the rest of w_{}",
+                        v.name,
+                        t.name()
+                    ));
+                }
+                let scale = if others > 0.0 {
+                    (1.0 - x) / others
+                } else {
+                    0.0
+                };
+                let mut w = v.weights;
+                for u in [Term::Sem, Term::Causal, Term::Prov, Term::Risk] {
+                    let value = if u == t { x } else { w.get(u) * scale };
+                    w.set(u, value);
+                }
+                v.weights = w;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A variant as written in the file.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -160,6 +267,8 @@ struct RawVariant {
     layer1_only: bool,
     #[serde(default = "yes")]
     graph_update: bool,
+    #[serde(default)]
+    provenance: Option<Provenance>,
 }
 
 fn yes() -> bool {
@@ -181,6 +290,7 @@ struct RawConfig {
     threshold: f64,
     #[serde(default)]
     gray_band: f64,
+    provenance: Provenance,
     weights: Weights,
     #[serde(rename = "variant")]
     variants: Vec<RawVariant>,
@@ -203,6 +313,8 @@ pub struct Variant {
     pub layer1_only: bool,
     /// Add approved deviations to the graph.
     pub graph_update: bool,
+    /// How `S_prov` values tool outputs.
+    pub provenance: Provenance,
 }
 
 /// Trust of the content that triggered an action.
@@ -283,6 +395,7 @@ impl SieveConfig {
                 gray_band,
                 layer1_only: v.layer1_only,
                 graph_update: v.graph_update,
+                provenance: v.provenance.unwrap_or(raw.provenance),
             });
         }
         if variants.is_empty() {
@@ -398,12 +511,56 @@ mod tests {
         let ng = c.variant("no-graph-update").unwrap();
         assert!(!ng.graph_update && !ng.layer1_only);
         assert_w(&ng.weights, 0.1, 0.7, 0.1, 0.1);
+        assert_eq!(
+            c.variant("dynamic-prov").unwrap().provenance,
+            Provenance::Dynamic
+        );
+        assert_w(
+            &c.variant("dynamic-prov").unwrap().weights,
+            0.1,
+            0.7,
+            0.1,
+            0.1,
+        );
         for v in &c.variants {
+            if v.name != "dynamic-prov" {
+                assert_eq!(v.provenance, Provenance::Static, "{}", v.name);
+            }
             assert!(close(v.weights.sum(), 1.0), "{}", v.name);
             assert_eq!(v.threshold, 0.5);
             assert_eq!(v.gray_band, 0.0, "gray band is off by default");
         }
         assert_eq!(c.variants[0].name, "full");
+    }
+
+    #[test]
+    fn sweep_overrides_set_one_value_and_renormalise_the_others() {
+        let c = SieveConfig::builtin();
+        let mut v = c.variant("full").unwrap().clone();
+        Override::parse("w_causal=0.4")
+            .unwrap()
+            .apply(&mut v)
+            .unwrap();
+        // The other three (0.1 each) share 0.6 in their proportions: 0.2 each.
+        assert_w(&v.weights, 0.2, 0.4, 0.2, 0.2);
+        let mut v = c.variant("full").unwrap().clone();
+        Override::parse("w_sem=0.3").unwrap().apply(&mut v).unwrap();
+        // 0.7/0.1/0.1 scaled by 0.7/0.9.
+        assert_w(
+            &v.weights,
+            0.3,
+            0.7 * 0.7 / 0.9,
+            0.1 * 0.7 / 0.9,
+            0.1 * 0.7 / 0.9,
+        );
+        let mut v = c.variant("full").unwrap().clone();
+        let t = Override::parse("threshold=0.35").unwrap();
+        t.apply(&mut v).unwrap();
+        assert_eq!(v.threshold, 0.35);
+        assert_eq!(t.label(), "threshold=0.35");
+        for bad in ["threshold", "threshold=2", "w_foo=0.1", "gray=0.1"] {
+            assert!(Override::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
@@ -420,7 +577,7 @@ mod tests {
 
     #[test]
     fn bad_configs_are_rejected_with_reasons() {
-        let base = "threshold = 0.5\n[weights]\nw_sem = 0.5\nw_causal = 0.5\n[trust]\nuser = 1.0\ntool_output = 0.5\n";
+        let base = "threshold = 0.5\nprovenance = \"static\"\n[weights]\nw_sem = 0.5\nw_causal = 0.5\n[trust]\nuser = 1.0\ntool_output = 0.5\n";
         assert!(
             SieveConfig::parse(base, "t")
                 .unwrap_err()

@@ -55,6 +55,9 @@ pub struct PlanNode {
     pub tool: String,
     pub args: BTreeMap<String, Source>,
     pub origin: Origin,
+    /// May be called more than once: a loop over items only known at run time (every
+    /// unread message, each file of a list). Any other node authorises exactly one call.
+    pub repeatable: bool,
 }
 
 /// The validated plan.
@@ -189,6 +192,11 @@ impl IntentGraph {
                 }
                 Some(_) => return Err(at("`depends_on` must be a list".into())),
             }
+            let repeatable = match n.get("repeatable") {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(b)) => *b,
+                Some(_) => return Err(at("`repeatable` must be true or false".into())),
+            };
             if g.index.contains_key(&id) {
                 return Err(at(format!("duplicate id `{id}`")));
             }
@@ -197,6 +205,7 @@ impl IntentGraph {
                 tool,
                 args,
                 origin: Origin::Planned,
+                repeatable,
             });
             g.index.insert(id.clone(), idx);
             deps.push((id, node_deps));
@@ -252,6 +261,9 @@ impl IntentGraph {
 
     /// Graph update: adds an approved call as a node whose arguments are literals, with
     /// an edge from `parent` (the node whose output the agent read before proposing it).
+    /// The node is repeatable: the adjudicator approved this action with these literal
+    /// arguments, so the same call later passes layer 1 without a new judge call (what
+    /// graph update saves); any other arguments are a deviation.
     pub fn add_approved(&mut self, tool: &str, args: &Value, parent: Option<&str>) -> String {
         let mut k = self.graph.node_count();
         let id = loop {
@@ -274,6 +286,7 @@ impl IntentGraph {
             tool: tool.to_string(),
             args,
             origin: Origin::Approved,
+            repeatable: true,
         });
         self.index.insert(id.clone(), idx);
         if let Some(p) = parent.and_then(|p| self.index.get(p)) {
@@ -294,12 +307,16 @@ impl IntentGraph {
                     .iter()
                     .map(|(k, s)| (k.clone(), s.to_json()))
                     .collect();
-                json!({
+                let mut node = json!({
                     "id": n.id,
                     "tool": n.tool,
                     "args": args,
                     "depends_on": self.dependencies(&n.id),
-                })
+                });
+                if n.repeatable {
+                    node["repeatable"] = json!(true);
+                }
+                node
             })
             .collect();
         json!({ "nodes": nodes })

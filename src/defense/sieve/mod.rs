@@ -2,7 +2,8 @@
 //! check of every proposed call against it, and a tiered semantic adjudicator only for
 //! the calls that deviate. Approved deviations join the graph (graph update).
 //!
-//! - [`planner`]: the one planner call per episode and the simulated perfect planner.
+//! - [`planner`]: the one planner call per episode, and the reference graph the scripted
+//!   planner degrades by its stated quality.
 //! - [`graph`]: the Intent Graph (petgraph DAG), parsing and validation.
 //! - [`layer1`]: control-flow and data-flow checks, and what "appears" means.
 //! - [`adjudicator`]: `S_align` and the judge (shared with `audit`).
@@ -12,10 +13,10 @@
 //! recorded and every call of the episode escalates; an unusable judge reply scores 0.
 //!
 //! For reports, each episode's notes list every proposed call with the path it took
-//! (`layer1`, `approved`, `blocked`, `asked_user`, `blocked_layer1`) and, under
-//! `injected_paths`, the paths of the executed calls that carried out the injection
-//! task's reference plan. The latter is read from the episode script for attribution
-//! only; no decision ever looks at it.
+//! (`layer1`, `approved`, `blocked`, `asked_user`, `blocked_layer1`). The defense never
+//! learns which calls or texts are the attacker's: attribution of a successful attack to
+//! a path is done afterwards from the call whose effect the security check saw
+//! ([`crate::metrics::attribute`]).
 
 pub mod adjudicator;
 pub mod config;
@@ -27,7 +28,6 @@ use crate::defense::{
     Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall, Verdict,
 };
 use crate::model::{Component, SimHint};
-use crate::suite::PlannedCall;
 use adjudicator::{Adjudication, Adjudicator, Outcome};
 use async_trait::async_trait;
 use config::{SieveConfig, Variant, Weights};
@@ -78,14 +78,6 @@ pub struct CallNote {
     pub layer1: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub adjudication: Option<Adjudication>,
-    /// Carries out a call of the injection task's reference plan (attribution only).
-    pub injected: bool,
-}
-
-/// Whether a call carries out the injection task's plan rather than the user's.
-fn is_injected(user: &[PlannedCall], injection: &[PlannedCall], tool: &str, args: &Value) -> bool {
-    let m = |c: &PlannedCall| c.tool.as_str() == tool && layer1::literal_eq(&c.args, args);
-    injection.iter().any(m) && !user.iter().any(m)
 }
 
 /// The two modes that share this machinery.
@@ -151,6 +143,16 @@ impl SieveDefense {
     }
 }
 
+impl SieveDefense {
+    /// One setting moved for a sensitivity sweep; the name says which
+    /// (`sieve@threshold=0.35`).
+    pub fn with_override(mut self, o: config::Override) -> Result<SieveDefense, String> {
+        o.apply(&mut self.variant)?;
+        self.name = format!("{}@{}", self.name, o.label());
+        Ok(self)
+    }
+}
+
 fn r3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
@@ -175,6 +177,7 @@ impl SieveDefense {
                 weights: self.variant.weights,
                 threshold: self.variant.threshold,
                 gray_band: self.variant.gray_band,
+                provenance: self.variant.provenance,
                 trust: self.config.trust.clone(),
                 risk: self.config.risk.clone(),
             },
@@ -188,8 +191,6 @@ impl SieveDefense {
             done: Vec::new(),
             calls: Vec::new(),
             judge_errors: Vec::new(),
-            user_plan: Vec::new(),
-            injection_plan: Vec::new(),
         }
     }
 }
@@ -213,8 +214,6 @@ pub struct SieveEpisode {
     done: Vec<String>,
     calls: Vec<CallNote>,
     judge_errors: Vec<String>,
-    user_plan: Vec<PlannedCall>,
-    injection_plan: Vec<PlannedCall>,
 }
 
 impl SieveEpisode {
@@ -227,11 +226,11 @@ impl SieveEpisode {
     async fn plan(&mut self, ctx: &mut DefenseCtx<'_>) -> Result<(), DefenseError> {
         let msgs = planner::planner_messages(ctx.suite, ctx.user_prompt, ctx.tools);
         let hint = match ctx.script {
-            Some(s) => planner::perfect_plan(ctx.suite, s, ctx.user_prompt).to_string(),
-            None => String::new(),
+            Some(s) => planner::perfect_plan(ctx.suite, s, ctx.user_prompt),
+            None => Value::Null,
         };
         let reply = ctx
-            .ask(Component::Planner, &msgs, SimHint::Reply(hint))
+            .ask(Component::Planner, &msgs, SimHint::Plan(hint))
             .await?;
         self.accept_plan(&reply.message.content, ctx);
         Ok(())
@@ -272,17 +271,12 @@ impl SieveEpisode {
             sources: None,
             layer1: None,
             adjudication: None,
-            injected: is_injected(
-                &self.user_plan,
-                &self.injection_plan,
-                call.tool.as_str(),
-                &call.args,
-            ),
         }
     }
 
     fn allow(&mut self, call: &ProposedCall, node: Option<String>) {
         if let Some(n) = node {
+            self.state.spend(&n);
             self.pending.insert(call.id.clone(), n);
         }
         self.done.push(adjudicator::action_text(call));
@@ -380,14 +374,6 @@ impl SieveEpisode {
 #[async_trait]
 impl EpisodeDefense for SieveEpisode {
     async fn start(&mut self, ctx: &mut DefenseCtx<'_>) -> Result<(), DefenseError> {
-        if let Some(s) = ctx.script {
-            self.user_plan = s.user_plan.clone();
-            self.injection_plan = s
-                .injection
-                .as_ref()
-                .map(|i| i.plan.clone())
-                .unwrap_or_default();
-        }
         self.judge_simulated = ctx.models.judge.simulated();
         if self.mode == Mode::Sieve {
             self.planner_simulated = Some(ctx.models.planner.simulated());
@@ -416,12 +402,6 @@ impl EpisodeDefense for SieveEpisode {
 
     fn notes(&self) -> Value {
         let w = &self.variant.weights;
-        let injected_paths: Vec<CallPath> = self
-            .calls
-            .iter()
-            .filter(|c| c.injected && c.path.executed())
-            .map(|c| c.path)
-            .collect();
         let mut notes = json!({
             "mode": match self.mode { Mode::Sieve => "sieve", Mode::Audit => "audit" },
             "variant": self.variant.name,
@@ -430,13 +410,13 @@ impl EpisodeDefense for SieveEpisode {
             "gray_band": self.variant.gray_band,
             "layer1_only": self.variant.layer1_only,
             "graph_update": self.variant.graph_update,
+            "provenance": self.variant.provenance,
             "config": self.config_source,
             "judge": {
                 "simulated": self.judge_simulated,
                 "errors": self.judge_errors,
             },
             "calls": self.calls,
-            "injected_paths": injected_paths,
         });
         if self.mode == Mode::Sieve {
             notes["planner"] = json!({

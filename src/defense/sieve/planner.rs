@@ -5,9 +5,10 @@
 //! choice between them, the decomposition into the fewest tool calls, the binding of each
 //! argument to its source, and a self-critique, then asks for the graph as JSON.
 //!
-//! With the scripted `sim` backend the reply is the graph a perfect planner would emit,
-//! built from the user task's reference plan ([`perfect_plan`]); it only ever travels
-//! through the sim side channel.
+//! With the scripted `sim` backend the defense hands the graph of the user task's
+//! reference plan ([`perfect_plan`]) through the sim side channel, and the scripted
+//! planner degrades it by its stated quality (`planner_recall`, `planner_extra`, see
+//! `model::sim_roles`) before replying; a real planner never sees it.
 
 use super::layer1::appears;
 use crate::model::sim::EpisodeScript;

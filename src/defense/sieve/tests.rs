@@ -10,7 +10,7 @@ use crate::model::{
     ChatModel, ChatReply, ChatRequest, CostMeter, Message, ModelError, Models, ToolCall,
     ToolSchema, Usage,
 };
-use crate::suite::Suite;
+use crate::suite::{PlannedCall, Suite};
 use serde_json::json;
 use std::path::Path;
 
@@ -56,7 +56,12 @@ impl Harness {
         let suite = crate::suite::load(Path::new("suites/dojo-style/banking")).unwrap();
         let ut = suite.user_task("user_task_0").unwrap().clone();
         let tokens = Arc::new(TokenCounter::new().unwrap());
-        let sim = crate::model::parse_model_spec("sim:obedient", tokens.clone()).unwrap();
+        // An oracle judge (AUC 1: scores 0 or 1) and planner keep these mechanics tests exact.
+        let sim = crate::model::parse_model_spec(
+            "sim:obedient,judge_auc=1,planner_recall=1,planner_extra=0",
+            tokens.clone(),
+        )
+        .unwrap();
         let pick = |t: Option<&str>| -> Arc<dyn ChatModel> {
             match t {
                 Some(text) => Arc::new(Fixed(text.to_string())),
@@ -222,7 +227,6 @@ async fn off_graph_call_escalates_and_the_judge_blocks_it() {
         "{:?}",
         n.layer1
     );
-    assert!(n.injected);
     let a = n.adjudication.as_ref().unwrap();
     assert_eq!(a.s_causal, Some(0.0));
     assert!(a.s_align < 0.5);
@@ -293,9 +297,8 @@ async fn provenance_bypass_passes_layer1() {
     let n = ep.calls.last().unwrap();
     assert_eq!(n.path, CallPath::Layer1);
     assert_eq!(n.sources.as_ref().unwrap()["recipient"], "node:n0");
-    assert!(n.injected);
     assert_eq!(h.judge_calls(), 0);
-    assert_eq!(ep.notes()["injected_paths"], json!(["layer1"]));
+    assert_eq!(ep.notes()["calls"][1]["path"], json!("layer1"));
 }
 
 #[tokio::test]
