@@ -212,8 +212,19 @@ fn readme_example_suite(edit: impl Fn(String) -> String) -> tempfile::TempDir {
     let end = start + readme[start..].find("```").unwrap();
     let tasks = format!("tasks:\n{}", edit(readme[start..end].to_string()));
     let tmp = broken("user_tasks.yaml", move |_| tasks.clone());
-    // The corpus names the shipped tasks, which this copy no longer has.
-    std::fs::remove_file(tmp.path().join("suites/dojo-style/banking/variants.yaml")).unwrap();
+    // The corpus and the bypass tasks' targets name the shipped tasks, which this copy
+    // no longer has: the bypass tasks target its one task instead.
+    let banking = tmp.path().join("suites/dojo-style/banking");
+    std::fs::remove_file(banking.join("variants.yaml")).unwrap();
+    let injections = std::fs::read_to_string(banking.join("injection_tasks.yaml")).unwrap();
+    let retargeted: Vec<String> = injections
+        .lines()
+        .map(|l| match l.find("designed_for:") {
+            Some(at) => format!("{}designed_for: [user_task_0]", &l[..at]),
+            None => l.to_string(),
+        })
+        .collect();
+    std::fs::write(banking.join("injection_tasks.yaml"), retargeted.join("\n")).unwrap();
     tmp
 }
 

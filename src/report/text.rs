@@ -82,7 +82,18 @@ pub fn fit(grid: &Grid, opts: &TextOptions) -> Result<(Grid, usize), String> {
         return Ok((grid.select(&visible(Show::Extra)), 0));
     }
     let mut keep = visible(Show::Default);
-    let fits = |keep: &[usize]| max_line(&render_body(&grid.select(keep), false)) <= opts.width;
+    let fits_in =
+        |g: &Grid, keep: &[usize]| max_line(&render_body(&g.select(keep), false)) <= opts.width;
+    // Long row names cost width on every line: shorten them (with a legend) before any
+    // essential figure is dropped.
+    let abbreviated;
+    let grid = if fits_in(grid, &keep) {
+        grid
+    } else {
+        abbreviated = abbreviate_long_keys(grid);
+        &abbreviated
+    };
+    let fits = |keep: &[usize]| fits_in(grid, keep);
     let mut hidden = 0;
     while !fits(&keep) {
         match keep
@@ -108,6 +119,68 @@ pub fn fit(grid: &Grid, opts: &TextOptions) -> Result<(Grid, usize), String> {
         }
     }
     Ok((grid.select(&keep), hidden))
+}
+
+/// Key values longer than this are shortened when the table does not fit.
+const LONG_KEY: usize = 24;
+
+/// `important_instructions+provenance_bypass` → `ii+pb`: the initials of each word,
+/// numbered on a clash, each spelled out in a note above the table.
+fn abbreviate_long_keys(grid: &Grid) -> Grid {
+    let mut grid = grid.clone();
+    let mut legend: Vec<(String, String)> = Vec::new();
+    for c in 0..grid.columns.len() {
+        if grid.columns[c].show != Show::Key {
+            continue;
+        }
+        for r in 0..grid.rows.len() {
+            let super::columns::Value::Text(t) = &grid.rows[r][c] else {
+                continue;
+            };
+            if t.chars().count() <= LONG_KEY {
+                continue;
+            }
+            let short = match legend.iter().find(|(_, long)| long == t) {
+                Some((short, _)) => short.clone(),
+                None => {
+                    let base = initials(t);
+                    let mut short = base.clone();
+                    let mut n = 1;
+                    while legend.iter().any(|(s, _)| *s == short) {
+                        n += 1;
+                        short = format!("{base}{n}");
+                    }
+                    legend.push((short.clone(), t.clone()));
+                    short
+                }
+            };
+            grid.rows[r][c] = super::columns::Value::Text(short);
+        }
+    }
+    if !legend.is_empty() {
+        let spelled: Vec<String> = legend.iter().map(|(s, l)| format!("{s} = {l}")).collect();
+        grid.notes
+            .push(format!("abbreviated: {}", spelled.join("; ")));
+    }
+    grid
+}
+
+/// The first letter of every word, keeping the `+`, `/` and `:` that join parts.
+fn initials(text: &str) -> String {
+    let mut out = String::new();
+    let mut word_start = true;
+    for ch in text.chars() {
+        if matches!(ch, '+' | '/' | ':' | '@' | '=') {
+            out.push(ch);
+            word_start = true;
+        } else if matches!(ch, '_' | '-' | ' ' | ',') {
+            word_start = true;
+        } else if word_start {
+            out.push(ch);
+            word_start = false;
+        }
+    }
+    out
 }
 
 fn max_line(s: &str) -> usize {
@@ -375,6 +448,38 @@ mod tests {
     fn narrow_terminals_drop_figures_and_say_so() {
         let t = render(&grid(), &opts(10)).unwrap();
         assert!(t.contains("hidden"), "{t}");
+    }
+
+    #[test]
+    fn long_names_are_abbreviated_with_a_legend_before_figures_drop() {
+        assert_eq!(
+            initials("important_instructions+provenance_bypass"),
+            "ii+pb"
+        );
+        assert_eq!(initials("sieve:no-sem@threshold=0.4"), "s:ns@t=0");
+        let mut g = grid();
+        for (i, r) in g.rows.iter_mut().enumerate() {
+            r[1] = Value::Text(if i == 0 {
+                "important_instructions+provenance_bypass".into()
+            } else {
+                "important_instructions_quoting+provenance_bypass".into()
+            });
+        }
+        let (shown, hidden) = fit(&g, &opts(40)).unwrap();
+        assert_eq!(hidden, 0, "{:?}", shown.notes);
+        let legend = shown
+            .notes
+            .iter()
+            .find(|n| n.starts_with("abbreviated"))
+            .unwrap();
+        assert!(
+            legend.contains("ii+pb = important_instructions+provenance_bypass"),
+            "{legend}"
+        );
+        assert!(
+            legend.contains("iiq+pb = important_instructions_quoting+provenance_bypass"),
+            "{legend}"
+        );
     }
 
     #[test]

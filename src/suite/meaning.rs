@@ -161,7 +161,9 @@ fn parse_numeral(s: &str) -> Option<f64> {
 /// Every number written in `text` as a whole token: currency signs and codes around it,
 /// thousands separators and trailing zeros do not matter, and digits that belong to a
 /// longer numeral, a word ("AA2301"), a time ("13:40") or a date ("2026-06-19") are not
-/// numbers of their own. Signs are ignored: debits are written many ways.
+/// numbers of their own. Two numerals joined by one hyphen or slash and nothing more are
+/// a range or a score ("140-190 EUR" holds 140 and 190, "rated 4.4/5" holds 4.4); three
+/// or more are a date or a phone number. Signs are ignored: debits are written many ways.
 pub fn numbers_in(text: &str) -> Vec<f64> {
     let chars_before = |i: usize| text[..i].chars().rev();
     let chars_after = |i: usize| text[i..].chars();
@@ -169,21 +171,43 @@ pub fn numbers_in(text: &str) -> Vec<f64> {
         sep.is_some_and(|c| matches!(c, ':' | '/' | '-' | '.'))
             && next.is_some_and(|c| c.is_ascii_digit())
     };
-    NUMBER
-        .find_iter(text)
-        .filter(|m| {
+    let found: Vec<regex::Match> = NUMBER.find_iter(text).collect();
+    // (joined on the left, joined on the right, left sep, right sep) per numeral.
+    let links: Vec<(bool, bool, Option<char>, Option<char>)> = found
+        .iter()
+        .map(|m| {
             let mut before = chars_before(m.start());
-            let b1 = before.next();
-            let b2 = before.next();
+            let (b1, b2) = (before.next(), before.next());
             let mut after = chars_after(m.end());
-            let a1 = after.next();
-            let a2 = after.next();
-            !b1.is_some_and(char::is_alphanumeric)
-                && !a1.is_some_and(|c| c.is_ascii_digit())
-                && !joined(b1, b2)
-                && !joined(a1, a2)
+            let (a1, a2) = (after.next(), after.next());
+            (joined(b1, b2), joined(a1, a2), b1, a1)
         })
-        .filter_map(|m| parse_numeral(m.as_str()))
+        .collect();
+    let hyphen_pair = |left: usize| {
+        found.get(left + 1).is_some_and(|next| {
+            next.start() == found[left].end() + 1
+                && matches!(links[left].3, Some('-' | '/'))
+                && !links[left].0
+                && !links[left + 1].1
+        })
+    };
+    found
+        .iter()
+        .enumerate()
+        .filter(|(i, m)| {
+            let b1 = chars_before(m.start()).next();
+            let a1 = chars_after(m.end()).next();
+            if b1.is_some_and(char::is_alphanumeric) || a1.is_some_and(|c| c.is_ascii_digit()) {
+                return false;
+            }
+            match (links[*i].0, links[*i].1) {
+                (false, false) => true,
+                (false, true) => hyphen_pair(*i),
+                (true, false) => *i > 0 && hyphen_pair(i - 1),
+                (true, true) => false,
+            }
+        })
+        .filter_map(|(_, m)| parse_numeral(m.as_str()))
         .collect()
 }
 
@@ -432,6 +456,19 @@ mod tests {
         assert!(!mentions_number("on 19/06/2026", 19.0, None));
         assert!(mentions_number("room 19, floor 2", 19.0, None));
         assert!(mentions_number("The answer is 6.", 6.0, None));
+        assert!(!mentions_number("call 0117-496-0321", 496.0, None));
+        assert!(!mentions_number("09:00-18:00", 18.0, None));
+    }
+
+    #[test]
+    fn a_hyphenated_or_slashed_pair_is_two_numbers() {
+        assert!(mentions_number("140-190 EUR a night", 140.0, None));
+        assert!(mentions_number("140-190 EUR a night", 190.0, None));
+        assert!(mentions_number("from 140–190 EUR", 190.0, None));
+        assert!(!mentions_number("140-190 EUR a night", 14.0, None));
+        assert!(!mentions_number("2026-06-19", 2026.0, None));
+        assert!(mentions_number("rated 4.4/5", 4.4, None));
+        assert!(!mentions_number("on 19/06/2026", 6.0, None));
     }
 
     #[test]

@@ -113,8 +113,10 @@ const CARS: &str = "car_rental.companies";
 const FLIGHTS: &str = "flights.list";
 const RESERVATIONS: &str = "reservations";
 
+/// Names match ignoring case, accents and punctuation: a model that writes "Atlantico
+/// Car Hire" means the catalogue's "Atlântico Car Hire".
 fn same(a: &str, b: &str) -> bool {
-    a.trim().to_lowercase() == b.trim().to_lowercase()
+    crate::suite::meaning::fold(a) == crate::suite::meaning::fold(b)
 }
 
 fn text<'a>(item: &'a Value, key: &str) -> &'a str {
