@@ -5,7 +5,6 @@ pub mod columns;
 pub mod compare;
 pub mod formats;
 pub mod html;
-pub mod main_table;
 pub mod plots;
 pub mod runs;
 pub mod tables;
@@ -59,6 +58,11 @@ fn is_default(o: &Order) -> bool {
 impl Summary {
     pub fn new(rows: Vec<Row>, episodes: usize, malformed_lines: usize) -> Self {
         let simulated = rows.iter().any(|r| r.simulated);
+        let footnotes = FOOTNOTES
+            .iter()
+            .map(|s| s.to_string())
+            .chain(tables::persuasion_note(&rows))
+            .collect();
         Summary {
             generated_by: format!("sieve-bench {}", env!("CARGO_PKG_VERSION")),
             simulated,
@@ -66,7 +70,7 @@ impl Summary {
             episodes,
             malformed_lines,
             rows,
-            footnotes: FOOTNOTES.iter().map(|s| s.to_string()).collect(),
+            footnotes,
             price_per_mtok: None,
             order: Order::default(),
         }
