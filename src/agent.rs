@@ -11,7 +11,7 @@ use crate::model::{
     ChatRequest, Component, CostMeter, Message, ModelError, Models, SimChannel, SimHint, ToolSchema,
 };
 use crate::suite::check::{ExecutedCall, Outcome};
-use crate::suite::{InjectionTask, Suite, UserTask};
+use crate::suite::{InjectionTask, PlannedCall, Suite, UserTask};
 use crate::tools::render::render;
 use crate::tools::{ToolError, ToolErrorKind};
 use serde::{Deserialize, Serialize};
@@ -23,8 +23,12 @@ use std::time::Instant;
 pub struct Injection<'a> {
     pub task: &'a InjectionTask,
     pub attack: &'a str,
-    pub payload: String,
-    pub vectors: Vec<VectorId>,
+    /// Injection point → the text placed there (a template puts one payload in every
+    /// vector the task reads; a sample has its own text per point).
+    pub placements: Vec<(VectorId, String)>,
+    /// The calls an agent that follows the injection makes (a sample may adapt the
+    /// injection task's plan to its context).
+    pub plan: &'a [PlannedCall],
 }
 
 /// Everything that defines one episode.
@@ -124,12 +128,7 @@ pub async fn run_episode(
     let overrides: Vec<(VectorId, String)> = spec
         .injection
         .as_ref()
-        .map(|inj| {
-            inj.vectors
-                .iter()
-                .map(|v| (v.clone(), inj.payload.clone()))
-                .collect()
-        })
+        .map(|inj| inj.placements.clone())
         .unwrap_or_default();
     let pre = suite.env.with(&suite.defaults(), &overrides);
     let mut env = pre.clone();
@@ -144,11 +143,12 @@ pub async fn run_episode(
             .injection
             .as_ref()
             .map(|inj| crate::model::sim::ScriptedInjection {
-                plan: inj.task.plan.clone(),
-                payload: inj.payload.clone(),
+                plan: inj.plan.to_vec(),
+                payloads: inj.placements.iter().map(|(_, p)| p.clone()).collect(),
                 answer: inj.task.answer.clone(),
             }),
         seed: spec.seed,
+        alternatives: suite.variants.alternatives(spec.user_task),
     });
 
     let mut tools: Vec<ToolSchema> = spec.tools.to_vec();

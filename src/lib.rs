@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod attack;
+pub mod bounded;
 pub mod commands;
 pub mod defense;
 pub mod embed;

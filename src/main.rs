@@ -102,7 +102,7 @@ enum Command {
     },
     /// Compare two runs per suite × attack × defense; exit 1 when a threshold is crossed.
     #[command(
-        after_help = "Example (the CI gate):\n  sieve-bench compare results/baseline results/new --max-asr-increase 1.0 --max-utility-drop 1.0"
+        after_help = "Rows pair on suite, attack, defense and model (a model change is paired with a warning\nwhen the cell has one row). --pair BASE=NEW pairs defense BASE of the base run with\ndefense NEW of the new run instead, per suite and attack; give the same folder twice to\ncompare two defenses of one run. With the records of both runs the table shows exact\nMcNemar p-values over the episodes both rows ran; --significance gates on them.\n\nExamples:\n  sieve-bench compare results/baseline results/new --max-asr-increase 1.0 --max-utility-drop 1.0\n  sieve-bench compare results/a results/b --max-asr-increase 0 --significance 0.05\n  sieve-bench compare results/a results/b --pair sieve=audit\n  sieve-bench compare results/a results/a --pair none=sieve"
     )]
     Compare {
         /// The baseline run directory.
@@ -115,6 +115,16 @@ enum Command {
         /// Fail when BU or UA falls by more than this many percentage points in any row.
         #[arg(long, value_name = "PTS", value_parser = commands::report_cmd::parse_points)]
         max_utility_drop: Option<f64>,
+        /// Fail only on regressions significant at this level by an exact McNemar test
+        /// over the episodes both rows ran (needs episodes.jsonl of both runs). Alone, it
+        /// gates any significant rise of ASR or fall of UA/BU.
+        #[arg(long, value_name = "ALPHA", value_parser = commands::report_cmd::parse_alpha)]
+        significance: Option<f64>,
+        /// Compare defense BASE of the base run with defense NEW of the new run (e.g.
+        /// `sieve=audit`), per suite and attack, instead of pairing rows by defense.
+        /// Repeatable.
+        #[arg(long, value_name = "BASE=NEW")]
+        pair: Vec<String>,
     },
 }
 
@@ -215,6 +225,8 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
             new,
             max_asr_increase,
             max_utility_drop,
+            significance,
+            pair,
         } => {
             let (text, failed) = commands::report_cmd::compare(
                 &base,
@@ -222,7 +234,9 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
                 Thresholds {
                     max_asr_increase,
                     max_utility_drop,
+                    significance,
                 },
+                &pair,
             )?;
             print!("{text}");
             if failed {

@@ -23,34 +23,55 @@ fn a_selection_with_no_episode_exits_4_and_says_why() {
         .stderr(predicate::str::contains("no episode to run"));
 }
 
+/// The largest seed is a seed like any other: one seed from it runs (and is recorded),
+/// one more would run past it and is refused, and a seed count beyond the limit is
+/// refused rather than panicking or running nothing.
 #[test]
-fn seed_at_the_maximum_is_refused_not_silently_empty() {
+fn seeds_at_the_numeric_limits_run_or_are_refused_never_silently_empty() {
     let tmp = tempfile::tempdir().unwrap();
-    bench(tmp.path())
-        .args([
-            "run",
+    let max = u64::MAX.to_string();
+    let out = tmp.path().join("max");
+    let s = run(
+        tmp.path(),
+        &out,
+        &[
             "--suite",
             "banking",
+            "--user-tasks",
+            "user_task_0",
+            "--injection-tasks",
+            "injection_task_0",
             "--seed",
-            "18446744073709551615",
-        ])
-        .arg("--out")
-        .arg(tmp.path().join("o"))
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("--seed"));
-    bench(tmp.path())
-        .args([
-            "run",
-            "--suite",
-            "banking",
-            "--seeds",
-            "18446744073709551615",
-        ])
-        .arg("--out")
-        .arg(tmp.path().join("o"))
-        .assert()
-        .code(2);
+            &max,
+        ],
+    );
+    assert!(s["episodes"].as_u64().unwrap() > 0, "{s}");
+    let recorded = lines(&out.join("episodes.jsonl"));
+    assert!(
+        recorded
+            .iter()
+            .all(|l| l.contains(&format!("\"seed\":{max}"))),
+        "{recorded:?}"
+    );
+    for (flags, needle) in [
+        (vec!["--seed", max.as_str(), "--seeds", "2"], "--seed"),
+        (vec!["--seeds", max.as_str()], "--seeds"),
+        (vec!["--seeds", "18446744073709551616"], "--seeds"),
+        (vec!["--seed=-1"], "--seed"),
+    ] {
+        bench(tmp.path())
+            .args(["run", "--suite", "banking"])
+            .args(&flags)
+            .arg("--out")
+            .arg(tmp.path().join("o"))
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(needle));
+        assert!(
+            !tmp.path().join("o").join("episodes.jsonl").exists(),
+            "{flags:?}"
+        );
+    }
 }
 
 /// Runs one small banking matrix into `out` with extra flags.

@@ -259,6 +259,81 @@ fn compare_exit_codes_gate_on_asr_and_utility() {
         .args(["--max-asr-increase", "0"])
         .assert()
         .code(0);
+    // With the records of both runs, a rise in every paired episode is significant.
+    bench(tmp.path())
+        .arg("compare")
+        .arg(&oracle)
+        .arg(&obedient)
+        .args(["--significance", "0.05"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "significant (McNemar p < 0.001, below 0.05",
+        ));
+    // The significance gate needs records: a summary alone is refused, naming the run.
+    bench(tmp.path())
+        .arg("compare")
+        .arg(&kept)
+        .arg(&obedient)
+        .args(["--significance", "0.05"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("needs the episode records"))
+        .stderr(predicate::str::contains("kept"));
+    bench(tmp.path())
+        .arg("compare")
+        .arg(&oracle)
+        .arg(&obedient)
+        .args(["--significance", "1.5"])
+        .assert()
+        .code(2);
+}
+
+/// `--pair A=B` compares defense A of one run with defense B of another (here the same
+/// run twice), per suite and attack, with paired tests.
+#[test]
+fn compare_pairs_any_two_defenses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = tmp.path().join("r");
+    run(
+        tmp.path(),
+        &r,
+        &[
+            "--suite",
+            "banking",
+            "--defense",
+            "none,sieve",
+            "--injection-tasks",
+            "injection_task_0,injection_task_1",
+        ],
+    );
+    // sieve lowers ASR against none: no regression, and the table says which pair.
+    bench(tmp.path())
+        .arg("compare")
+        .arg(&r)
+        .arg(&r)
+        .args(["--pair", "none=sieve", "--significance", "0.05"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("p ASR"))
+        .stdout(predicate::str::contains("gate: passed"));
+    // The other way round ASR rises, significantly.
+    bench(tmp.path())
+        .arg("compare")
+        .arg(&r)
+        .arg(&r)
+        .args(["--pair", "sieve=none", "--significance", "0.05"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("sieve vs none: ASR +"));
+    bench(tmp.path())
+        .arg("compare")
+        .arg(&r)
+        .arg(&r)
+        .args(["--pair", "sieve=audit"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("none, sieve"));
 }
 
 #[test]
@@ -490,4 +565,65 @@ fn resuming_over_records_of_an_edited_suite_is_refused() {
             "other versions of: suite dojo-style/banking",
         ));
     assert_eq!(lines(&out.join("episodes.jsonl")).len(), before);
+}
+
+/// The last assistant message of every episode of a run, by episode key without the model.
+fn final_answers(out: &std::path::Path) -> std::collections::BTreeMap<String, String> {
+    lines(&out.join("traces.jsonl"))
+        .iter()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let key: Vec<&str> = v["key"].as_str().unwrap().split('|').collect();
+            let last = v["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .rev()
+                .find(|m| m["role"] == "assistant")
+                .unwrap()["content"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            (format!("{}|{}|{}", key[0], key[1], key[2]), last)
+        })
+        .collect()
+}
+
+#[test]
+fn varied_agent_solves_every_task_in_other_words_and_other_paths() {
+    let tmp = tempfile::tempdir().unwrap();
+    let args = |model: &'static str| {
+        // The dojo-style family has a variant corpus for every user task.
+        [
+            "--suite",
+            "dojo-style",
+            "--attack",
+            "important",
+            "--injection-tasks",
+            "injection_task_0",
+            "--model",
+            model,
+        ]
+    };
+    let varied = run(
+        tmp.path(),
+        &tmp.path().join("v"),
+        &args("sim:oracle,varied"),
+    );
+    for r in rows(&varied) {
+        assert_eq!(r["bu"], 1.0, "{r}");
+        assert_eq!(r["ua"], 1.0, "{r}");
+        assert_eq!(r["asr"], 0.0, "{r}");
+        assert!(r["model"].as_str().unwrap().contains(",varied"), "{r}");
+    }
+    run(tmp.path(), &tmp.path().join("r"), &args("sim:oracle"));
+    let (v, r) = (
+        final_answers(&tmp.path().join("v")),
+        final_answers(&tmp.path().join("r")),
+    );
+    assert_eq!(v.len(), r.len());
+    let differ = v.iter().filter(|(k, a)| r[*k] != **a).count();
+    // Every user task has alternatives in the corpus, so nearly every episode answers in
+    // words other than the reference.
+    assert!(differ * 10 >= v.len() * 9, "{differ} of {} differ", v.len());
 }

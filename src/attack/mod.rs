@@ -10,6 +10,19 @@ use serde::Deserialize;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
+/// The name that selects a suite's own context-aware samples (`samples.yaml`) instead of
+/// a template, and its alias.
+pub const CONTEXT: &str = "context";
+pub const CONTEXT_ALIAS: &str = "agentlure";
+
+/// What `--attack` selected: templates, and whether the suites' samples run too.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    pub templates: Vec<Attack>,
+    /// Run every sample of `samples.yaml` as its own attacked episode (`context`).
+    pub context: bool,
+}
+
 /// Fields a template may use.
 pub const FIELDS: &[&str] = &["goal", "user", "model", "task", "tools"];
 
@@ -273,15 +286,28 @@ pub fn load_all(dir: &Path) -> Result<Vec<Attack>, AttackError> {
         .collect();
     paths.sort();
     for path in paths {
-        let text = std::fs::read_to_string(&path).map_err(|e| AttackError {
-            file: path.clone(),
-            message: e.to_string(),
-        })?;
+        let text = crate::bounded::read_to_string(&path, crate::bounded::MAX_INPUT_BYTES).map_err(
+            |e| AttackError {
+                file: path.clone(),
+                message: e.to_string(),
+            },
+        )?;
         let attack: Attack = serde_saphyr::from_str(&text).map_err(|e| AttackError {
             file: path.clone(),
             message: format!("invalid attack file: {e}"),
         })?;
         attack.validate(&path)?;
+        if let Some(reserved) = std::iter::once(&attack.name)
+            .chain(&attack.aliases)
+            .find(|n| *n == CONTEXT || *n == CONTEXT_ALIAS)
+        {
+            return Err(AttackError {
+                file: path.clone(),
+                message: format!(
+                    "`{reserved}` is reserved for the suites' context-aware samples (samples.yaml)"
+                ),
+            });
+        }
         for other in &attacks {
             let names = std::iter::once(&attack.name).chain(&attack.aliases);
             if let Some(clash) = names.into_iter().find(|n| other.answers_to(n)) {
@@ -300,13 +326,21 @@ pub fn load_all(dir: &Path) -> Result<Vec<Attack>, AttackError> {
     Ok(attacks)
 }
 
-/// Resolves `--attack`: `none` (clean runs only), `all`, or comma-separated names and
+/// Resolves `--attack`: `none` (clean runs only), `all` (every template and the
+/// samples), `context` (alias `agentlure`: the samples), or comma-separated names and
 /// aliases.
-pub fn select(all: &[Attack], selector: &str) -> Result<Vec<Attack>, String> {
+pub fn select(all: &[Attack], selector: &str) -> Result<Selection, String> {
     let mut out: Vec<Attack> = Vec::new();
+    let mut context = false;
     for part in selector.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         if part == "none" {
             continue;
+        }
+        if part == CONTEXT || part == CONTEXT_ALIAS || part == "all" {
+            context = true;
+            if part != "all" {
+                continue;
+            }
         }
         let matched: Vec<&Attack> = if part == "all" {
             all.iter().collect()
@@ -331,7 +365,7 @@ pub fn select(all: &[Attack], selector: &str) -> Result<Vec<Attack>, String> {
                 })
                 .collect();
             return Err(format!(
-                "unknown attack `{part}`{}; available: none, all, {}",
+                "unknown attack `{part}`{}; available: none, all, {CONTEXT} ({CONTEXT_ALIAS}), {}",
                 crate::suggest::did_you_mean(part, candidates),
                 names.join(", ")
             ));
@@ -342,7 +376,10 @@ pub fn select(all: &[Attack], selector: &str) -> Result<Vec<Attack>, String> {
             }
         }
     }
-    Ok(out)
+    Ok(Selection {
+        templates: out,
+        context,
+    })
 }
 
 #[cfg(test)]
@@ -425,15 +462,18 @@ mod tests {
             task: "Please pay my energy bill.",
             plan: &plan,
         };
-        let faithful = select(&all, "important").unwrap()[0].render(&ctx);
+        let faithful = select(&all, "important").unwrap().templates[0].render(&ctx);
         assert!(faithful.contains("Emma Johnson") && faithful.contains("Llama-3"));
         assert!(!faithful.contains("openai:") && !faithful.contains("prompted"));
         assert!(!faithful.contains("energy bill"), "{faithful}");
         let goal_at = faithful.find("Send 50").unwrap();
         assert!(goal_at < faithful.find("carry on with my original request").unwrap());
-        let quoting = select(&all, "important_instructions_quoting").unwrap()[0].render(&ctx);
+        let quoting = select(&all, "important_instructions_quoting")
+            .unwrap()
+            .templates[0]
+            .render(&ctx);
         assert!(quoting.contains("Please pay my energy bill."));
-        let tk = select(&all, "tool_knowledge").unwrap()[0].render(&ctx);
+        let tk = select(&all, "tool_knowledge").unwrap().templates[0].render(&ctx);
         assert!(!tk.contains("energy bill"), "{tk}");
     }
 
@@ -474,9 +514,22 @@ mod tests {
     #[test]
     fn selects_by_alias_and_lists_names_on_error() {
         let all = vec![attack("{goal}")];
-        assert_eq!(select(&all, "tt").unwrap().len(), 1);
-        assert_eq!(select(&all, "none").unwrap().len(), 0);
+        assert_eq!(select(&all, "tt").unwrap().templates.len(), 1);
+        assert_eq!(select(&all, "none").unwrap().templates.len(), 0);
         let e = select(&all, "zzz").unwrap_err();
         assert!(e.contains("t (tt)"), "{e}");
+        assert!(e.contains("context (agentlure)"), "{e}");
+    }
+
+    #[test]
+    fn context_selects_the_samples_and_all_includes_them() {
+        let all = vec![attack("{goal}")];
+        for sel in ["context", "agentlure"] {
+            let s = select(&all, sel).unwrap();
+            assert!(s.context && s.templates.is_empty());
+        }
+        let s = select(&all, "all").unwrap();
+        assert!(s.context && s.templates.len() == 1);
+        assert!(!select(&all, "t").unwrap().context);
     }
 }

@@ -8,7 +8,6 @@
 use super::run::{RunArgs, RunReport, run};
 use super::{CliError, Paths};
 use crate::metrics::Row;
-use crate::report::SIMULATED_NOTE;
 use serde::Serialize;
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -672,19 +671,8 @@ pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, Cli
         crate::runner::record::read_records(&out.join(crate::runner::record::EPISODES))
             .map_err(|e| CliError::failed(format!("cannot read {}: {e}", out.display())))?;
     for r in &mut ablation_rows {
-        let of = |d: &str| -> Vec<crate::runner::record::EpisodeRecord> {
-            records
-                .iter()
-                .filter(|x| {
-                    x.defense == d
-                        && (r.suite == crate::metrics::ALL_SUITES || x.suite == r.suite)
-                        && x.attack
-                            .as_deref()
-                            .is_none_or(|a| crate::metrics::attack_label(a, x) == r.attack)
-                })
-                .cloned()
-                .collect()
-        };
+        // Every model of the run: ablate runs one.
+        let of = |d: &str| crate::metrics::row_records(&records, &r.suite, &r.attack, d, None);
         if r.defense != REFERENCE {
             r.vs_reference =
                 crate::metrics::paired_all(&of(REFERENCE), &of(&r.defense), args.run.errors_as);
@@ -692,7 +680,7 @@ pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, Cli
     }
     let ablation = Ablation {
         simulated,
-        note: simulated.then(|| SIMULATED_NOTE.to_string()),
+        note: crate::report::simulated_note(&report.summary.rows),
         // The resolved name, which states the scripted roles' knobs.
         model: report
             .summary

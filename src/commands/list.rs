@@ -9,20 +9,29 @@ pub fn list_suites(paths: &Paths) -> Result<String, CliError> {
     let mut out = String::new();
     writeln!(
         out,
-        "{:<24} {:>10} {:>15} {:>6} {:>8} {:>15}",
-        "suite", "user tasks", "injection tasks", "tools", "vectors", "attacked pairs"
+        "{:<24} {:>10} {:>15} {:>6} {:>8} {:>15} {:>8}",
+        "suite", "user tasks", "injection tasks", "tools", "vectors", "attacked pairs", "samples"
     )
     .unwrap();
     for s in &suites {
         writeln!(
             out,
-            "{:<24} {:>10} {:>15} {:>6} {:>8} {:>15}",
+            "{:<24} {:>10} {:>15} {:>6} {:>8} {:>15} {:>8}",
             s.qualified_name(),
             s.user_tasks.len(),
             s.injection_tasks.len(),
             s.tools.len(),
             s.vectors.len(),
-            s.user_tasks.len() * s.injection_tasks.len()
+            s.user_tasks.len() * s.injection_tasks.len(),
+            s.samples.len()
+        )
+        .unwrap();
+    }
+    let samples: usize = suites.iter().map(|s| s.samples.len()).sum();
+    if samples > 0 {
+        writeln!(
+            out,
+            "\n{samples} context-aware samples (`--attack context`), one per user task and vector class."
         )
         .unwrap();
     }

@@ -188,18 +188,63 @@ pub fn rerender(dir: &Path, opts: &report::TextOptions) -> Result<String, CliErr
     Ok(out)
 }
 
-/// Compares two runs; `Ok((text, failed))`.
-pub fn compare(base: &Path, new: &Path, t: Thresholds) -> Result<(String, bool), CliError> {
-    let b = report::load(base).map_err(CliError::bad_input)?;
-    let n = report::load(new).map_err(CliError::bad_input)?;
-    if b.rows.is_empty() {
+/// Compares two runs; `Ok((text, failed))`. `pairs` are `--pair BASE=NEW` specs.
+pub fn compare(
+    base: &Path,
+    new: &Path,
+    t: Thresholds,
+    pairs: &[String],
+) -> Result<(String, bool), CliError> {
+    let side = |dir: &Path| -> Result<report::compare::Side, CliError> {
+        let summary = report::load(dir).map_err(CliError::bad_input)?;
+        let episodes = dir.join(crate::runner::record::EPISODES);
+        let records = if episodes.is_file() {
+            Some(
+                crate::runner::record::read_records(&episodes)
+                    .map_err(|e| {
+                        CliError::bad_input(format!("cannot read {}: {e}", episodes.display()))
+                    })?
+                    .0,
+            )
+        } else {
+            None
+        };
+        Ok(report::compare::Side {
+            summary,
+            records,
+            name: dir.display().to_string(),
+        })
+    };
+    let b = side(base)?;
+    let n = side(new)?;
+    if b.summary.rows.is_empty() {
         return Err(CliError::bad_input(format!(
             "{}: the baseline has no rows, so nothing would be gated",
             base.display()
         )));
     }
-    let c = report::compare::compare(&b, &n, t);
+    let defenses = |s: &report::compare::Side| {
+        let mut d: Vec<String> = s.summary.rows.iter().map(|r| r.defense.clone()).collect();
+        d.sort();
+        d.dedup();
+        d
+    };
+    let pairs = pairs
+        .iter()
+        .map(|p| report::compare::PairSpec::parse(p, &defenses(&b), &defenses(&n)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(CliError::bad_input)?;
+    let c = report::compare::compare(&b, &n, t, &pairs).map_err(CliError::bad_input)?;
     Ok((c.text, c.failed))
+}
+
+/// Parses a significance level: a probability strictly between 0 and 1.
+pub fn parse_alpha(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| *v > 0.0 && *v < 1.0)
+        .ok_or_else(|| format!("`{s}` is not a significance level (a number in (0, 1), e.g. 0.05)"))
 }
 
 /// Parses a threshold in percentage points: a finite number, at least 0 (NaN would

@@ -92,8 +92,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "PCT", default_value_t = 5.0, value_parser = parse_percent)]
     pub max_error_rate: f64,
     /// Accept a real agent with a scripted (`sim`) planner or judge. Scripted planners and
-    /// judges read the answer key (reference plans, which calls are injected), so every
-    /// row then says "oracle planner" / "oracle judge".
+    /// judges start from the answer key (reference plans, which calls are injected), so
+    /// every row they touch says so: "oracle judge" / "oracle planner" at full quality,
+    /// "scripted judge (judge_auc=…)" / "scripted planner (planner_recall=…)" below it.
     #[arg(long)]
     pub allow_oracle_roles: bool,
     /// The model name attacks write into `{model}` (default: derived from --model without
@@ -390,14 +391,25 @@ pub struct Roles {
     pub agent_scripted: bool,
     pub planner_scripted: bool,
     pub judge_scripted: bool,
+    /// The labels rows carry for the scripted planner and judge (`oracle judge`, …).
+    pub helper_labels: Vec<String>,
 }
 
 impl Roles {
     pub fn of(models: &Models) -> Roles {
+        use crate::model::Component;
         Roles {
             agent_scripted: models.agent.simulated(),
             planner_scripted: models.planner.simulated(),
             judge_scripted: models.judge.simulated(),
+            helper_labels: [
+                models.planner.scripted(Component::Planner),
+                models.judge.scripted(Component::Judge),
+            ]
+            .into_iter()
+            .flatten()
+            .map(|r| r.label)
+            .collect(),
         }
     }
 
@@ -419,10 +431,7 @@ impl Roles {
 
     /// "oracle planner", "oracle judge": what rows of such a run say.
     pub fn oracle_labels(&self) -> Vec<String> {
-        self.scripted_helpers()
-            .into_iter()
-            .map(|r| format!("oracle {r}"))
-            .collect()
+        self.helper_labels.clone()
     }
 
     /// The roles that are scripted, by name (`agent`, `planner`, `judge`).
@@ -579,14 +588,14 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
             args.seeds
         )));
     }
-    if args.seed.checked_add(args.seeds).is_none() {
+    let Some(last_seed) = args.seed.checked_add(args.seeds - 1) else {
         return Err(CliError::bad_input(format!(
             "--seed {} with --seeds {} runs past the largest seed ({}); lower one of them",
             args.seed,
             args.seeds,
             u64::MAX
         )));
-    }
+    };
     let suites = load_suites(paths, &args.suite)?;
     let problems: Vec<String> = suites
         .iter()
@@ -604,7 +613,8 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     }
     let all_attacks =
         crate::attack::load_all(&paths.attacks).map_err(|e| CliError::bad_input(e.to_string()))?;
-    let attacks = crate::attack::select(&all_attacks, &args.attack).map_err(CliError::bad_input)?;
+    let selection =
+        crate::attack::select(&all_attacks, &args.attack).map_err(CliError::bad_input)?;
     let mut options =
         defense_options(paths, args.sieve_config.as_deref(), args.weights.as_deref())?;
     if !(args.plugin_timeout.is_finite() && args.plugin_timeout > 0.0) {
@@ -671,7 +681,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     let roles = Roles::of(&models);
     if roles.oracle_with_real_agent() && !args.allow_oracle_roles {
         return Err(CliError::bad_input(format!(
-            "the agent {} is a real model but the {} scripted: a scripted planner or judge reads the answer key (the reference plans, which calls are injected), so its rows would not measure a defense. Give it a real model (--planner-model / --judge-model), or pass --allow-oracle-roles to accept rows marked {}",
+            "the agent {} is a real model but the {} scripted: a scripted planner or judge starts from the answer key (the reference plans, which calls are injected), so its rows would not measure the defense as deployed. Give it a real model (--planner-model / --judge-model), or pass --allow-oracle-roles to accept rows marked {}",
             models.agent.name(),
             roles.scripted_helpers().join(" and ")
                 + if roles.scripted_helpers().len() > 1 {
@@ -695,7 +705,16 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         .map_err(|e| CliError::bad_input(format!("cannot create {}: {e}", out.display())))?;
     let order = report::Order {
         suites: suites.iter().map(|s| s.qualified_name()).collect(),
-        attacks: attacks.iter().map(|a| a.name.clone()).collect(),
+        attacks: selection
+            .templates
+            .iter()
+            .map(|a| a.name.clone())
+            .chain(
+                selection
+                    .context
+                    .then(|| crate::attack::CONTEXT.to_string()),
+            )
+            .collect(),
         defenses: defenses.iter().map(|d| d.name().to_string()).collect(),
     };
     let _lock = runner::files::FolderLock::acquire(&out).map_err(|e| match e {
@@ -716,11 +735,12 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         run_id,
         out: out.clone(),
         suites: suites.into_iter().map(Arc::new).collect(),
-        attacks,
+        attacks: selection.templates,
+        context: selection.context,
         clean: !args.no_clean,
         defenses,
         models,
-        seeds: (args.seed..args.seed + args.seeds).collect(),
+        seeds: (args.seed..=last_seed).collect(),
         user_tasks: args.user_tasks.clone(),
         injection_tasks: args.injection_tasks.clone(),
         max_steps: args.max_steps,
@@ -835,6 +855,7 @@ mod tests {
             &paths,
             RunArgs {
                 seed: u64::MAX,
+                seeds: 2,
                 out: Some(dir.path().join("r")),
                 ..RunArgs::default()
             },

@@ -200,7 +200,13 @@ impl EpisodeDefense for Episode {
         let script = ctx.script.map(|s| s.as_ref());
         let positive = carries_payload(script, &output);
         let quote = match script.and_then(|s| s.injection.as_ref()) {
-            Some(i) if positive => i.payload.trim().to_string(),
+            Some(i) if positive => i
+                .payloads
+                .iter()
+                .find(|p| crate::model::sim::reads_payload(&output, p))
+                .map_or("", |p| p.as_str())
+                .trim()
+                .to_string(),
             _ => output.lines().next().unwrap_or("").to_string(),
         };
         let hint = scored(

@@ -241,7 +241,13 @@ impl EpisodeDefense for Episode {
         // What a detector that fires would quote: the injected text when there is one,
         // else (a false alarm) the output's first line.
         let quote = match script.and_then(|s| s.injection.as_ref()) {
-            Some(i) if positive => i.payload.trim().to_string(),
+            Some(i) if positive => i
+                .payloads
+                .iter()
+                .find(|p| crate::model::sim::reads_payload(&output, p))
+                .map_or("", |p| p.as_str())
+                .trim()
+                .to_string(),
             _ => output.lines().next().unwrap_or("").to_string(),
         };
         let hint = scored(

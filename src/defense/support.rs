@@ -147,7 +147,7 @@ pub fn injected_call(script: Option<&EpisodeScript>, tool: &str, args: &Value) -
 pub fn carries_payload(script: Option<&EpisodeScript>, text: &str) -> bool {
     script
         .and_then(|s| s.injection.as_ref())
-        .is_some_and(|i| reads_payload(text, &i.payload))
+        .is_some_and(|i| i.payloads.iter().any(|p| reads_payload(text, p)))
 }
 
 /// For the sim hint only: the user task's reference plan, which a simulated planner
@@ -266,6 +266,7 @@ pub mod testing {
                 answer: String::new(),
                 injection: None,
                 seed: 1,
+                alternatives: Vec::new(),
             });
             Bench {
                 tools: suite.tools.schemas(),

@@ -28,6 +28,11 @@ pub trait Embedder: Send + Sync {
     fn identity(&self) -> serde_json::Value {
         serde_json::json!({ "name": self.name() })
     }
+    /// What this embedder is when it is not a learned embedding model (the lexical
+    /// default), for the labels of every row; `None` for a real model.
+    fn scripted(&self) -> Option<crate::model::ScriptedRole> {
+        None
+    }
     /// One L2-normalised vector per text.
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
     /// One cheap request before a run so an unreachable or unauthorised endpoint stops
@@ -88,6 +93,14 @@ impl Lexical {
 impl Embedder for Lexical {
     fn name(&self) -> &str {
         "lexical"
+    }
+    fn scripted(&self) -> Option<crate::model::ScriptedRole> {
+        Some(crate::model::ScriptedRole {
+            label: "lexical embedder".into(),
+            short: "lexical".into(),
+            knows: "a hashed bag of words, no model: S_sem measures word overlap, not meaning"
+                .into(),
+        })
     }
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         Ok(texts.iter().map(|t| Lexical::vector(t)).collect())

@@ -107,6 +107,21 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("`{s}` is not a number of seconds (finite, > 0)"))
 }
 
+/// The longest request timeout accepted: a day. Longer is a typo, and beyond about
+/// 1.8e19 seconds a `Duration` cannot hold it at all.
+pub const MAX_REQUEST_TIMEOUT_SECS: f64 = 86_400.0;
+
+/// A request timeout in seconds, checked: positive, finite, at most a day.
+fn request_timeout(what: &str, t: f64) -> Result<Duration, String> {
+    if t.is_finite() && t > 0.0 && t <= MAX_REQUEST_TIMEOUT_SECS {
+        Ok(Duration::from_secs_f64(t))
+    } else {
+        Err(format!(
+            "{what} must be a number of seconds above 0 and at most {MAX_REQUEST_TIMEOUT_SECS}, got {t}"
+        ))
+    }
+}
+
 /// Parses `--price-per-mtok IN,OUT` (dollars per million prompt / completion tokens).
 pub fn parse_price(s: &str) -> Result<(f64, f64), String> {
     let (i, o) = s.split_once(',').ok_or_else(|| {
@@ -169,7 +184,7 @@ struct ModelsFile {
 /// Reads `configs/models.toml`; a missing file means no named endpoints.
 pub fn load_named(configs: &Path) -> Result<BTreeMap<String, NamedEndpoint>, String> {
     let path = configs.join(MODELS_TOML);
-    let text = match std::fs::read_to_string(&path) {
+    let text = match crate::bounded::read_to_string(&path, crate::bounded::MAX_INPUT_BYTES) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
@@ -230,10 +245,8 @@ impl ModelFactory {
         if opts.replay && opts.cache.is_none() {
             return Err("--replay needs --cache DIR (the recorded transcripts)".into());
         }
-        if let Some(t) = opts.request_timeout
-            && !(t.is_finite() && t > 0.0)
-        {
-            return Err(format!("--request-timeout must be positive, got {t}"));
+        if let Some(t) = opts.request_timeout {
+            request_timeout("--request-timeout", t)?;
         }
         if let Some(t) = opts.temperature
             && !(t.is_finite() && t >= 0.0)
@@ -311,8 +324,16 @@ impl ModelFactory {
         cfg.name = label;
         cfg.api_key = key;
         cfg.api_key_env = key_env;
-        if let Some(t) = o.request_timeout.or(ep.and_then(|e| e.request_timeout)) {
-            cfg.request_timeout = Duration::from_secs_f64(t);
+        if let Some(t) = o.request_timeout {
+            cfg.request_timeout = request_timeout("--request-timeout", t)?;
+        } else if let Some(t) = ep.and_then(|e| e.request_timeout) {
+            cfg.request_timeout = request_timeout(
+                &format!(
+                    "{MODELS_TOML}: endpoint `{label}`: request_timeout",
+                    label = cfg.name
+                ),
+                t,
+            )?;
         }
         if let Some(r) = o.max_retries.or(ep.and_then(|e| e.max_retries)) {
             cfg.max_retries = r;
@@ -525,5 +546,29 @@ mod tests {
             .is_err(),
             "--replay without --cache"
         );
+    }
+
+    /// A timeout too large for a `Duration` (or negative, or NaN) in models.toml is an
+    /// error naming the endpoint, not a panic when the endpoint is built.
+    #[test]
+    fn an_absurd_request_timeout_in_models_toml_is_an_error_not_a_panic() {
+        for bad in ["1e30", "-1.0", "nan", "86401.0"] {
+            let f = factory(
+                ModelOptions::default(),
+                &format!(
+                    "[endpoints.slow]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\napi_key_env = \"LOCAL_KEY\"\nrequest_timeout = {bad}\n"
+                ),
+            )
+            .unwrap();
+            let err = f.chat("slow").err().expect(bad);
+            assert!(err.contains("request_timeout"), "{bad}: {err}");
+            assert!(err.contains("slow"), "{bad}: {err}");
+        }
+        let ok = factory(
+            ModelOptions::default(),
+            "[endpoints.slow]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\napi_key_env = \"LOCAL_KEY\"\nrequest_timeout = 86400.0\n",
+        )
+        .unwrap();
+        assert!(ok.chat("slow").is_ok());
     }
 }

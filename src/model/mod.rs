@@ -120,6 +120,23 @@ impl Component {
     }
 }
 
+/// A role filled by something other than an LLM (the scripted `sim` model, the lexical
+/// embedder): the short label every row carries, and what it knows, for the banner.
+/// A label says "oracle" whenever the role reads the answer key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScriptedRole {
+    /// `scripted agent`, `oracle judge`, `lexical embedder`, ….
+    pub label: String,
+    /// The label without the role's name, for a table column named after the role:
+    /// `scripted`, `oracle`, `lexical`, ….
+    pub short: String,
+    /// What it knows and does, in one sentence.
+    pub knows: String,
+}
+
+/// The scripted roles of an episode or a row, in role order (agent first).
+pub type ScriptedRoles = std::collections::BTreeMap<Component, ScriptedRole>;
+
 /// The side channel to the scripted model: what a perfect or obedient agent would
 /// know. Never sent to a real endpoint.
 #[derive(Clone, Debug)]
@@ -228,6 +245,11 @@ pub trait ChatModel: Send + Sync {
     /// The name alone is enough for backends with no other settings.
     fn identity(&self) -> serde_json::Value {
         serde_json::json!({ "name": self.name() })
+    }
+    /// What this backend is when it plays `role` without being an LLM (the scripted
+    /// model), for the labels of every row; `None` for a real model.
+    fn scripted(&self, _role: Component) -> Option<ScriptedRole> {
+        None
     }
     async fn chat(&self, req: &ChatRequest<'_>) -> Result<ChatReply, ModelError>;
     /// One cheap request before a run, offering `tools`, so a wrong URL, a missing `/v1`
@@ -359,5 +381,32 @@ impl Models {
     /// Whether any role is scripted: then every report must say the results are simulated.
     pub fn any_simulated(&self) -> bool {
         self.agent.simulated() || self.planner.simulated() || self.judge.simulated()
+    }
+
+    /// The chat model that plays `role` (defenses' detectors ask the judge's model);
+    /// `None` for embeddings, which have their own backend.
+    pub fn chat_for(&self, role: Component) -> Option<&Arc<dyn ChatModel>> {
+        match role {
+            Component::Agent => Some(&self.agent),
+            Component::Planner => Some(&self.planner),
+            Component::Judge | Component::Detector => Some(&self.judge),
+            Component::Embedding => None,
+        }
+    }
+
+    /// The roles of an episode that no LLM played: the agent always, every other role
+    /// only when the episode's costs show it was used (a `none` row has no judge).
+    pub fn scripted_roles(&self, cost: &CostMeter) -> ScriptedRoles {
+        Component::ALL
+            .into_iter()
+            .filter(|&c| c == Component::Agent || cost.get(c).calls > 0)
+            .filter_map(|c| {
+                let role = match self.chat_for(c) {
+                    Some(m) => m.scripted(c),
+                    None => self.embedder.scripted(),
+                };
+                role.map(|r| (c, r))
+            })
+            .collect()
     }
 }

@@ -109,6 +109,8 @@ pub struct ColumnSpec {
     pub better: Option<Better>,
     /// Rates carry `<id>_lo` and `<id>_hi` fields in files.
     pub interval: bool,
+    /// Left out of every table when no row has a value (a role no row scripted).
+    pub drop_if_empty: bool,
 }
 
 /// A column over rows of type `R`.
@@ -133,6 +135,7 @@ impl<'a, R> Column<'a, R> {
                 show,
                 better: None,
                 interval: false,
+                drop_if_empty: false,
             },
             get: Box::new(get),
         }
@@ -161,6 +164,12 @@ impl<'a, R> Column<'a, R> {
 
     pub fn better(mut self, b: Better) -> Self {
         self.spec.better = Some(b);
+        self
+    }
+
+    /// Leaves the column out of the grid when no row has a value.
+    pub fn drop_if_empty(mut self) -> Self {
+        self.spec.drop_if_empty = true;
         self
     }
 
@@ -197,6 +206,10 @@ impl Grid {
         rows: &[R],
         group: impl Fn(&R) -> String,
     ) -> Grid {
+        let columns: Vec<Column<'_, R>> = columns
+            .into_iter()
+            .filter(|c| !c.spec.drop_if_empty || rows.iter().any(|r| (c.get)(r) != Value::Missing))
+            .collect();
         Grid {
             id: id.into(),
             title: title.into(),

@@ -29,8 +29,81 @@ pub const FOOTNOTES: &[&str] = &[
     "Esc % = proposed calls sent to a semantic judge / proposed calls. Succ L1/Adj/Unchk (sieve, audit): successful attacks whose harmful call (the one whose effect the security check saw) passed layer 1 (provenance bypass) / was approved by the adjudicator / no call did it. Rows <attack>+provenance_bypass hold the tasks written to defeat SIEVE, left out of the headline rows; Bypass = successes / episodes on the pairs those tasks were designed for.",
 ];
 
-/// The banner every report of a simulated run carries.
-pub const SIMULATED_NOTE: &str = "SIMULATED: the agent (and any planner/judge) is the scripted `sim` model, not an LLM. These figures test the harness and the defenses' mechanics; they are not measurements of a real model.";
+/// The banner every report of a simulated run carries: which roles no LLM played, what
+/// each knew, and what the figures are then worth. `None` when every role was an LLM.
+pub fn simulated_note(rows: &[Row]) -> Option<String> {
+    if !rows.iter().any(|r| r.simulated) {
+        return None;
+    }
+    let known: Vec<&crate::model::ScriptedRoles> = rows
+        .iter()
+        .filter_map(|r| r.scripted_roles.as_ref())
+        .collect();
+    if known.len() < rows.iter().filter(|r| r.simulated).count() {
+        return Some(
+            "SIMULATED: some roles were played by the scripted `sim` model, not an LLM (these records predate the per-role labels, so which is not known). These figures test the harness and the defenses' mechanics; they are not measurements of a real model.".into(),
+        );
+    }
+    // Each distinct role, with the rows (by defense, and model when several) it touched.
+    let several_models = rows.iter().any(|r| r.model != rows[0].model);
+    let mut seen: Vec<(
+        crate::model::Component,
+        &crate::model::ScriptedRole,
+        Vec<String>,
+    )> = Vec::new();
+    let row_name = |row: &Row| {
+        if several_models {
+            format!("{} with {}", row.defense, row.model)
+        } else {
+            row.defense.clone()
+        }
+    };
+    for row in rows {
+        let name = row_name(row);
+        for (c, r) in row.scripted_roles.iter().flatten() {
+            let at = match seen.iter().position(|(_, s, _)| *s == r) {
+                Some(at) => at,
+                None => {
+                    seen.push((*c, r, Vec::new()));
+                    seen.len() - 1
+                }
+            };
+            if !seen[at].2.contains(&name) {
+                seen[at].2.push(name.clone());
+            }
+        }
+    }
+    seen.sort_by_key(|(c, _, _)| *c);
+    let every = {
+        let mut names: Vec<String> = rows.iter().map(row_name).collect();
+        names.sort();
+        names.dedup();
+        names.len()
+    };
+    let agent_scripted = seen
+        .iter()
+        .any(|(c, _, _)| *c == crate::model::Component::Agent);
+    let roles: Vec<String> = seen
+        .iter()
+        .map(|(_, r, names)| {
+            let touched = if names.len() == every {
+                "every row".to_string()
+            } else {
+                names.join(", ")
+            };
+            format!("{} [{touched}]: {}", r.label, r.knows)
+        })
+        .collect();
+    let worth = if agent_scripted {
+        "These figures test the harness and the defenses' mechanics; they are not measurements of a real model."
+    } else {
+        "The agent is a real model, but a row with an oracle role measures the defense with the answer key in hand, not as deployed."
+    };
+    Some(format!(
+        "SIMULATED: roles no LLM played [in which rows] - {}. {worth}",
+        roles.join("; ")
+    ))
+}
 
 /// `summary.json`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -42,6 +115,9 @@ pub struct Summary {
     pub episodes: usize,
     pub malformed_lines: usize,
     pub rows: Vec<Row>,
+    /// Context-aware samples by vector class and by surface (runs with `--attack context`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub breakdown: Vec<crate::metrics::BreakdownRow>,
     pub footnotes: Vec<String>,
     /// `[input, output]` dollars per million tokens, when the run was priced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -66,10 +142,11 @@ impl Summary {
         Summary {
             generated_by: format!("sieve-bench {}", env!("CARGO_PKG_VERSION")),
             simulated,
-            note: simulated.then(|| SIMULATED_NOTE.to_string()),
+            note: simulated_note(&rows),
             episodes,
             malformed_lines,
             rows,
+            breakdown: Vec::new(),
             footnotes,
             price_per_mtok: None,
             order: Order::default(),
@@ -111,7 +188,16 @@ pub fn summary_grid(summary: &Summary) -> Grid {
 
 /// The terminal table, fitted to `opts`; an error names a mistyped `--columns` entry.
 pub fn table(summary: &Summary, opts: &TextOptions) -> Result<String, String> {
-    text::render(&summary_grid(summary), opts)
+    let mut out = text::render(&summary_grid(summary), opts)?;
+    if !summary.breakdown.is_empty() {
+        let b = grid(
+            &BREAKDOWN_HEADER,
+            summary.breakdown.iter().map(breakdown_cells),
+            3,
+        );
+        writeln!(out, "{BREAKDOWN_TITLE}\n{b}").unwrap();
+    }
+    Ok(out)
 }
 
 /// A terminal table from an unknown caller's viewpoint: the detected width.
@@ -125,6 +211,13 @@ pub fn markdown(summary: &Summary) -> String {
     out.push_str(&formats::markdown(&formats::readable(&summary_grid(
         summary,
     ))));
+    if !summary.breakdown.is_empty() {
+        writeln!(out, "\n{BREAKDOWN_TITLE}\n").unwrap();
+        out.push_str(&md_table(
+            &BREAKDOWN_HEADER,
+            summary.breakdown.iter().map(breakdown_cells),
+        ));
+    }
     writeln!(
         out,
         "\n{} episodes; generated by {}.",
@@ -175,6 +268,82 @@ pub fn md_table<const N: usize>(
     out
 }
 
+fn pct(v: Option<f64>) -> String {
+    v.map_or("–".into(), |v| format!("{:.1}", v * 100.0))
+}
+
+/// The breakdown's columns. Suite, attack and model are those of the summary rows above
+/// (pooled over suites; `breakdown.csv` names them), so the table stays narrow.
+const BREAKDOWN_HEADER: [&str; 7] = [
+    "By",
+    "Class / surface",
+    "Defense",
+    "n att",
+    "ASR %",
+    "W-ASR %",
+    "UA %",
+];
+
+const BREAKDOWN_TITLE: &str = "Context-aware samples by vector class and by surface:";
+
+fn breakdown_cells(r: &crate::metrics::BreakdownRow) -> [String; 7] {
+    [
+        r.by.clone(),
+        r.key.clone(),
+        r.defense.clone(),
+        r.n_attacked.to_string(),
+        pct(r.asr),
+        pct(r.w_asr),
+        pct(r.ua),
+    ]
+}
+
+/// `breakdown.csv`: the per-class and per-surface rows, fractions in [0,1].
+pub fn breakdown_csv(summary: &Summary) -> Result<String, csv::Error> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "by",
+        "key",
+        "suite",
+        "attack",
+        "defense",
+        "model",
+        "simulated",
+        "n_attacked",
+        "asr",
+        "asr_lo",
+        "asr_hi",
+        "w_asr",
+        "ua",
+        "ua_lo",
+        "ua_hi",
+        "errors",
+    ])?;
+    let o = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
+    for r in &summary.breakdown {
+        w.write_record([
+            r.by.clone(),
+            r.key.clone(),
+            r.suite.clone(),
+            r.attack.clone(),
+            r.defense.clone(),
+            r.model.clone(),
+            r.simulated.to_string(),
+            r.n_attacked.to_string(),
+            o(r.asr),
+            o(r.asr_ci.map(|c| c[0])),
+            o(r.asr_ci.map(|c| c[1])),
+            o(r.w_asr),
+            o(r.ua),
+            o(r.ua_ci.map(|c| c[0])),
+            o(r.ua_ci.map(|c| c[1])),
+            r.errors.to_string(),
+        ])?;
+    }
+    let bytes = w.into_inner().map_err(|e| e.into_error())?;
+    Ok(String::from_utf8(bytes).expect("csv of utf-8 strings"))
+}
+
 /// Writes `summary.json`, `summary.csv` and `summary.md` into a run directory.
 pub fn write_all(dir: &Path, summary: &Summary) -> std::io::Result<()> {
     use crate::runner::files::write_atomic;
@@ -184,6 +353,14 @@ pub fn write_all(dir: &Path, summary: &Summary) -> std::io::Result<()> {
         &dir.join("summary.csv"),
         csv(summary).map_err(std::io::Error::other)?.as_bytes(),
     )?;
+    if !summary.breakdown.is_empty() {
+        write_atomic(
+            &dir.join("breakdown.csv"),
+            breakdown_csv(summary)
+                .map_err(std::io::Error::other)?
+                .as_bytes(),
+        )?;
+    }
     write_atomic(&dir.join("summary.md"), markdown(summary).as_bytes())
 }
 
@@ -227,6 +404,7 @@ pub fn from_dir(dir: &Path) -> Result<Summary, String> {
         records.len(),
         bad,
     );
+    summary.breakdown = crate::metrics::breakdown(&records);
     if let Some([i, o]) = info
         .get("price_per_mtok")
         .and_then(|p| serde_json::from_value::<[f64; 2]>(p.clone()).ok())
@@ -377,8 +555,72 @@ pub(crate) mod tests {
             token_overhead_vs_none: None,
             dollars_per_episode: None,
             episodes: 160,
+            scripted_roles: simulated.then(|| roles(&[Component::Agent])),
             ..Default::default()
         }
+    }
+
+    use crate::model::{Component, ScriptedRoles};
+
+    /// The scripted model's labels for these roles, at full quality (the oracle).
+    pub(crate) fn roles(of: &[Component]) -> ScriptedRoles {
+        let p = crate::model::sim::SimProfile::parse(
+            "obedient,judge_auc=1,planner_recall=1,planner_extra=0",
+        )
+        .unwrap();
+        of.iter().map(|&c| (c, p.role(c))).collect()
+    }
+
+    #[test]
+    fn every_row_and_the_banner_name_the_scripted_roles_and_only_those() {
+        let mut sieve = row("sieve", 0.1, true);
+        sieve.scripted_roles = Some(roles(&[
+            Component::Agent,
+            Component::Planner,
+            Component::Judge,
+        ]));
+        let s = Summary::new(vec![row("none", 1.0, true), sieve], 320, 0);
+        let note = s.note.clone().unwrap();
+        for label in ["scripted agent", "oracle planner", "oracle judge"] {
+            assert!(note.contains(label), "{note}");
+        }
+        assert!(!note.contains("embedder"), "{note}");
+        let t = table(&s, &width(200)).unwrap();
+        // The banner says which rows each role touched; the planner and judge columns
+        // say oracle only where the row used them.
+        assert!(note.contains("scripted agent [every row]"), "{note}");
+        assert!(note.contains("oracle judge [sieve]"), "{note}");
+        let header = t.lines().find(|l| l.starts_with("Defense")).unwrap();
+        for role in ["Agent", "Planner", "Judge"] {
+            assert!(header.contains(role), "{t}");
+        }
+        assert!(!header.contains("Detector"), "{t}");
+        let line = |d: &str| t.lines().find(|l| l.starts_with(d)).unwrap().to_string();
+        assert_eq!(line("sieve").matches("oracle").count(), 2, "{t}");
+        assert_eq!(line("none").matches("oracle").count(), 0, "{t}");
+        let md = markdown(&s);
+        assert!(md.contains("oracle judge"), "{md}");
+    }
+
+    #[test]
+    fn a_real_agent_beside_an_oracle_judge_is_not_called_a_scripted_agent() {
+        let mut r = row("audit", 0.0, true);
+        r.model = "openai:gpt-x".into();
+        r.scripted_roles = Some(roles(&[Component::Judge]));
+        let note = simulated_note(std::slice::from_ref(&r)).unwrap();
+        assert!(note.contains("oracle judge"), "{note}");
+        assert!(note.contains("The agent is a real model"), "{note}");
+        assert!(!note.contains("scripted agent"), "{note}");
+        assert!(!note.contains("not measurements of a real model"), "{note}");
+    }
+
+    #[test]
+    fn rows_from_records_without_roles_say_the_roles_are_unknown() {
+        let mut r = row("none", 1.0, true);
+        r.scripted_roles = None;
+        let note = simulated_note(std::slice::from_ref(&r)).unwrap();
+        assert!(note.contains("not known"), "{note}");
+        assert!(simulated_note(&[row("none", 1.0, false)]).is_none());
     }
 
     fn width(width: usize) -> TextOptions {

@@ -188,7 +188,20 @@ pub fn load(dirs: &[PathBuf], per_outcome: usize) -> Result<Loaded, String> {
         for r in records {
             let mut pairs = vec![(format!("suite {}", r.suite), r.suite_fingerprint.clone())];
             if let (Some(a), Some(f)) = (&r.attack, &r.attack_fingerprint) {
-                pairs.push((format!("attack {a}"), f.clone()));
+                // A template has one version across every episode; a context-aware
+                // attack is one hand-written sample per cell, each with its own version.
+                let what = if a == crate::attack::CONTEXT {
+                    format!(
+                        "attack {a} on {} {} × {} ({})",
+                        r.suite,
+                        r.user_task,
+                        r.injection_task.as_deref().unwrap_or("-"),
+                        r.vector_class.as_deref().unwrap_or("-")
+                    )
+                } else {
+                    format!("attack {a}")
+                };
+                pairs.push((what, f.clone()));
             }
             for (what, fp) in pairs {
                 let known = versions

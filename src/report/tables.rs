@@ -79,14 +79,48 @@ fn key_columns<'a>() -> Vec<Column<'a, Row>> {
     keys(&["suite", "attack", "defense", "model"])
 }
 
-/// The key columns with these ids, in this order.
+/// The key columns with these ids, in this order. A model never stands without the
+/// roles no LLM played: `model` brings one column per role after it.
 fn keys<'a>(ids: &[&str]) -> Vec<Column<'a, Row>> {
     let mut all = all_keys();
-    ids.iter()
-        .filter_map(|id| {
-            all.iter()
-                .position(|c| c.spec.id == *id)
-                .map(|i| all.remove(i))
+    let mut out = Vec::new();
+    for id in ids {
+        if let Some(i) = all.iter().position(|c| c.spec.id == *id) {
+            out.push(all.remove(i));
+        }
+        if *id == "model" {
+            out.extend(role_columns());
+        }
+    }
+    out
+}
+
+/// One column per role: how it was played when no LLM played it. A column empty in
+/// every row (no scripted role of that kind) is left out. The terminal shows them when
+/// there is room (the banner names every role and the rows it touched in any case).
+fn role_columns<'a>() -> Vec<Column<'a, Row>> {
+    Component::ALL
+        .into_iter()
+        .map(|c| {
+            let name = if c == Component::Embedding {
+                "embedder"
+            } else {
+                c.as_str()
+            };
+            let mut title = name.to_string();
+            title[..1].make_ascii_uppercase();
+            Column::figure(
+                format!("scripted_{name}"),
+                title,
+                format!(
+                    "How the {name} role was played when no LLM played it: `scripted` (the sim model's own moves), `oracle` (it reads the answer key: reference plans, which calls are injected), `lexical` (word overlap, no model); empty when an LLM played it or the row never used it. The banner says what each knows."
+                ),
+                Show::Extra,
+                move |r: &Row| {
+                    crate::metrics::role_cell(r, c).map_or(Value::Missing, Value::Text)
+                },
+            )
+            .drop_if_empty()
         })
         .collect()
 }

@@ -90,7 +90,15 @@ pub fn fit(grid: &Grid, opts: &TextOptions) -> Result<(Grid, usize), String> {
     let grid = if fits_in(grid, &keep) {
         grid
     } else {
-        abbreviated = abbreviate_long_keys(grid);
+        // The longest names first; shorter ones only while the table still does not fit.
+        let mut g = abbreviate_long_keys(grid, LONG_KEYS[0]);
+        for &limit in &LONG_KEYS[1..] {
+            if fits_in(&g, &keep) {
+                break;
+            }
+            g = abbreviate_long_keys(grid, limit);
+        }
+        abbreviated = g;
         &abbreviated
     };
     let fits = |keep: &[usize]| fits_in(grid, keep);
@@ -121,12 +129,12 @@ pub fn fit(grid: &Grid, opts: &TextOptions) -> Result<(Grid, usize), String> {
     Ok((grid.select(&keep), hidden))
 }
 
-/// Key values longer than this are shortened when the table does not fit.
-const LONG_KEY: usize = 24;
+/// Key values longer than these are shortened, in turn, while the table does not fit.
+const LONG_KEYS: [usize; 2] = [24, 20];
 
 /// `important_instructions+provenance_bypass` → `ii+pb`: the initials of each word,
 /// numbered on a clash, each spelled out in a note above the table.
-fn abbreviate_long_keys(grid: &Grid) -> Grid {
+fn abbreviate_long_keys(grid: &Grid, limit: usize) -> Grid {
     let mut grid = grid.clone();
     let mut legend: Vec<(String, String)> = Vec::new();
     for c in 0..grid.columns.len() {
@@ -137,7 +145,7 @@ fn abbreviate_long_keys(grid: &Grid) -> Grid {
             let super::columns::Value::Text(t) = &grid.rows[r][c] else {
                 continue;
             };
-            if t.chars().count() <= LONG_KEY {
+            if t.chars().count() <= limit {
                 continue;
             }
             let short = match legend.iter().find(|(_, long)| long == t) {

@@ -27,6 +27,8 @@ pub struct RunPlan {
     pub out: PathBuf,
     pub suites: Vec<Arc<Suite>>,
     pub attacks: Vec<Attack>,
+    /// Also run every context-aware sample of the suites (`--attack context`).
+    pub context: bool,
     /// Also run the no-attack episodes (needed for clean utility).
     pub clean: bool,
     pub defenses: Vec<Arc<dyn Defense>>,
@@ -43,6 +45,18 @@ pub struct RunPlan {
     /// What attacks write into `{model}`; part of each attacked episode's attack fingerprint.
     pub attack_model_name: String,
 }
+
+/// How an attacked job is attacked.
+#[derive(Clone, Copy)]
+enum JobAttack {
+    /// A template (index into the plan's attacks) with an injection task of the suite.
+    Template { attack: usize, task: usize },
+    /// One of the suite's samples.
+    Sample(usize),
+}
+
+/// The attack name recorded for episodes of the suites' own samples.
+pub const CONTEXT_ATTACK: &str = crate::attack::CONTEXT;
 
 /// An episode's place in the matrix: with the run's identity (the folder's manifest) it
 /// names everything that decides the outcome. Its text form is the record's `key`.
@@ -109,7 +123,7 @@ pub struct Job {
     pub key: JobKey,
     suite: usize,
     user_task: usize,
-    injection: Option<(usize, usize)>,
+    injection: Option<JobAttack>,
     defense: usize,
     seed: u64,
 }
@@ -141,13 +155,25 @@ impl RunPlan {
                 }
                 for (di, d) in self.defenses.iter().enumerate() {
                     for &seed in &self.seeds {
-                        let mut push = |injection: Option<(usize, usize)>| {
+                        let mut push = |injection: Option<JobAttack>| {
+                            // One sample per user task and class: the class in the attack
+                            // keeps the key unique.
+                            let (it, at) = match injection {
+                                Some(JobAttack::Template { attack, task }) => (
+                                    Some(suite.injection_tasks[task].id.0.clone()),
+                                    Some(self.attacks[attack].name.clone()),
+                                ),
+                                Some(JobAttack::Sample(i)) => (
+                                    Some(suite.samples[i].injection_task.0.clone()),
+                                    Some(format!("{CONTEXT_ATTACK}:{}", suite.samples[i].class)),
+                                ),
+                                None => (None, None),
+                            };
                             let key = JobKey {
                                 suite: suite_name.clone(),
                                 user_task: ut.id.0.clone(),
-                                injection_task: injection
-                                    .map(|(_, i)| suite.injection_tasks[i].id.0.clone()),
-                                attack: injection.map(|(a, _)| self.attacks[a].name.clone()),
+                                injection_task: it,
+                                attack: at,
                                 defense: d.name().to_string(),
                                 model: model.to_string(),
                                 seed,
@@ -171,7 +197,23 @@ impl RunPlan {
                                 {
                                     continue;
                                 }
-                                push(Some((ai, ii)));
+                                push(Some(JobAttack::Template {
+                                    attack: ai,
+                                    task: ii,
+                                }));
+                            }
+                        }
+                        if self.context {
+                            for (si, sample) in suite.samples.iter().enumerate() {
+                                if sample.user_task != ut.id {
+                                    continue;
+                                }
+                                if let Some(f) = &self.injection_tasks
+                                    && !f.iter().any(|x| x == sample.injection_task.as_str())
+                                {
+                                    continue;
+                                }
+                                push(Some(JobAttack::Sample(si)));
                             }
                         }
                     }
@@ -248,31 +290,57 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
     let ut = &suite.user_tasks[job.user_task];
     let defense = &plan.defenses[job.defense];
     let seed = episode_seed(&job.key.seed_identity(), job.seed);
-    let injection = job.injection.map(|(ai, ii)| {
-        let attack = &plan.attacks[ai];
-        let task = &suite.injection_tasks[ii];
-        let payload = attack.render(&AttackContext {
-            goal: &task.goal,
-            user: &suite.meta.user,
-            model: &plan.attack_model_name,
-            task: &ut.prompt,
-            plan: &task.plan,
-        });
-        Injection {
-            task,
-            attack: &attack.name,
-            payload,
-            vectors: suite.injectable.get(&ut.id).cloned().unwrap_or_default(),
+    let injection = job.injection.map(|how| match how {
+        JobAttack::Template { attack, task } => {
+            let attack = &plan.attacks[attack];
+            let task = &suite.injection_tasks[task];
+            let payload = attack.render(&AttackContext {
+                goal: &task.goal,
+                user: &suite.meta.user,
+                model: &plan.attack_model_name,
+                task: &ut.prompt,
+                plan: &task.plan,
+            });
+            let vectors = suite.injectable.get(&ut.id).cloned().unwrap_or_default();
+            Injection {
+                task,
+                attack: &attack.name,
+                placements: vectors.into_iter().map(|v| (v, payload.clone())).collect(),
+                plan: &task.plan,
+            }
+        }
+        JobAttack::Sample(i) => {
+            let sample = &suite.samples[i];
+            let task = suite
+                .injection_task(sample.injection_task.as_str())
+                .expect("the loader checked the sample's injection task");
+            Injection {
+                task,
+                attack: CONTEXT_ATTACK,
+                placements: sample.inject.clone(),
+                plan: sample.attacker_plan(task),
+            }
         }
     });
-    let payload = injection.as_ref().map(|i| i.payload.clone());
+    let sample = match job.injection {
+        Some(JobAttack::Sample(i)) => Some(&suite.samples[i]),
+        _ => None,
+    };
+    let payload = injection.as_ref().map(|i| {
+        let mut texts: Vec<&str> = i.placements.iter().map(|(_, p)| p.as_str()).collect();
+        texts.dedup();
+        texts.join("\n\n")
+    });
     let vectors: Vec<String> = injection
         .as_ref()
-        .map(|i| i.vectors.iter().map(|v| v.0.clone()).collect())
+        .map(|i| i.placements.iter().map(|(v, _)| v.0.clone()).collect())
         .unwrap_or_default();
-    let attack_fingerprint = job
-        .injection
-        .map(|(ai, _)| plan.attacks[ai].fingerprint_for(&plan.attack_model_name));
+    let attack_fingerprint = job.injection.map(|how| match how {
+        JobAttack::Template { attack, .. } => {
+            plan.attacks[attack].fingerprint_for(&plan.attack_model_name)
+        }
+        JobAttack::Sample(i) => suite.samples[i].fingerprint(),
+    });
     let (it, attack, severity, tags) = match &injection {
         Some(i) => (
             Some(i.task.id.0.clone()),
@@ -305,12 +373,15 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         defense: defense.name().to_string(),
         model: plan.models.agent.name().to_string(),
         simulated: plan.models.any_simulated(),
+        scripted_roles: Some(plan.models.scripted_roles(&result.cost)),
         seed: job.seed,
         utility: result.utility,
         attack_success: result.attack_success,
         severity,
         injection_tags: tags,
         injected_vectors: vectors,
+        vector_class: sample.map(|s| s.class.to_string()),
+        surface: sample.map(|s| s.surface.to_string()),
         steps: result.steps,
         hit_step_limit: result.hit_step_limit,
         stopped_by_defense: result.stopped_by_defense,

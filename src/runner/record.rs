@@ -29,6 +29,10 @@ pub struct EpisodeRecord {
     pub model: String,
     /// Scripted rather than produced by an LLM.
     pub simulated: bool,
+    /// The roles of this episode no LLM played, and what each knew (`None` in records
+    /// written before roles were recorded).
+    #[serde(default)]
+    pub scripted_roles: Option<crate::model::ScriptedRoles>,
     pub seed: u64,
     pub utility: bool,
     /// `None` for clean episodes.
@@ -38,6 +42,12 @@ pub struct EpisodeRecord {
     pub injection_tags: Vec<String>,
     #[serde(default)]
     pub injected_vectors: Vec<String>,
+    /// The vector class of a context-aware sample (`--attack context`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector_class: Option<String>,
+    /// The surface a context-aware sample's payload lands on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub surface: Option<String>,
     pub steps: usize,
     pub hit_step_limit: bool,
     #[serde(default)]

@@ -115,8 +115,12 @@ pub fn mentions_code(text: &str, code: &str) -> bool {
     })
 }
 
-static NUMBER: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\d+(?:[.,']\d+)*").expect("valid number pattern"));
+/// A numeral: digits with `.`, `,` or `'` between groups, or groups of three separated
+/// by a space ("68 000", as Swedish and French write thousands; no-break spaces too).
+static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\d{1,3}(?:[ \u{a0}\u{202f}]\d{3})+(?:[.,]\d+)?|\d+(?:[.,']\d+)*")
+        .expect("valid number pattern")
+});
 
 /// Reads one numeral's digits and separators as a value: the last of two different
 /// separators is the decimal mark ("1.500,00" and "1,500.00" are both 1500); a comma or
@@ -207,7 +211,14 @@ pub fn numbers_in(text: &str) -> Vec<f64> {
                 (true, true) => false,
             }
         })
-        .filter_map(|(_, m)| parse_numeral(m.as_str()))
+        .filter_map(|(_, m)| {
+            let compact: String = m
+                .as_str()
+                .chars()
+                .filter(|c| !matches!(c, ' ' | '\u{a0}' | '\u{202f}'))
+                .collect();
+            parse_numeral(&compact)
+        })
         .collect()
 }
 
@@ -355,8 +366,31 @@ pub fn parse_time(s: &str) -> Result<Time, String> {
 /// Every clock time written in `text`: `13:40`, `1:40 pm`, `1.40 p.m.`, `13h40`, `1 pm`,
 /// `noon`, `midnight`. A bare number without minutes or am/pm is not a time, nor is a
 /// dotted number without am/pm (a price).
+/// A range whose meridiem is written once, at its end ("1-2:30 pm").
+static SHARED_MERIDIEM: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:^|[^\w:.,])(\d{1,2})(?::(\d{2}))?\s*(?:-|–|to)\s*(\d{1,2})(?::\d{2})?\s*([ap])\.?\s?m\b")
+        .expect("valid time range pattern")
+});
+
 fn times_in(text: &str) -> Vec<Time> {
     let mut found = Vec::new();
+    // The start of "1-2:30 pm" takes the end's meridiem when it is not later than the end
+    // ("11-2 pm" starts at 11 am, which the 24-hour reading below already finds or not).
+    for c in SHARED_MERIDIEM.captures_iter(&text.to_lowercase()) {
+        let hour = |m: &str| m.parse::<i8>().ok().filter(|h| (1..=12).contains(h));
+        let (Some(start), Some(end)) = (hour(&c[1]), hour(&c[3])) else {
+            continue;
+        };
+        if start % 12 > end % 12 {
+            continue;
+        }
+        let minute = c.get(2).map_or(Some(0), |m| m.as_str().parse::<i8>().ok());
+        let pm = &c[4] == "p";
+        let h24 = start % 12 + if pm { 12 } else { 0 };
+        if let Some(Ok(t)) = minute.map(|m| Time::new(h24, m, 0, 0)) {
+            found.push(t);
+        }
+    }
     if mentions_name(text, "noon") || mentions_name(text, "midday") {
         found.push(Time::constant(12, 0, 0, 0));
     }
@@ -506,6 +540,17 @@ mod tests {
         }
         assert!(mentions_date("Sept 3", date("2026-09-03")));
         assert!(!mentions_date("31 February", date("2026-03-03")));
+    }
+
+    #[test]
+    fn a_range_shares_its_meridiem_and_space_groups_thousands() {
+        assert!(mentions_time("1-2:30 pm on Teams", time("13:00")));
+        assert!(mentions_time("from 9 to 11 am", time("09:00")));
+        assert!(!mentions_time("11-2 pm", time("23:00")));
+        assert!(mentions_number("SEK 68 000 a year", 68000.0, None));
+        assert!(mentions_number("12 840 queries", 12840.0, None));
+        assert!(!mentions_number("SEK 68 000 a year", 68.0, None));
+        assert!(!mentions_number("flight LH 2420", 420.0, None));
     }
 
     #[test]

@@ -6,6 +6,7 @@
 pub mod check;
 pub mod env;
 pub mod meaning;
+pub mod samples;
 pub mod validate;
 pub mod variants;
 
@@ -98,6 +99,13 @@ pub enum Surface {
     Skill,
     AgentMessage,
     ToolDescription,
+}
+
+impl fmt::Display for Surface {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = serde_json::to_value(self).expect("a surface serialises");
+        f.write_str(v.as_str().unwrap_or("?"))
+    }
 }
 
 /// suite.yaml
@@ -193,6 +201,8 @@ pub struct Suite {
     pub vectors: Vec<Vector>,
     pub user_tasks: Vec<UserTask>,
     pub injection_tasks: Vec<InjectionTask>,
+    /// Context-aware attack samples (`samples.yaml`, lure-style suites); empty elsewhere.
+    pub samples: Vec<samples::Sample>,
     /// Behaviour other than the reference that the checks must judge right (`variants.yaml`).
     pub variants: variants::Variants,
     /// For each user task, the vectors its reference plan reads (canary run).
@@ -289,7 +299,7 @@ impl Suite {
 
 /// Parses a YAML file into a JSON value; `!include` is confined to the suite folder.
 pub fn read_yaml(path: &Path, root: &Path) -> Result<Value, SuiteError> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::bounded::read_to_string(path, crate::bounded::MAX_INPUT_BYTES)
         .map_err(|e| SuiteError::at(path, None, None, format!("cannot read: {e}")))?;
     let options = serde_saphyr::options! {}
         .with_filesystem_root(root)
@@ -567,6 +577,7 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
         injection_tasks.push(task);
     }
 
+    let samples = samples::load(dir, &vectors, &user_tasks, &injection_tasks, &tools)?;
     let var_path = dir.join(variants::FILE);
     let variants = if var_path.is_file() {
         let doc = read_yaml(&var_path, dir)?;
@@ -588,6 +599,7 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
         vectors,
         user_tasks,
         injection_tasks,
+        samples,
         variants,
         injectable: BTreeMap::new(),
         fingerprint: fingerprint(dir).map_err(|e| {
@@ -629,7 +641,9 @@ pub fn fingerprint(dir: &Path) -> std::io::Result<String> {
     for f in files {
         h.update(f.to_string_lossy().as_bytes());
         h.update([0]);
-        let bytes = std::fs::read(dir.join(&f))?;
+        let path = dir.join(&f);
+        let bytes = crate::bounded::read(&path, crate::bounded::MAX_INPUT_BYTES)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
         h.update((bytes.len() as u64).to_le_bytes());
         h.update(&bytes);
     }
@@ -678,18 +692,25 @@ pub fn discover(root: &Path) -> std::io::Result<Vec<SuiteRef>> {
 }
 
 /// Resolves a selector: `all`, a family (`dojo-style`), `family/suite`, or a bare suite
-/// name; a comma-separated list combines them.
+/// name (the first family's, alphabetically, when several have it); a comma-separated
+/// list combines them.
 pub fn select(root: &Path, selector: &str) -> Result<Vec<SuiteRef>, String> {
     let found = discover(root)
         .map_err(|e| format!("cannot read suites directory {}: {e}", root.display()))?;
     let mut out: Vec<SuiteRef> = Vec::new();
     for part in selector.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let matched: Vec<&SuiteRef> = found
+        let mut matched: Vec<&SuiteRef> = found
             .iter()
-            .filter(|s| {
-                part == "all" || s.family == part || s.qualified() == part || s.name == part
-            })
+            .filter(|s| part == "all" || s.family == part || s.qualified() == part)
             .collect();
+        // A bare name that several families share (`banking`) means the first family's
+        // suite in alphabetical order, so existing command lines keep their meaning;
+        // `lure-style/banking` names the other.
+        if matched.is_empty()
+            && let Some(first) = found.iter().find(|s| s.name == part)
+        {
+            matched.push(first);
+        }
         if matched.is_empty() {
             let names: Vec<String> = found.iter().map(SuiteRef::qualified).collect();
             let short: Vec<&str> = found.iter().map(|s| s.name.as_str()).collect();

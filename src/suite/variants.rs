@@ -129,4 +129,21 @@ impl Variants {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// The valid alternatives to a user task's reference behaviour, as `check-suites`
+    /// proves them: each correct answer after the reference plan, then each other valid
+    /// plan with its answer. A `varied` scripted agent draws among these.
+    pub fn alternatives(&self, task: &super::UserTask) -> Vec<PlanVariant> {
+        let Some(v) = self.user_tasks.get(task.id.as_str()) else {
+            return Vec::new();
+        };
+        v.correct
+            .iter()
+            .map(|answer| PlanVariant {
+                plan: task.plan.clone(),
+                answer: answer.clone(),
+            })
+            .chain(v.plans.iter().cloned())
+            .collect()
+    }
 }

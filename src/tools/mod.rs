@@ -5,9 +5,13 @@
 
 pub mod banking;
 pub mod calendar;
+pub mod documents;
 pub mod drive;
 pub mod email;
+pub mod memory;
+pub mod peer;
 pub mod render;
+pub mod skills;
 pub mod slack;
 pub mod travel;
 
@@ -211,7 +215,18 @@ impl ToolSet {
 }
 
 /// Every domain this build knows, by name.
-pub const DOMAINS: &[&str] = &["banking", "slack", "email", "calendar", "drive", "travel"];
+pub const DOMAINS: &[&str] = &[
+    "banking",
+    "slack",
+    "email",
+    "calendar",
+    "drive",
+    "travel",
+    "memory",
+    "skills",
+    "peer",
+    "documents",
+];
 
 /// The tools of one domain, or `None` for an unknown name.
 pub fn domain_tools(domain: &str) -> Option<Vec<Tool>> {
@@ -222,6 +237,11 @@ pub fn domain_tools(domain: &str) -> Option<Vec<Tool>> {
         "calendar" => Some(calendar::tools()),
         "drive" => Some(drive::tools()),
         "travel" => Some(travel::tools()),
+        // Surfaces shared by every lure-style suite.
+        "memory" => Some(memory::tools()),
+        "skills" => Some(skills::tools()),
+        "peer" => Some(peer::tools()),
+        "documents" => Some(documents::tools()),
         _ => None,
     }
 }

@@ -425,7 +425,7 @@ impl SieveConfig {
 
     /// Loads a configuration file.
     pub fn load(path: &Path) -> Result<SieveConfig, String> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::bounded::read_to_string(path, crate::bounded::MAX_INPUT_BYTES)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         SieveConfig::parse(&text, &path.display().to_string())
     }

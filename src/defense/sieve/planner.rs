@@ -120,6 +120,7 @@ mod tests {
             answer: String::new(),
             injection: None,
             seed: 0,
+            alternatives: Vec::new(),
         };
         let plan = perfect_plan(&suite, &script, &ut.prompt);
         let g = IntentGraph::parse(&plan.to_string(), &suite.tools).unwrap();

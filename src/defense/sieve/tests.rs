@@ -86,10 +86,11 @@ impl Harness {
             answer: String::new(),
             injection: Some(ScriptedInjection {
                 plan: injection_plan,
-                payload: "payload".into(),
+                payloads: vec!["payload".into()],
                 answer: None,
             }),
             seed: 7,
+            alternatives: Vec::new(),
         });
         Harness {
             tools: suite.tools.schemas(),
