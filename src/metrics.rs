@@ -408,6 +408,20 @@ pub fn union_roles<'a>(
     Some(out)
 }
 
+/// The labels of a row's scripted roles in one line (`scripted agent; oracle judge`),
+/// `none` when an LLM played every role, for formats with one cell per row.
+pub fn roles_text(row: &Row) -> String {
+    match &row.scripted_roles {
+        None if row.simulated => "sim (roles not recorded)".into(),
+        Some(r) if !r.is_empty() => r
+            .values()
+            .map(|r| r.label.as_str())
+            .collect::<Vec<_>>()
+            .join("; "),
+        _ => "none".into(),
+    }
+}
+
 /// How the row played `role` when no LLM did (`scripted`, `oracle`, `lexical`, …);
 /// `None` when an LLM played it or the row never used it. Rows from records that
 /// predate the labels say so in the agent's cell.

@@ -46,6 +46,21 @@ fn ablation_table_runs_and_shows_what_sieve_does_and_misses() {
     let table: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("ablation.json")).unwrap()).unwrap();
     let rows = table["rows"].as_array().unwrap();
+    // Every row names its scripted roles: `none` only the agent, `sieve` its scripted
+    // planner and judge with their stated quality (not "oracle": they are not the key).
+    assert_eq!(row(rows, "none")["scripted"], "scripted agent");
+    let sieve = row(rows, "sieve")["scripted"].as_str().unwrap();
+    assert!(sieve.contains("scripted judge (judge_auc="), "{sieve}");
+    assert!(
+        sieve.contains("scripted planner (planner_recall="),
+        "{sieve}"
+    );
+    assert!(!sieve.contains("oracle"), "{sieve}");
+    assert!(
+        std::fs::read_to_string(out.join("ablation.csv"))
+            .unwrap()
+            .contains(",scripted_roles,")
+    );
     for d in [
         "none",
         "audit",

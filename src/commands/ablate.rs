@@ -86,6 +86,10 @@ pub struct AblationRow {
     pub suite: String,
     pub attack: String,
     pub defense: String,
+    /// The roles no LLM played in this row, and what each knew.
+    pub scripted_roles: Option<crate::model::ScriptedRoles>,
+    /// Their labels in one line (`scripted agent; scripted judge (judge_auc=0.9)`).
+    pub scripted: String,
     pub n_clean: u64,
     pub n_attacked: u64,
     /// Errored episodes, outside the rates, of `episodes` in all.
@@ -173,6 +177,8 @@ pub fn rows(summary_rows: &[Row], order: &[String]) -> Vec<AblationRow> {
                 suite: r.suite.clone(),
                 attack: r.attack.clone(),
                 defense: r.defense.clone(),
+                scripted_roles: r.scripted_roles.clone(),
+                scripted: crate::metrics::roles_text(r),
                 n_clean: r.n_clean,
                 n_attacked: r.n_attacked,
                 errors: r.errors,
@@ -367,6 +373,7 @@ pub fn csv(a: &Ablation) -> Result<String, csv::Error> {
         "defense",
         "model",
         "simulated",
+        "scripted_roles",
         "n_clean",
         "n_attacked",
         "errors",
@@ -406,6 +413,7 @@ pub fn csv(a: &Ablation) -> Result<String, csv::Error> {
             r.defense.clone(),
             a.model.clone(),
             a.simulated.to_string(),
+            r.scripted.clone(),
             r.n_clean.to_string(),
             r.n_attacked.to_string(),
             r.errors.to_string(),

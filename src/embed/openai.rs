@@ -2,8 +2,8 @@
 //! sharing the chat models' endpoint (connection pool, limits, retries) and cache.
 
 use super::{EmbedError, Embedder};
-use crate::model::cache::{self, Cache, Entry};
-use crate::model::openai::Endpoint;
+use crate::model::cache::Cache;
+use crate::model::transport::Endpoint;
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -98,39 +98,18 @@ impl Embedder for OpenAiEmbedder {
             return Ok(Vec::new());
         }
         let body = json!({"model": self.model, "input": texts});
-        let key = cache::key(PATH, &body);
-        let hit = self.cache.as_ref().and_then(|c| c.get(&key));
-        let fresh = hit.is_none();
-        let (resp, latency_ms) = match (hit, &self.cache) {
-            (Some(e), _) => (e.response, e.latency_ms),
-            (None, Some(c)) if c.replay() => {
-                return Err(EmbedError::Model(crate::model::ModelError::ReplayMiss(
-                    format!("no recorded embeddings for request {key}"),
-                )));
-            }
-            _ => {
-                let estimate: u64 = texts.iter().map(|t| t.len() as u64 / 4 + 1).sum();
-                let p = self
-                    .endpoint
-                    .post(PATH, &body, estimate)
-                    .await
-                    .map_err(EmbedError::Model)?;
-                (p.body, p.latency_ms)
-            }
-        };
-        let vectors = parse_embeddings(&resp, texts.len()).map_err(EmbedError::Other)?;
-        if fresh && let Some(c) = &self.cache {
-            let entry = Entry {
-                key: key.clone(),
-                path: PATH.into(),
-                request: body,
-                response: resp,
-                latency_ms,
-            };
-            if let Err(e) = c.put(&entry) {
-                eprintln!("warning: cannot write cache entry {key}: {e}");
-            }
-        }
+        let posted = self
+            .endpoint
+            .cached_post(
+                self.cache.as_deref(),
+                PATH,
+                &body,
+                || texts.iter().map(|t| t.len() as u64 / 4 + 1).sum(),
+                |key, _| format!("no recorded embeddings for request {key}"),
+            )
+            .await
+            .map_err(EmbedError::Model)?;
+        let vectors = parse_embeddings(&posted.body, texts.len()).map_err(EmbedError::Other)?;
         Ok(vectors)
     }
 }

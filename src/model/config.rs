@@ -20,8 +20,9 @@
 //! ```
 
 use super::cache::Cache;
-use super::openai::{ChatOptions, Endpoint, EndpointConfig, OpenAiModel, Secret, ToolFormat};
+use super::openai::{ChatOptions, OpenAiModel, ToolFormat};
 use super::tokens::TokenCounter;
+use super::transport::{Endpoint, EndpointConfig, Secret};
 use super::{ChatModel, sim};
 use crate::embed::Embedder;
 use serde::Deserialize;

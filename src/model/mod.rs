@@ -10,6 +10,7 @@ pub mod openai;
 pub mod sim;
 pub mod sim_roles;
 pub mod tokens;
+pub mod transport;
 
 use crate::ids::ToolName;
 use async_trait::async_trait;
