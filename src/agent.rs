@@ -244,6 +244,15 @@ pub async fn run_episode(
             messages.push(assistant.clone());
             if proposed.is_empty() {
                 answer = assistant.content;
+                match defense.review_answer(&answer, &mut ctx!()).await {
+                    Ok(Some(replaced)) => answer = replaced,
+                    Ok(None) => {}
+                    Err(e) => {
+                        fatal =
+                            matches!(e, crate::defense::DefenseError::Model(ModelError::Fatal(_)));
+                        error = Some(e.to_string());
+                    }
+                }
                 break;
             }
             for call in proposed {
@@ -279,7 +288,7 @@ pub async fn run_episode(
                     messages.push(Message::tool_result(&call, text));
                     continue;
                 };
-                let proposal = ProposedCall {
+                let mut proposal = ProposedCall {
                     id: call.id.clone(),
                     tool: ToolName(call.name.clone()),
                     args,
@@ -295,8 +304,16 @@ pub async fn run_episode(
                         break 'episode;
                     }
                 };
+                let verdict = match verdict {
+                    Verdict::Rewrite { args } => {
+                        record.reason = Some(format!("arguments rewritten by the defense: {args}"));
+                        proposal.args = args;
+                        Verdict::Allow
+                    }
+                    v => v,
+                };
                 let shown = match verdict {
-                    Verdict::Allow => {
+                    Verdict::Allow | Verdict::Rewrite { .. } => {
                         record.decision = Decision::Allowed;
                         let reply = match world.call(&call.id, &call.name, &proposal.args).await {
                             Ok(r) => r,
@@ -342,6 +359,18 @@ pub async fn run_episode(
                         format!(
                             "This call needs the user's confirmation, which is not available, so it did not run: {reason}"
                         )
+                    }
+                    Verdict::Stop { reason } => {
+                        blocked += 1;
+                        stopped_by_defense = true;
+                        record.decision = Decision::Blocked;
+                        record.reason = Some(reason.clone());
+                        calls.push(record);
+                        messages.push(Message::tool_result(
+                            &call,
+                            format!("This call was refused by a security check and the task was stopped: {reason}"),
+                        ));
+                        break 'episode;
                     }
                     Verdict::Fake { result } => {
                         faked += 1;

@@ -144,6 +144,27 @@ fn run_command(paths: &Paths, args: RunArgs, table: &TableFlags) -> Result<(), C
         let text = sieve_bench::report::table(&report.summary, &table.options())
             .map_err(CliError::bad_input)?;
         print!("{text}");
+        // Three or more defenses (a comparison, e.g. `--defense all`): the paper's main
+        // table too, one row per defense; `--columns` names the summary's columns only.
+        let mut defenses: Vec<&str> = report
+            .summary
+            .rows
+            .iter()
+            .map(|r| r.defense.as_str())
+            .collect();
+        defenses.sort();
+        defenses.dedup();
+        let options = table.options();
+        if defenses.len() > 2 && options.columns.is_none() {
+            let doc = sieve_bench::report::document(std::slice::from_ref(&report.out), 0)
+                .map_err(CliError::failed)?;
+            if let Some(mut main) = doc.tables.into_iter().find(|g| g.id == "main") {
+                main.hoist_constant_keys();
+                let text = sieve_bench::report::text::render(&main, &options)
+                    .map_err(CliError::bad_input)?;
+                print!("\n{}\n{text}", main.title);
+            }
+        }
     }
     finish(&report)
 }

@@ -100,13 +100,27 @@ pub fn list_attacks(paths: &Paths) -> Result<String, CliError> {
     Ok(out)
 }
 
-/// Lists defenses, with SIEVE's variants from the built-in config.
+/// Lists defenses from the registry (mechanism and source), with SIEVE's variants from
+/// the built-in config.
 pub fn list_defenses() -> String {
-    let mut out: String = crate::defense::NAMES
-        .iter()
-        .filter(|n| !n.contains('<'))
-        .map(|n| format!("{n}\n"))
-        .collect();
+    let mut out = String::new();
+    for e in crate::defense::REGISTRY {
+        let name = if e.variants.is_empty() {
+            e.name.to_string()
+        } else {
+            format!("{}[:{}]", e.name, e.variants)
+        };
+        writeln!(out, "{name}\n    {} ({})", e.mechanism, e.source).unwrap();
+        if e.persuasion_only {
+            out.push_str(
+                "    works only by persuading a real model: the scripted sim agent cannot show its effect\n",
+            );
+        }
+    }
+    out.push_str(
+        "exec:<command>\n    an external defense process speaking JSON lines (docs/defense-plugin.md)\n\
+         all\n    every defense above\n\nSIEVE variants:\n",
+    );
     for v in crate::defense::sieve::config::SieveConfig::builtin().variants {
         let w = v.weights;
         let what = if v.layer1_only {

@@ -73,6 +73,10 @@ pub struct RunArgs {
     /// (unnamed weights are 0; renormalised to sum to 1).
     #[arg(long, value_name = "W=X,..")]
     pub weights: Option<String>,
+    /// Seconds an `exec:` defense plugin may take to answer one hook; past it, that
+    /// episode errors and the run goes on.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    pub plugin_timeout: f64,
     /// Discard what the results folder holds (episodes, traces, summary, manifest) and
     /// start over: the way to rerun into a folder recorded under other settings.
     #[arg(long)]
@@ -308,6 +312,7 @@ pub fn defense_options(
     Ok(crate::defense::BuildOptions {
         sieve_config: Some(Arc::new(config)),
         weights,
+        ..Default::default()
     })
 }
 
@@ -652,15 +657,17 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     let selection =
         crate::attack::select(&all_attacks, &args.attack).map_err(CliError::bad_input)?;
     check_provider_attacks(&suites, &selection.templates)?;
-    let options = defense_options(paths, args.sieve_config.as_deref(), args.weights.as_deref())?;
+    let mut options =
+        defense_options(paths, args.sieve_config.as_deref(), args.weights.as_deref())?;
+    if !(args.plugin_timeout.is_finite() && args.plugin_timeout > 0.0) {
+        return Err(CliError::bad_input(
+            "--plugin-timeout must be a positive number of seconds",
+        ));
+    }
+    options.plugin_timeout = Some(std::time::Duration::from_secs_f64(args.plugin_timeout));
     let mut defenses: Vec<Arc<dyn crate::defense::Defense>> = Vec::new();
-    for d in args
-        .defense
-        .split(',')
-        .map(str::trim)
-        .filter(|d| !d.is_empty())
-    {
-        let built = crate::defense::build_with(d, &options).map_err(CliError::bad_input)?;
+    for d in crate::defense::expand(&args.defense) {
+        let built = crate::defense::build_with(&d, &options).map_err(CliError::bad_input)?;
         // `none,none` or `sieve,sieve:full` name one defense: running it twice would
         // count every episode twice.
         if !defenses.iter().any(|x| x.name() == built.name()) {

@@ -4,9 +4,22 @@
 //! episode, which holds per-episode state (an intent graph, a cache of masked calls).
 //! Each hook has a default that does nothing, so a defense implements only what it needs.
 
+pub mod argus;
 pub mod audit;
+pub mod drift;
+pub mod dual_llm;
+pub mod ipiguard;
+pub mod melon;
 pub mod none;
+pub mod pi_detector;
+pub mod plan_then_execute;
+pub mod plugin;
+pub mod sandwich;
 pub mod sieve;
+pub mod spotlight;
+pub mod support;
+pub mod task_shield;
+pub mod tool_filter;
 
 use crate::ids::ToolName;
 use crate::model::sim::EpisodeScript;
@@ -41,6 +54,11 @@ pub enum Verdict {
     /// Would ask the user; no user exists in a benchmark, so it counts as a block and is
     /// reported apart.
     AskUser { reason: String },
+    /// Do not execute; tell the agent why and end the episode (MELON on detection).
+    Stop { reason: String },
+    /// Execute with these arguments instead of the proposed ones (the dual-LLM pattern
+    /// fills in values passed by reference).
+    Rewrite { args: Value },
 }
 
 /// A defense's decision on a tool output.
@@ -114,6 +132,32 @@ impl DefenseCtx<'_> {
         Ok(reply)
     }
 
+    /// Calls a model in any role with full control of the request (MELON's masked run
+    /// offers tools and wants a free-text reply) and meters it under `component`.
+    pub async fn ask_with(
+        &mut self,
+        model: &Arc<dyn crate::model::ChatModel>,
+        component: Component,
+        messages: &[Message],
+        tools: &[ToolSchema],
+        json: bool,
+        sim_hint: SimHint,
+    ) -> Result<ChatReply, ModelError> {
+        let req = crate::model::ChatRequest {
+            component,
+            messages,
+            tools,
+            json,
+            sim: self.script.map(|s| SimChannel {
+                script: s.clone(),
+                hint: sim_hint,
+            }),
+        };
+        let reply = model.chat(&req).await?;
+        self.meter.record(component, &reply);
+        Ok(reply)
+    }
+
     /// Embeds texts with the run's embedder and meters it.
     pub async fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>, DefenseError> {
         let out = self
@@ -163,6 +207,14 @@ pub trait EpisodeDefense: Send {
     ) -> Result<OutputVerdict, DefenseError> {
         Ok(OutputVerdict::Pass(output))
     }
+    /// Sees the agent's final answer; may replace it (a plugin redacting a leak).
+    async fn review_answer(
+        &mut self,
+        _answer: &str,
+        _ctx: &mut DefenseCtx<'_>,
+    ) -> Result<Option<String>, DefenseError> {
+        Ok(None)
+    }
     /// Defense-specific facts for the episode record (e.g. why a call passed).
     fn notes(&self) -> Value {
         Value::Null
@@ -176,15 +228,299 @@ pub trait Defense: Send + Sync {
     fn episode(&self) -> Box<dyn EpisodeDefense>;
 }
 
-/// Names accepted by `--defense`, for help and error messages. `sieve:<variant>` takes
-/// any variant of the SIEVE config (`list defenses` shows them).
-pub const NAMES: &[&str] = &[
-    "none",
-    "audit",
-    "sieve",
-    "sieve:<variant>",
-    "sieve[:<variant>]@<threshold|w_sem|w_causal|w_prov|w_risk>=<x>",
+/// Makes a defense from its variant (the text after `name:`) and the run's options.
+pub type Builder =
+    fn(variant: Option<&str>, opts: &BuildOptions) -> Result<Arc<dyn Defense>, String>;
+
+/// One registered defense: how `list defenses` describes it and how to build it.
+pub struct Entry {
+    /// The name before any `:variant` (`pi_detector`).
+    pub name: &'static str,
+    /// The variants accepted after `name:`, for help (`lexical|judge|http=<url>`).
+    pub variants: &'static str,
+    /// One line: what it does.
+    pub mechanism: &'static str,
+    /// The paper or project it comes from.
+    pub source: &'static str,
+    /// Works only by persuading a real model (delimiters, repeated prompts): the scripted
+    /// agent ignores prompt wording, so its `sim` rows cannot show the effect.
+    pub persuasion_only: bool,
+    /// Part of `--defense all`.
+    pub in_all: bool,
+    pub build: Builder,
+}
+
+fn build_none(variant: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+    no_variant("none", variant)?;
+    Ok(Arc::new(none::NoDefense))
+}
+
+fn build_audit(variant: Option<&str>, opts: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+    no_variant("audit", variant)?;
+    Ok(Arc::new(audit::audit(opts.sieve(), opts.weights)))
+}
+
+fn build_sieve(variant: Option<&str>, opts: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+    // `--weights` gives plain `sieve` an ad-hoc set; named variants keep theirs.
+    let weights = if variant.is_none() {
+        opts.weights
+    } else {
+        None
+    };
+    Ok(Arc::new(sieve::SieveDefense::new(
+        sieve::Mode::Sieve,
+        opts.sieve(),
+        variant,
+        weights,
+    )?))
+}
+
+fn build_spotlight(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+    no_variant("spotlight", v)?;
+    Ok(Arc::new(spotlight::Spotlight))
+}
+
+fn build_sandwich(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+    no_variant("sandwich", v)?;
+    Ok(Arc::new(sandwich::Sandwich))
+}
+
+fn build_tool_filter(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+    no_variant("tool_filter", v)?;
+    Ok(Arc::new(tool_filter::ToolFilter))
+}
+
+fn build_pi_detector(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+    pi_detector::shared(v)
+}
+
+fn build_plan_then_execute(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+    no_variant("plan_then_execute", v)?;
+    Ok(Arc::new(plan_then_execute::PlanThenExecute))
+}
+
+fn build_melon(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+    Ok(Arc::new(melon::Melon::build(v)?))
+}
+
+fn build_ipiguard(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+    no_variant("ipiguard", v)?;
+    Ok(Arc::new(ipiguard::IpiGuard))
+}
+
+fn build_task_shield(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+    Ok(Arc::new(task_shield::TaskShield::build(v)?))
+}
+
+fn build_drift(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+    no_variant("drift", v)?;
+    Ok(Arc::new(drift::Drift))
+}
+
+fn build_argus(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+    no_variant("argus", v)?;
+    Ok(Arc::new(argus::Argus))
+}
+
+fn build_dual_llm(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+    no_variant("dual_llm", v)?;
+    Ok(Arc::new(dual_llm::DualLlm))
+}
+
+/// Refuses a `:variant` on a defense that has none.
+pub fn no_variant(name: &str, variant: Option<&str>) -> Result<(), String> {
+    match variant {
+        None => Ok(()),
+        Some(v) => Err(format!(
+            "defense `{name}` takes no variant, got `{name}:{v}`"
+        )),
+    }
+}
+
+/// Every defense `--defense` accepts besides `exec:<command>`, in the order of the main
+/// table.
+pub const REGISTRY: &[Entry] = &[
+    Entry {
+        name: "none",
+        variants: "",
+        mechanism: "the undefended agent",
+        source: "baseline",
+        persuasion_only: false,
+        in_all: true,
+        build: build_none,
+    },
+    Entry {
+        name: "audit",
+        variants: "",
+        mechanism: "SIEVE's adjudicator on every proposed call (always-on semantic audit)",
+        source: "SIEVE/CCA, arXiv 2512.06716",
+        persuasion_only: false,
+        in_all: true,
+        build: build_audit,
+    },
+    Entry {
+        name: "sieve",
+        variants: "<variant>][@<threshold|w_sem|w_causal|w_prov|w_risk>=<x>",
+        mechanism: "intent graph + layer-1 control/data-flow checks + adjudicator on deviations",
+        source: "SIEVE/CCA, arXiv 2512.06716",
+        persuasion_only: false,
+        in_all: true,
+        build: build_sieve,
+    },
+    Entry {
+        name: "spotlight",
+        variants: "",
+        mechanism: "tool outputs wrapped in markers; the system prompt says never to obey text inside them",
+        source: "Hines et al., arXiv 2403.14720; AgentDojo's spotlighting_with_delimiting",
+        persuasion_only: true,
+        in_all: true,
+        build: build_spotlight,
+    },
+    Entry {
+        name: "sandwich",
+        variants: "",
+        mechanism: "the user's request repeated after every round of tool results",
+        source: "AgentDojo's repeat_user_prompt (the sandwich defense), arXiv 2406.13352",
+        persuasion_only: true,
+        in_all: true,
+        build: build_sandwich,
+    },
+    Entry {
+        name: "tool_filter",
+        variants: "",
+        mechanism: "one planner call picks the tools the request needs; the others are withdrawn",
+        source: "AgentDojo's tool_filter, arXiv 2406.13352",
+        persuasion_only: false,
+        in_all: true,
+        build: build_tool_filter,
+    },
+    Entry {
+        name: "pi_detector",
+        variants: "lexical|judge|http=<url>[,threshold=<x>]",
+        mechanism: "a prompt-injection detector on every tool output; a flagged output is replaced by a notice",
+        source: "AgentDojo's PI detector (ProtectAI DeBERTa, threshold 0.5), arXiv 2406.13352",
+        persuasion_only: false,
+        in_all: true,
+        build: build_pi_detector,
+    },
+    Entry {
+        name: "plan_then_execute",
+        variants: "",
+        mechanism: "the tool sequence is fixed by a planner before any data is read; calls off it are blocked",
+        source: "Beurer-Kellner et al., design patterns, arXiv 2506.08837",
+        persuasion_only: false,
+        in_all: true,
+        build: build_plan_then_execute,
+    },
+    Entry {
+        name: "dual_llm",
+        variants: "",
+        mechanism: "a quarantined model turns tool outputs into typed values; the agent sees only $VAR references",
+        source: "Willison's dual LLM; Beurer-Kellner et al., design patterns, arXiv 2506.08837",
+        persuasion_only: false,
+        in_all: true,
+        build: build_dual_llm,
+    },
+    Entry {
+        name: "melon",
+        variants: "threshold=<x>",
+        mechanism: "masked re-execution per tool output; a call matching a masked-run call (cosine > 0.8) stops the episode",
+        source: "MELON, Zhu et al., ICML 2025, arXiv 2502.05174",
+        persuasion_only: false,
+        in_all: true,
+        build: build_melon,
+    },
+    Entry {
+        name: "ipiguard",
+        variants: "",
+        mechanism: "tool dependency graph planned up front; off-graph writes get a fake success, off-graph reads may expand it",
+        source: "IPIGuard, An et al., EMNLP 2025",
+        persuasion_only: false,
+        in_all: true,
+        build: build_ipiguard,
+    },
+    Entry {
+        name: "task_shield",
+        variants: "epsilon=<x>",
+        mechanism: "user instructions extracted once; each call scored for contributing to them; blocked at or below epsilon",
+        source: "Task Shield, Jia et al., ACL 2025, arXiv 2412.16682",
+        persuasion_only: false,
+        in_all: true,
+        build: build_task_shield,
+    },
+    Entry {
+        name: "drift",
+        variants: "",
+        mechanism: "tool labels + secure plan with checklist; injection isolator on outputs; dynamic validator on deviations",
+        source: "DRIFT, Li et al., NeurIPS 2025, arXiv 2506.12104",
+        persuasion_only: false,
+        in_all: true,
+        build: build_drift,
+    },
+    Entry {
+        name: "argus",
+        variants: "",
+        mechanism: "influence provenance with dynamic trust; invariants, segmenter, grounder and entailment before non-read calls",
+        source: "ARGUS, arXiv 2605.03378",
+        persuasion_only: false,
+        in_all: true,
+        build: build_argus,
+    },
 ];
+
+/// Looks a registered defense up by name.
+pub fn entry(name: &str) -> Option<&'static Entry> {
+    REGISTRY.iter().find(|e| e.name == name)
+}
+
+/// Whether a defense (as named in records, `pi_detector:judge`) works only by persuading a
+/// real model.
+pub fn persuasion_only(defense: &str) -> bool {
+    let base = defense.split_once(':').map_or(defense, |(n, _)| n);
+    entry(base).is_some_and(|e| e.persuasion_only)
+}
+
+/// Names accepted by `--defense`, for help and error messages.
+pub fn names() -> Vec<String> {
+    let mut v: Vec<String> = REGISTRY
+        .iter()
+        .map(|e| {
+            if e.variants.is_empty() {
+                e.name.to_string()
+            } else {
+                format!("{}[:{}]", e.name, e.variants)
+            }
+        })
+        .collect();
+    v.push("exec:<command>".into());
+    v.push("all".into());
+    v
+}
+
+/// Expands a comma-separated `--defense` value: `all` stands for every registered
+/// defense in registry order. An `exec:` command keeps its commas.
+pub fn expand(spec: &str) -> Vec<String> {
+    let spec = spec.trim();
+    if let Some(cmd) = spec.strip_prefix("exec:") {
+        return vec![format!("exec:{cmd}")];
+    }
+    let mut out: Vec<String> = Vec::new();
+    for d in spec.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        if d == "all" {
+            out.extend(
+                REGISTRY
+                    .iter()
+                    .filter(|e| e.in_all)
+                    .map(|e| e.name.to_string()),
+            );
+        } else {
+            out.push(d.to_string());
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|d| seen.insert(d.clone()));
+    out
+}
 
 /// What defenses may be configured with beyond their name.
 #[derive(Clone, Default)]
@@ -193,6 +529,16 @@ pub struct BuildOptions {
     pub sieve_config: Option<Arc<sieve::config::SieveConfig>>,
     /// An ad-hoc weight set for `sieve` and `audit` (`--weights`).
     pub weights: Option<sieve::config::Weights>,
+    /// How long an `exec:` plugin may take per hook.
+    pub plugin_timeout: Option<std::time::Duration>,
+}
+
+impl BuildOptions {
+    fn sieve(&self) -> Arc<sieve::config::SieveConfig> {
+        self.sieve_config
+            .clone()
+            .unwrap_or_else(|| Arc::new(sieve::config::SieveConfig::builtin()))
+    }
 }
 
 /// Builds a defense from its command-line name.
@@ -202,39 +548,45 @@ pub fn build(spec: &str) -> Result<Arc<dyn Defense>, String> {
 
 /// Builds a defense from its command-line name and options.
 pub fn build_with(spec: &str, opts: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
-    let config = || {
-        opts.sieve_config
-            .clone()
-            .unwrap_or_else(|| Arc::new(sieve::config::SieveConfig::builtin()))
-    };
+    let spec = spec.trim();
+    if let Some(cmd) = spec.strip_prefix("exec:") {
+        return Ok(Arc::new(plugin::PluginDefense::with_timeout(
+            cmd,
+            opts.plugin_timeout.unwrap_or(plugin::DEFAULT_TIMEOUT),
+        )?));
+    }
     // `sieve[:variant]@setting=value`: one setting moved, a point of a sweep.
     let (spec, tweak) = match spec.split_once('@') {
-        Some((s, t)) if s.trim().starts_with("sieve") => (
+        Some((s, t)) => (
             s.trim(),
             Some(sieve::config::Override::parse(t).map_err(|e| format!("`{spec}`: {e}"))?),
         ),
-        _ => (spec, None),
+        None => (spec, None),
     };
     let (name, variant) = match spec.split_once(':') {
         Some((n, v)) => (n, Some(v.trim())),
         None => (spec, None),
     };
-    match (name, variant) {
-        ("none", None) => Ok(Arc::new(none::NoDefense)),
-        ("audit", None) => Ok(Arc::new(audit::audit(config(), opts.weights))),
-        ("sieve", v) => {
-            // `--weights` gives plain `sieve` an ad-hoc set; named variants keep theirs.
-            let weights = if v.is_none() { opts.weights } else { None };
-            let d = sieve::SieveDefense::new(sieve::Mode::Sieve, config(), v, weights)?;
-            Ok(Arc::new(match tweak {
-                Some(t) => d.with_override(t)?,
-                None => d,
-            }))
+    if let Some(tweak) = tweak {
+        if name != "sieve" {
+            return Err(format!(
+                "`{spec}@…`: only sieve and its variants take a setting after `@`"
+            ));
         }
-        _ => Err(format!(
+        let weights = if variant.is_none() {
+            opts.weights
+        } else {
+            None
+        };
+        let d = sieve::SieveDefense::new(sieve::Mode::Sieve, opts.sieve(), variant, weights)?;
+        return Ok(Arc::new(d.with_override(tweak)?));
+    }
+    match entry(name) {
+        Some(e) => (e.build)(variant, opts),
+        None => Err(format!(
             "unknown defense `{spec}`{}; available: {}",
-            crate::suggest::did_you_mean(name, NAMES.iter().copied()),
-            NAMES.join(", ")
+            crate::suggest::did_you_mean(name, REGISTRY.iter().map(|e| e.name)),
+            names().join(", ")
         )),
     }
 }

@@ -158,6 +158,29 @@ pub enum SimHint {
     /// Judge whether this proposed call serves the user; the reply is JSON
     /// `{"score": <0..1>, "reason": ...}` drawn by the profile's judge quality.
     JudgeCall { tool: String, args: Value },
+    /// Answer as a classifier of the profile's stated quality (`judge_auc`). `positive` is
+    /// the item's true class (injected text, a harmful call); the model draws a score
+    /// and replies `flagged` when it is at least 0.5, else `clear`, with `{score}`
+    /// replaced by the score and `{inverse}` by 1 − score, rounded to `levels` steps
+    /// (0 = two decimals). `key` names the item, so the same item draws the same score.
+    Scored {
+        positive: bool,
+        key: String,
+        levels: u32,
+        flagged: String,
+        clear: String,
+    },
+    /// Answer as a planner of the profile's stated recall: keep each of `items` (steps
+    /// of the reference plan, rendered) with probability `planner_recall` and put the
+    /// kept ones, joined by ", ", where `{items}` stands in `template`.
+    Planned {
+        items: Vec<String>,
+        template: String,
+    },
+    /// MELON's masked run: the conversation holds tool outputs but no user task. The
+    /// scripted agent carries out an injection it reads (if its profile follows
+    /// injections) and otherwise only summarises.
+    Masked,
     /// Plan: the reference intent graph (JSON), which the scripted planner degrades by
     /// its stated quality before replying.
     Plan(Value),
@@ -311,6 +334,17 @@ impl CostMeter {
         if reply.finish_reason.as_deref() == Some("length") {
             t.truncated += 1;
         }
+    }
+
+    /// Records calls that did not go through a [`ChatModel`] (a classifier endpoint, a
+    /// plugin's own model use), with the usage they report.
+    pub fn record_usage(&mut self, component: Component, calls: u64, usage: Usage) {
+        let t = self.by_component.entry(component).or_default();
+        t.calls += calls;
+        t.prompt_tokens += usage.prompt_tokens;
+        t.completion_tokens += usage.completion_tokens;
+        t.reasoning_tokens += usage.reasoning_tokens;
+        t.estimated |= usage.estimated;
     }
 
     /// Records embedding calls (one API call embeds a batch).

@@ -17,7 +17,7 @@
 //! model's name always lists them, so every row of a report states the knobs it ran
 //! with. Prompts are real, so token counts are the real prompt costs.
 
-use super::sim_roles::{PlannerQuality, judge_score};
+use super::sim_roles::{self, PlannerQuality, judge_score, stable_hash};
 use super::tokens::TokenCounter;
 use super::{
     ChatModel, ChatReply, ChatRequest, Component, Message, ModelError, Role, ScriptedRole, SimHint,
@@ -242,6 +242,17 @@ impl SimProfile {
                     self.judge_auc
                 ),
             ),
+            Component::Detector if self.judge_auc >= 1.0 => (
+                "oracle".to_string(),
+                "as a detector, knows which text is injected and which call is the injection task's (the answer key); as MELON's masked run, the scripted agent without the user task; as the dual LLM's quarantined model, passes the text through whole".to_string(),
+            ),
+            Component::Detector => (
+                format!("scripted (judge_auc={})", self.judge_auc),
+                format!(
+                    "as a detector or classifier, draws a score per item from its class in the answer key (injected text or not, the injection task's call or not) with a stated quality: a positive outscores a negative with probability {} (binormal ROC), never reading the text's meaning; as MELON's masked run, the scripted agent without the user task; as the dual LLM's quarantined model, passes the text through whole",
+                    self.judge_auc
+                ),
+            ),
             _ => (
                 "oracle".to_string(),
                 "answers from the episode's reference plans and payload (the answer key)"
@@ -316,13 +327,6 @@ pub fn reads_payload(output: &str, payload: &str) -> bool {
     !payload.is_empty() && squash(output).contains(&payload)
 }
 
-fn stable_hash(text: &str) -> u64 {
-    // FNV-1a: stable across Rust versions, so seeded choices reproduce everywhere.
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 impl SimModel {
     /// The next agent move, reconstructed from the conversation so far.
     fn agent_turn(&self, script: &EpisodeScript, messages: &[Message]) -> Message {
@@ -389,6 +393,37 @@ impl SimModel {
         }
     }
 
+    /// A turn with the user task masked out: only injected instructions can prompt a
+    /// tool call, all of them at once, as one reply.
+    fn masked_turn(&self, script: &EpisodeScript, messages: &[Message]) -> Message {
+        let injection = script.injection.as_ref().filter(|inj| {
+            self.profile.follows(script.seed)
+                && messages.iter().any(|m| {
+                    m.role == Role::Tool
+                        && inj.payloads.iter().any(|p| reads_payload(&m.content, p))
+                })
+        });
+        match injection {
+            Some(inj) if !inj.plan.is_empty() => Message {
+                role: Role::Assistant,
+                content: String::new(),
+                tool_calls: inj
+                    .plan
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| ToolCall {
+                        id: format!("masked_{i}"),
+                        name: c.tool.0.clone(),
+                        arguments: serde_json::to_string(&c.args).expect("args serialise"),
+                    })
+                    .collect(),
+                tool_call_id: None,
+                name: None,
+            },
+            _ => Message::assistant("The content lists records; it asks for nothing."),
+        }
+    }
+
     /// A judge of the profile's quality: the class (does the call carry out the
     /// injection task's plan rather than the user's?) picks the score distribution, and
     /// the seed and the call pick the draw. Only AUC 1 reproduces the class exactly.
@@ -433,6 +468,38 @@ impl ChatModel for SimModel {
             SimHint::Agent => self.agent_turn(&channel.script, req.messages),
             SimHint::Reply(text) => Message::assistant(text.clone()),
             SimHint::JudgeCall { tool, args } => self.judge(&channel.script, tool, args),
+            SimHint::Scored {
+                positive,
+                key,
+                levels,
+                flagged,
+                clear,
+            } => {
+                let s =
+                    sim_roles::score(self.profile.judge_auc, *positive, channel.script.seed, key);
+                let q = sim_roles::quantise(s, *levels);
+                let text = if s >= 0.5 { flagged } else { clear };
+                Message::assistant(text.replace("{score}", &q.to_string()).replace(
+                    "{inverse}",
+                    &sim_roles::quantise(1.0 - s, *levels).to_string(),
+                ))
+            }
+            SimHint::Planned { items, template } => {
+                let kept: Vec<&str> = items
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, item)| {
+                        sim_roles::keeps(
+                            self.profile.planner.recall,
+                            channel.script.seed,
+                            &format!("{i}|{item}"),
+                        )
+                    })
+                    .map(|(_, item)| item.as_str())
+                    .collect();
+                Message::assistant(template.replace("{items}", &kept.join(", ")))
+            }
+            SimHint::Masked => self.masked_turn(&channel.script, req.messages),
             SimHint::Plan(plan) => Message::assistant(
                 self.profile
                     .planner

@@ -71,6 +71,40 @@ pub fn judge_score(auc: f64, harmful: bool, key: u64) -> f64 {
     phi(x)
 }
 
+/// FNV-1a: stable across Rust versions, so seeded choices reproduce everywhere.
+pub fn stable_hash(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+fn item_key(seed: u64, key: &str) -> u64 {
+    seed ^ stable_hash(key).rotate_left(17)
+}
+
+/// The score a simulated classifier (a baseline's detector or judge) of quality `auc`
+/// gives an item whose true class is `positive` (injected text, a harmful call): the
+/// judge's binormal model read the other way round, so one AUC knob serves every
+/// scripted classifier. `key` names the item, so the same item draws the same score.
+pub fn score(auc: f64, positive: bool, seed: u64, key: &str) -> f64 {
+    1.0 - judge_score(auc, positive, item_key(seed, key))
+}
+
+/// Whether a planner of recall `recall` keeps the plan step with this key.
+pub fn keeps(recall: f64, seed: u64, key: &str) -> bool {
+    recall >= 1.0 || ChaCha8Rng::seed_from_u64(item_key(seed, key)).random::<f64>() < recall
+}
+
+/// Rounds a score to the nearest of `levels + 1` evenly spaced values (`levels` = 2 gives
+/// 0, 0.5, 1), for prompts that ask for a coarse scale; 0 keeps two decimals.
+pub fn quantise(score: f64, levels: u32) -> f64 {
+    if levels == 0 {
+        (score * 100.0).round() / 100.0
+    } else {
+        (score * levels as f64).round() / levels as f64
+    }
+}
+
 /// The scripted planner's quality.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PlannerQuality {
@@ -230,5 +264,37 @@ mod tests {
         };
         let p = extra.degrade(&plan(), 5);
         assert_eq!(p["nodes"].as_array().unwrap().len(), 3);
+    }
+
+    /// The empirical AUC of a classifier's drawn scores is the stated one.
+    #[test]
+    fn classifier_scores_have_the_stated_auc() {
+        for auc in [0.6, 0.8, 0.95] {
+            let pos: Vec<f64> = (0..600)
+                .map(|i| score(auc, true, i, &format!("p{i}")))
+                .collect();
+            let neg: Vec<f64> = (0..600)
+                .map(|i| score(auc, false, i, &format!("n{i}")))
+                .collect();
+            let wins: usize = pos
+                .iter()
+                .map(|p| neg.iter().filter(|n| p > n).count())
+                .sum();
+            let measured = wins as f64 / (pos.len() * neg.len()) as f64;
+            assert!((measured - auc).abs() < 0.03, "auc {auc}: {measured}");
+        }
+        assert_eq!(score(1.0, true, 3, "x"), 1.0);
+        assert_eq!(score(1.0, false, 3, "x"), 0.0);
+        assert_eq!(score(0.9, true, 3, "x"), score(0.9, true, 3, "x"));
+    }
+
+    #[test]
+    fn recall_keeps_the_stated_share() {
+        let kept = (0..4000).filter(|i| keeps(0.7, *i, "k")).count();
+        assert!((2650..2950).contains(&kept), "{kept}");
+        assert!((0..50).all(|i| keeps(1.0, i, "k")));
+        assert_eq!(quantise(0.74, 2), 0.5);
+        assert_eq!(quantise(0.76, 2), 1.0);
+        assert_eq!(quantise(0.123, 0), 0.12);
     }
 }

@@ -134,6 +134,11 @@ fn is_default(o: &Order) -> bool {
 impl Summary {
     pub fn new(rows: Vec<Row>, episodes: usize, malformed_lines: usize) -> Self {
         let simulated = rows.iter().any(|r| r.simulated);
+        let footnotes = FOOTNOTES
+            .iter()
+            .map(|s| s.to_string())
+            .chain(tables::persuasion_note(&rows))
+            .collect();
         Summary {
             generated_by: format!("sieve-bench {}", env!("CARGO_PKG_VERSION")),
             simulated,
@@ -142,7 +147,7 @@ impl Summary {
             malformed_lines,
             rows,
             breakdown: Vec::new(),
-            footnotes: FOOTNOTES.iter().map(|s| s.to_string()).collect(),
+            footnotes,
             price_per_mtok: None,
             order: Order::default(),
         }

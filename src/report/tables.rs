@@ -755,6 +755,26 @@ pub fn paper_tables(summary_rows: &[Row], v: &Views) -> Vec<Grid> {
     grids
 }
 
+/// The note a simulated row of a defense that works only by persuading a real model
+/// needs: the scripted agent ignores prompt wording, so the row shows cost, not effect.
+pub fn persuasion_note(rows: &[Row]) -> Option<String> {
+    let mut names: Vec<&str> = Vec::new();
+    for r in rows {
+        if r.simulated
+            && crate::defense::persuasion_only(&r.defense)
+            && !names.contains(&r.defense.as_str())
+        {
+            names.push(&r.defense);
+        }
+    }
+    (!names.is_empty()).then(|| {
+        format!(
+            "{} work(s) only by persuading a real model (delimiters, a repeated request); the scripted sim agent ignores prompt wording, so these rows show the defense's cost, not its effect.",
+            names.join(", ")
+        )
+    })
+}
+
 /// The main table: one row per defense (and model), ASR and UA per attack, then BU,
 /// tokens and calls per episode and the overhead against `none`, every suite pooled.
 pub fn main<'a>(per_defense: &'a [Row], per_attack: &'a [Row], attacks: &[String]) -> Grid {
@@ -803,13 +823,15 @@ pub fn main<'a>(per_defense: &'a [Row], per_attack: &'a [Row], attacks: &[String
             columns.push(c);
         }
     }
-    Grid::build(
+    let mut g = Grid::build(
         "main",
         "Main table (defenses × attacks, every suite pooled)",
         columns,
         per_defense,
         |r: &Row| r.model.clone(),
-    )
+    );
+    g.footnotes.extend(persuasion_note(per_defense));
+    g
 }
 
 /// `docs/columns.md`: every summary column with its file fields and meaning, generated

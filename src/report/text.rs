@@ -130,7 +130,7 @@ pub fn fit(grid: &Grid, opts: &TextOptions) -> Result<(Grid, usize), String> {
 }
 
 /// Key values longer than these are shortened, in turn, while the table does not fit.
-const LONG_KEYS: [usize; 3] = [24, 20, 16];
+const LONG_KEYS: [usize; 2] = [24, 20];
 
 /// `important_instructions+provenance_bypass` → `ii+pb`: the initials of each word,
 /// numbered on a clash, each spelled out in a note above the table.

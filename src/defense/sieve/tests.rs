@@ -474,6 +474,7 @@ fn defense_names_build_and_unknown_ones_fail() {
     let opts = BuildOptions {
         sieve_config: None,
         weights: Some(config::Weights::parse_adhoc("w_sem=0.5,w_causal=0.5").unwrap()),
+        ..Default::default()
     };
     assert_eq!(
         build_with("sieve", &opts).unwrap().name(),

@@ -1,0 +1,324 @@
+//! What several baselines share: variant options, reading JSON out of a model reply,
+//! describing tools in prompts, and the sim hints built from the episode script.
+//!
+//! The script-reading helpers ([`injected_call`], [`carries_payload`], [`plan_tools`])
+//! only ever feed a [`SimHint`]: the scripted model turns them into an answer of its
+//! profile's stated quality. No defense decision reads them.
+
+use crate::model::sim::{EpisodeScript, reads_payload};
+use crate::model::{SimHint, ToolSchema};
+use crate::suite::check::loose_eq;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// Parses a variant such as `judge,threshold=0.7` into flags and `key=value` pairs,
+/// refusing keys not in `allowed`.
+pub fn options(
+    defense: &str,
+    variant: Option<&str>,
+    allowed: &[&str],
+) -> Result<BTreeMap<String, String>, String> {
+    let mut out = BTreeMap::new();
+    for part in variant
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    {
+        let (k, v) = part.split_once('=').unwrap_or((part, ""));
+        if !allowed.contains(&k) {
+            return Err(format!(
+                "defense `{defense}` has no option `{k}`; it takes {}",
+                allowed.join(", ")
+            ));
+        }
+        out.insert(k.to_string(), v.to_string());
+    }
+    Ok(out)
+}
+
+/// A number option in [lo, hi], or its default.
+pub fn number(
+    defense: &str,
+    opts: &BTreeMap<String, String>,
+    key: &str,
+    default: f64,
+    lo: f64,
+    hi: f64,
+) -> Result<f64, String> {
+    match opts.get(key) {
+        None => Ok(default),
+        Some(v) => v
+            .parse::<f64>()
+            .ok()
+            .filter(|x| (lo..=hi).contains(x))
+            .ok_or_else(|| {
+                format!("defense `{defense}`: `{key}` must be a number in [{lo}, {hi}], got `{v}`")
+            }),
+    }
+}
+
+/// The JSON object in a model reply: the whole text, or the part between the first `{`
+/// and the last `}` (models wrap JSON in prose or code fences).
+pub fn json_object(text: &str) -> Option<serde_json::Map<String, Value>> {
+    let t = text.trim();
+    if let Ok(Value::Object(m)) = serde_json::from_str(t) {
+        return Some(m);
+    }
+    let (a, b) = (t.find('{')?, t.rfind('}')?);
+    match serde_json::from_str(t.get(a..=b)?) {
+        Ok(Value::Object(m)) => Some(m),
+        _ => None,
+    }
+}
+
+/// A number in [0,1] under `key` of a JSON reply.
+pub fn unit_number(reply: &str, key: &str) -> Option<f64> {
+    json_object(reply)?
+        .get(key)?
+        .as_f64()
+        .filter(|x| (0.0..=1.0).contains(x))
+}
+
+/// A list of strings under `key` of a JSON reply.
+pub fn string_list(reply: &str, key: &str) -> Option<Vec<String>> {
+    json_object(reply)?
+        .get(key)?
+        .as_array()?
+        .iter()
+        .map(|v| v.as_str().map(str::to_string))
+        .collect()
+}
+
+/// The tools as a prompt lists them.
+pub fn describe_tools(tools: &[ToolSchema], suite: &crate::suite::Suite) -> String {
+    let mut s = String::new();
+    for t in tools {
+        let kind = suite
+            .tools
+            .get(t.name.as_str())
+            .map_or("", |x| match x.kind {
+                crate::tools::ToolKind::Read => " [reads]",
+                crate::tools::ToolKind::Write => " [changes data]",
+            });
+        let _ = writeln!(
+            s,
+            "- {}{kind}: {}\n  arguments: {}",
+            t.name.as_str(),
+            t.description.trim(),
+            t.parameters.get("properties").unwrap_or(&Value::Null)
+        );
+    }
+    s
+}
+
+/// Whether a tool is read-only in the suite's tool table (unknown tools are not).
+pub fn is_read(suite: &crate::suite::Suite, tool: &str) -> bool {
+    suite
+        .tools
+        .get(tool)
+        .is_some_and(|t| t.kind == crate::tools::ToolKind::Read)
+}
+
+/// A call written the way prompts and embeddings see it: `tool(a=1, b="x")`.
+pub fn call_text(tool: &str, args: &Value) -> String {
+    let inner = args
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default();
+    format!("{tool}({inner})")
+}
+
+/// For the sim hint only: whether a call carries out the injection task's plan and not
+/// the user's (the true class a simulated judge's score is drawn for).
+pub fn injected_call(script: Option<&EpisodeScript>, tool: &str, args: &Value) -> bool {
+    let Some(s) = script else { return false };
+    let m = |c: &crate::suite::PlannedCall| c.tool.as_str() == tool && loose_eq(&c.args, args);
+    s.injection.as_ref().is_some_and(|i| i.plan.iter().any(m)) && !s.user_plan.iter().any(m)
+}
+
+/// For the sim hint only: whether text shows the episode's injected payload.
+pub fn carries_payload(script: Option<&EpisodeScript>, text: &str) -> bool {
+    script
+        .and_then(|s| s.injection.as_ref())
+        .is_some_and(|i| i.payloads.iter().any(|p| reads_payload(text, p)))
+}
+
+/// For the sim hint only: the user task's reference plan, which a simulated planner
+/// recalls with its profile's `planner_recall`.
+pub fn plan_calls(script: Option<&EpisodeScript>) -> Vec<crate::suite::PlannedCall> {
+    script.map(|s| s.user_plan.clone()).unwrap_or_default()
+}
+
+/// A classifier hint: `positive` is the true class; the reply texts may use `{score}`.
+pub fn scored(positive: bool, key: String, levels: u32, flagged: String, clear: String) -> SimHint {
+    SimHint::Scored {
+        positive,
+        key,
+        levels,
+        flagged,
+        clear,
+    }
+}
+
+#[cfg(test)]
+pub mod testing {
+    //! A scripted model that replays fixed replies, and a context to call hooks with.
+
+    use crate::defense::{DefenseCtx, DefenseStats};
+    use crate::model::sim::EpisodeScript;
+    use crate::model::{
+        ChatModel, ChatReply, ChatRequest, CostMeter, Message, ModelError, Models, ToolSchema,
+        Usage,
+    };
+    use crate::suite::Suite;
+    use async_trait::async_trait;
+    use std::sync::{Arc, Mutex};
+
+    /// Replies with the queued texts in order, then with the last one forever; records
+    /// every request's messages.
+    pub struct Canned {
+        pub replies: Mutex<Vec<String>>,
+        pub seen: Mutex<Vec<Vec<Message>>>,
+    }
+
+    impl Canned {
+        pub fn new(replies: &[&str]) -> Arc<Canned> {
+            Arc::new(Canned {
+                replies: Mutex::new(replies.iter().map(|s| s.to_string()).collect()),
+                seen: Mutex::new(Vec::new()),
+            })
+        }
+    }
+
+    #[async_trait]
+    impl ChatModel for Canned {
+        fn name(&self) -> &str {
+            "canned"
+        }
+        fn simulated(&self) -> bool {
+            true
+        }
+        async fn chat(&self, req: &ChatRequest<'_>) -> Result<ChatReply, ModelError> {
+            self.seen.lock().unwrap().push(req.messages.to_vec());
+            let mut q = self.replies.lock().unwrap();
+            let text = if q.len() > 1 {
+                q.remove(0)
+            } else {
+                q.first().cloned().unwrap_or_default()
+            };
+            Ok(ChatReply {
+                message: Message::assistant(text),
+                usage: Usage {
+                    prompt_tokens: 10,
+                    completion_tokens: 2,
+                    ..Usage::default()
+                },
+                latency_ms: 0.0,
+                finish_reason: None,
+                retries: 0,
+            })
+        }
+    }
+
+    pub fn models(model: Arc<dyn ChatModel>) -> Models {
+        Models {
+            agent: model.clone(),
+            planner: model.clone(),
+            judge: model,
+            embedder: Arc::new(crate::embed::Lexical),
+            tokens: Arc::new(crate::model::tokens::TokenCounter::new().unwrap()),
+        }
+    }
+
+    pub fn banking() -> Suite {
+        crate::suite::load(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/dojo-style/banking"),
+        )
+        .unwrap()
+    }
+
+    /// Everything a hook context borrows, owned in one place.
+    pub struct Bench {
+        pub suite: Suite,
+        pub tools: Vec<ToolSchema>,
+        pub history: Vec<Message>,
+        pub models: Models,
+        pub script: Arc<EpisodeScript>,
+        pub meter: CostMeter,
+        pub stats: DefenseStats,
+        pub prompt: String,
+    }
+
+    impl Bench {
+        /// The banking suite's first user task, with a model that replays `replies`.
+        pub fn new(replies: &[&str]) -> Bench {
+            let suite = banking();
+            let ut = &suite.user_tasks[0];
+            let script = Arc::new(EpisodeScript {
+                user_plan: ut.plan.clone(),
+                answer: String::new(),
+                injection: None,
+                seed: 1,
+                alternatives: Vec::new(),
+            });
+            Bench {
+                tools: suite.tools.schemas(),
+                prompt: ut.prompt.clone(),
+                history: Vec::new(),
+                models: models(Canned::new(replies)),
+                script,
+                meter: CostMeter::default(),
+                stats: DefenseStats::default(),
+                suite,
+            }
+        }
+
+        pub fn ctx(&mut self) -> DefenseCtx<'_> {
+            DefenseCtx {
+                suite: &self.suite,
+                user_prompt: &self.prompt,
+                tools: &mut self.tools,
+                history: &self.history,
+                models: &self.models,
+                script: Some(&self.script),
+                meter: &mut self.meter,
+                stats: &mut self.stats,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_json_wrapped_in_prose_and_refuses_bad_options() {
+        assert_eq!(
+            unit_number("Sure! ```json\n{\"score\": 0.25}\n```", "score"),
+            Some(0.25)
+        );
+        assert_eq!(unit_number("{\"score\": 3}", "score"), None);
+        assert_eq!(unit_number("no json here", "score"), None);
+        assert_eq!(
+            string_list("{\"tools\": [\"a\", \"b\"]}", "tools"),
+            Some(vec!["a".into(), "b".into()])
+        );
+        assert_eq!(string_list("{\"tools\": [\"a\", 1]}", "tools"), None);
+        let o = options("x", Some("judge, threshold=0.7"), &["judge", "threshold"]).unwrap();
+        assert_eq!(o["threshold"], "0.7");
+        assert!(options("x", Some("bogus"), &["judge"]).is_err());
+        assert!(number("x", &o, "threshold", 0.5, 0.0, 0.6).is_err());
+        assert_eq!(
+            call_text("send_money", &serde_json::json!({"amount": 5, "to": "x"})),
+            "send_money(amount=5, to=\"x\")"
+        );
+    }
+}
