@@ -156,17 +156,29 @@ fn run_command(paths: &Paths, args: RunArgs, table: &TableFlags) -> Result<(), C
         defenses.dedup();
         let options = table.options();
         if defenses.len() > 2 && options.columns.is_none() {
-            let doc = sieve_bench::report::document(std::slice::from_ref(&report.out), 0)
-                .map_err(CliError::failed)?;
-            if let Some(mut main) = doc.tables.into_iter().find(|g| g.id == "main") {
-                main.hoist_constant_keys();
-                let text = sieve_bench::report::text::render(&main, &options)
-                    .map_err(CliError::bad_input)?;
-                print!("\n{}\n{text}", main.title);
+            // The run itself succeeded: a main table that cannot be built is a warning,
+            // never a failed run (`report RUN --tables main` can retry it).
+            match main_table(&report.out, &options) {
+                Ok(text) => print!("{text}"),
+                Err(e) => eprintln!("warning: the main table could not be built: {e}"),
             }
         }
     }
     finish(&report)
+}
+
+/// The paper's main table of a finished run, with its title.
+fn main_table(
+    out: &std::path::Path,
+    options: &sieve_bench::report::TextOptions,
+) -> Result<String, String> {
+    let doc = sieve_bench::report::document(std::slice::from_ref(&out.to_path_buf()), 0)?;
+    let Some(mut main) = doc.tables.into_iter().find(|g| g.id == "main") else {
+        return Ok(String::new());
+    };
+    main.hoist_constant_keys();
+    let text = sieve_bench::report::text::render(&main, options)?;
+    Ok(format!("\n{}\n{text}", main.title))
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
