@@ -50,7 +50,7 @@ enum Command {
     /// Run `none`, `audit` and every SIEVE variant on the same episodes and print the
     /// ablation table (also written as CSV, JSON and Markdown under --out).
     #[command(
-        after_help = "Examples:\n  sieve-bench ablate --suite all --attack important\n  sieve-bench ablate --suite banking --variants no_causal,layer1_only"
+        after_help = "Examples:\n  sieve-bench ablate --suite all --attack important\n  sieve-bench ablate --suite banking --variants no-causal,layer1-only"
     )]
     Ablate(Box<AblateArgs>),
     /// Prove every suite sound: reference plans solve their tasks, checks can fail,

@@ -44,7 +44,11 @@ fn default_table_of_the_full_matrix_fits_100_columns() {
     ] {
         assert!(header.contains(col), "{col} missing from {header:?}");
     }
-    assert_eq!(table.matches("sim:obedient").count(), 1, "{table}");
+    let (summary, per_class) = table
+        .split_once("Context-aware samples by vector class and by surface:")
+        .expect("--attack all includes the context samples: a per-class table follows");
+    assert_eq!(summary.matches("sim:obedient").count(), 1, "{table}");
+    assert!(per_class.contains("skill_injection"), "{per_class}");
 
     // --wide shows every column (wider than the terminal, by request).
     let wide = bench(tmp.path())
