@@ -675,12 +675,12 @@ pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, Cli
     let report = run(paths, run_args).await?;
     let simulated = report.summary.simulated;
     let mut ablation_rows = rows(&report.summary.rows, &order);
-    let (records, _) =
-        crate::runner::record::read_records(&out.join(crate::runner::record::EPISODES))
+    let records =
+        crate::aggregate::pairs::PairTable::read(&out.join(crate::runner::record::EPISODES))
             .map_err(|e| CliError::failed(format!("cannot read {}: {e}", out.display())))?;
     for r in &mut ablation_rows {
         // Every model of the run: ablate runs one.
-        let of = |d: &str| crate::metrics::row_records(&records, &r.suite, &r.attack, d, None);
+        let of = |d: &str| records.row(&r.suite, &r.attack, d, None);
         if r.defense != REFERENCE {
             r.vs_reference =
                 crate::metrics::paired_all(&of(REFERENCE), &of(&r.defense), args.run.errors_as);
