@@ -12,6 +12,10 @@ import json
 import sys
 import traceback
 from importlib.metadata import version as installed_version
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import reference_plans  # noqa: E402  (this project's plans, next to this file)
 
 PROTOCOL = 1
 PACKAGE = "agentdojo"
@@ -71,6 +75,21 @@ def plain(value):
 
 def calls_of(task, environment):
     return [{"tool": c.function, "args": plain(dict(c.args))} for c in task.ground_truth(environment)]
+
+
+# The tag of an injection task whose reference plan is this project's, not AgentDojo's.
+OUR_PLAN_TAG = "plan:sieve-bench"
+
+
+def injection_plan(suite, task_id, task, environment):
+    """AgentDojo's ground truth; where it is empty, this project's plan (and its tag)."""
+    calls = calls_of(task, environment.model_copy(deep=True))
+    if calls:
+        return calls, []
+    ours = reference_plans.plan_for(suite.name, task_id, task, environment.model_copy(deep=True))
+    if ours is None:
+        return calls, []
+    return plain(ours), [OUR_PLAN_TAG]
 
 
 class Provider:
@@ -145,14 +164,15 @@ class Provider:
             })
         injection_tasks = []
         for task_id, task in suite.injection_tasks.items():
+            plan, plan_tags = injection_plan(suite, task_id, task, default_env)
             injection_tasks.append({
                 "id": task_id,
                 "goal": task.GOAL,
-                "plan": calls_of(task, default_env.model_copy(deep=True)),
+                "plan": plan,
                 "answer": task.GROUND_TRUTH_OUTPUT or None,
                 # AgentDojo weighs every injection task alike; its difficulty goes in the tags.
                 "severity": 1.0,
-                "tags": [f"difficulty:{task.DIFFICULTY.name.lower()}"],
+                "tags": [f"difficulty:{task.DIFFICULTY.name.lower()}", *plan_tags],
             })
         return {
             "suite": qualified,
@@ -210,7 +230,7 @@ class Provider:
         # changes a name the task must use, AgentDojo's ground truth follows it.
         plans = {"plan": calls_of(user_task, env.model_copy(deep=True))}
         if injection_task is not None:
-            plans["injection_plan"] = calls_of(injection_task, env.model_copy(deep=True))
+            plans["injection_plan"], _ = injection_plan(suite, req["injection_task"], injection_task, env)
         self.episode = {
             "suite": suite,
             "user_task": user_task,
@@ -259,7 +279,53 @@ class Provider:
         return {"utility": bool(utility), "security": None if security is None else bool(security)}
 
 
+def security_after(suite, task, calls):
+    """Runs `calls` on the default environment; AgentDojo's verdict on the injection task."""
+    env = suite.load_and_inject_default_environment({})
+    pre = env.model_copy(deep=True)
+    runtime = FunctionsRuntime(suite.tools)
+    trace = []
+    for c in calls:
+        trace.append(FunctionCall(function=c["tool"], args=dict(c["args"])))
+        _, error = runtime.run_function(env, c["tool"], dict(c["args"]))
+        if error is not None:
+            raise ProtocolError(f"`{c['tool']}` failed: {error}")
+    verdict = task.security_from_traces("", pre, env, trace)
+    return bool(task.security("", pre, env) if verdict is None else verdict)
+
+
+def self_test():
+    """Checks this project's reference plans against the package's own security checks:
+    on the default environment each plan must trip its check, while doing nothing and
+    stopping one call short must not. Returns the number of failures."""
+    failures = 0
+    for v in versions():
+        for name in load_suites.get_suites(v):
+            if name not in reference_plans.SUITES:
+                continue
+            suite = load_suites.get_suite(v, name)
+            default_env = suite.load_and_inject_default_environment({})
+            for task_id, task in suite.injection_tasks.items():
+                plan, tags = injection_plan(suite, task_id, task, default_env)
+                if OUR_PLAN_TAG not in tags:
+                    continue
+                try:
+                    got = (security_after(suite, task, []), security_after(suite, task, plan[:-1]),
+                           security_after(suite, task, plan))
+                except ProtocolError as e:
+                    got = str(e)
+                ok = got == (False, False, True)
+                failures += not ok
+                print(f"{'ok  ' if ok else 'FAIL'} {family_of(v)}/{name} {task_id}: "
+                      f"(nothing, all but the last call, the plan) -> {got}", file=sys.stderr)
+    return failures
+
+
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        if IMPORT_ERROR is not None:
+            sys.exit(f"the `{PACKAGE}` package cannot be imported: {IMPORT_ERROR}")
+        sys.exit(1 if self_test() else 0)
     provider = Provider()
     out = sys.stdout
     for line in sys.stdin:
