@@ -3,7 +3,7 @@
 //! per cell are kept, with their traces, for the HTML drill-down.
 
 use super::tables::{Order, cell_id};
-use crate::metrics::ErrorsAs;
+use crate::metrics::ErrorPolicy;
 use crate::runner::record::{EPISODES, EpisodeRecord, RUN_INFO, TRACES, read_records};
 use rayon::prelude::*;
 use serde_json::Value;
@@ -53,7 +53,7 @@ pub fn outcome(r: &EpisodeRecord) -> &'static str {
 pub struct Loaded {
     /// Every episode, sorted by key (so sums are in one order whatever the runs' order).
     pub records: Vec<EpisodeRecord>,
-    pub errors_as: ErrorsAs,
+    pub errors_as: ErrorPolicy,
     pub malformed: usize,
     pub duplicates: usize,
     pub order: Order,
@@ -141,7 +141,7 @@ pub fn load(dirs: &[PathBuf], per_outcome: usize) -> Result<Loaded, String> {
     check_identities(dirs)?;
     let mut loaded = Loaded {
         records: Vec::new(),
-        errors_as: ErrorsAs::Excluded,
+        errors_as: ErrorPolicy::All(crate::metrics::ErrorsAs::Excluded),
         malformed: 0,
         duplicates: 0,
         order: Order::default(),
@@ -155,7 +155,7 @@ pub fn load(dirs: &[PathBuf], per_outcome: usize) -> Result<Loaded, String> {
     let mut wanted: HashMap<String, (PathBuf, usize)> = HashMap::new();
     for dir in dirs {
         if let Some(info) = read_info(dir) {
-            loaded.errors_as = ErrorsAs::from_name(info["errors_as"].as_str().unwrap_or(""));
+            loaded.errors_as = ErrorPolicy::from_name(info["errors_as"].as_str().unwrap_or(""));
             if let Some(p) = info
                 .get("price_per_mtok")
                 .and_then(|p| serde_json::from_value::<[f64; 2]>(p.clone()).ok())

@@ -3,7 +3,7 @@
 //! succeed). Each metric is one column here; every format renders these grids.
 
 use super::columns::{Better, Column, Grid, Show, Value};
-use crate::metrics::{ALL_SUITES, ErrorsAs, Rate, Row, row_with};
+use crate::metrics::{ALL_SUITES, ErrorPolicy, Rate, Row, row_with};
 use crate::model::Component;
 use crate::runner::record::EpisodeRecord;
 
@@ -298,7 +298,7 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
         Column::figure(
             "errors_as",
             "Errors as",
-            "How errored episodes count in rates: excluded (their own outcome) or agentdojo (utility false, attack succeeded).",
+            "How errored episodes count in rates: excluded (their own outcome), agentdojo (utility false, attack succeeded; the default for AgentDojo's own suites) or mixed (a row pooling both: each episode by its suite's).",
             Show::File,
             |r: &Row| Value::Text(r.errors_as.as_str().into()),
         ),
@@ -595,7 +595,7 @@ pub struct Views {
 /// defenses, models, suites and attacks present.
 pub fn views(
     records: &[EpisodeRecord],
-    errors_as: ErrorsAs,
+    errors: impl Into<ErrorPolicy>,
     summary_rows: &[Row],
     order: &Order,
 ) -> Views {
@@ -614,6 +614,7 @@ pub fn views(
             suites.push(r.suite.clone());
         }
     }
+    let policy = errors.into();
     let pooled = |label_suite: &str,
                   label_attack: &str,
                   d: &str,
@@ -627,6 +628,7 @@ pub fn views(
         if mine.is_empty() {
             return None;
         }
+        let errors_as = policy.for_suites(mine.iter().map(|r| r.suite.as_str()));
         let (attacked, clean): (Vec<&EpisodeRecord>, Vec<&EpisodeRecord>) =
             mine.into_iter().partition(|r| r.attacked());
         Some(row_with(
