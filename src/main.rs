@@ -50,7 +50,7 @@ enum Command {
     /// Run `none`, `audit` and every SIEVE variant on the same episodes and print the
     /// ablation table (also written as CSV, JSON and Markdown under --out).
     #[command(
-        after_help = "Examples:\n  sieve-bench ablate --suite all --attack important\n  sieve-bench ablate --suite banking --variants no_causal,layer1_only"
+        after_help = "Examples:\n  sieve-bench ablate --suite all --attack important\n  sieve-bench ablate --suite banking --variants no-causal,layer1-only"
     )]
     Ablate(Box<AblateArgs>),
     /// Prove every suite sound: reference plans solve their tasks, checks can fail,
@@ -141,44 +141,12 @@ fn run_command(paths: &Paths, args: RunArgs, table: &TableFlags) -> Result<(), C
     let quiet = args.quiet;
     let report = runtime()?.block_on(commands::run::run(paths, args))?;
     if !quiet {
-        let text = sieve_bench::report::table(&report.summary, &table.options())
-            .map_err(CliError::bad_input)?;
-        print!("{text}");
-        // Three or more defenses (a comparison, e.g. `--defense all`): the paper's main
-        // table too, one row per defense; `--columns` names the summary's columns only.
-        let mut defenses: Vec<&str> = report
-            .summary
-            .rows
-            .iter()
-            .map(|r| r.defense.as_str())
-            .collect();
-        defenses.sort();
-        defenses.dedup();
-        let options = table.options();
-        if defenses.len() > 2 && options.columns.is_none() {
-            // The run itself succeeded: a main table that cannot be built is a warning,
-            // never a failed run (`report RUN --tables main` can retry it).
-            match main_table(&report.out, &options) {
-                Ok(text) => print!("{text}"),
-                Err(e) => eprintln!("warning: the main table could not be built: {e}"),
-            }
-        }
+        print!(
+            "{}",
+            commands::run::summary_text(&report, &table.options())?
+        );
     }
     finish(&report)
-}
-
-/// The paper's main table of a finished run, with its title.
-fn main_table(
-    out: &std::path::Path,
-    options: &sieve_bench::report::TextOptions,
-) -> Result<String, String> {
-    let doc = sieve_bench::report::document(std::slice::from_ref(&out.to_path_buf()), 0)?;
-    let Some(mut main) = doc.tables.into_iter().find(|g| g.id == "main") else {
-        return Ok(String::new());
-    };
-    main.hoist_constant_keys();
-    let text = sieve_bench::report::text::render(&main, options)?;
-    Ok(format!("\n{}\n{text}", main.title))
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {

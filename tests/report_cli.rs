@@ -44,7 +44,11 @@ fn default_table_of_the_full_matrix_fits_100_columns() {
     ] {
         assert!(header.contains(col), "{col} missing from {header:?}");
     }
-    assert_eq!(table.matches("sim:obedient").count(), 1, "{table}");
+    let (summary, per_class) = table
+        .split_once("Context-aware samples by vector class and by surface:")
+        .expect("--attack all includes the context samples: a per-class table follows");
+    assert_eq!(summary.matches("sim:obedient").count(), 1, "{table}");
+    assert!(per_class.contains("skill_injection"), "{per_class}");
 
     // --wide shows every column (wider than the terminal, by request).
     let wide = bench(tmp.path())
@@ -139,4 +143,121 @@ fn rows_follow_the_command_line_and_columns_pick() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("did you mean `w_asr`"));
+}
+
+/// Whether `pdflatex` runs here (CI installs it from Debian's texlive packages).
+fn pdflatex() -> bool {
+    std::process::Command::new("pdflatex")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Two runs of the same matrix under two agent models, reported together: every format
+/// carries both models' rows in one table, and the LaTeX compiles (or, without a TeX
+/// engine, has the booktabs structure a paper's preamble expects).
+#[test]
+fn report_over_two_models_renders_every_format() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tasks = [
+        "--suite",
+        "banking,slack",
+        "--attack",
+        "important",
+        "--defense",
+        "none,sieve,spotlight",
+        "--user-tasks",
+        "user_task_0,user_task_1",
+        "--injection-tasks",
+        "injection_task_0,injection_task_1",
+    ];
+    for (model, dir) in [("sim:obedient", "a"), ("sim:oracle", "b")] {
+        let mut args = tasks.to_vec();
+        args.extend(["--model", model]);
+        run(tmp.path(), &tmp.path().join(dir), &args);
+    }
+    let runs = [tmp.path().join("a"), tmp.path().join("b")];
+    let render = |format: &str| -> String {
+        let file = tmp.path().join(format!("report.{format}"));
+        bench(tmp.path())
+            .args(["report", "--format", format, "--out"])
+            .arg(&file)
+            .args(&runs)
+            .assert()
+            .success();
+        std::fs::read_to_string(&file).unwrap()
+    };
+    for format in ["table", "md", "csv", "json", "latex", "html"] {
+        let text = render(format);
+        for model in ["sim:obedient", "sim:oracle"] {
+            assert!(text.contains(model), "{format} lacks {model}:\n{text}");
+        }
+        assert!(
+            text.contains("spotlight") && text.contains("sieve"),
+            "{format} lacks a defense:\n{text}"
+        );
+    }
+
+    // The main table has one row per defense and model, and the files' rates are
+    // fractions: the obedient agent's undefended ASR is 1, the oracle's 0.
+    let csv = {
+        let file = tmp.path().join("main.csv");
+        bench(tmp.path())
+            .args(["report", "--format", "csv", "--tables", "main", "--out"])
+            .arg(&file)
+            .args(&runs)
+            .assert()
+            .success();
+        std::fs::read_to_string(file).unwrap()
+    };
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let header = reader.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name);
+    let (defense, model) = (col("defense").unwrap(), col("model").unwrap());
+    let asr = col("asr_important_instructions")
+        .unwrap_or_else(|| panic!("no per-attack ASR column in {header:?}"));
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 6, "3 defenses × 2 models:\n{csv}");
+    let none_asr = |m: &str| -> f64 {
+        let r = rows
+            .iter()
+            .find(|r| &r[defense] == "none" && r[model].starts_with(m))
+            .unwrap_or_else(|| panic!("no none row for {m}:\n{csv}"));
+        r[asr].parse().unwrap()
+    };
+    assert_eq!(none_asr("sim:obedient"), 1.0, "{csv}");
+    assert_eq!(none_asr("sim:oracle"), 0.0, "{csv}");
+
+    // LaTeX: booktabs structure always; a compiled PDF when a TeX engine is present.
+    let latex = render("latex");
+    for needle in ["\\toprule", "\\midrule", "\\bottomrule", "\\begin{tabular}"] {
+        assert!(latex.contains(needle), "latex lacks {needle}");
+    }
+    assert_eq!(
+        latex.matches("\\begin{table}").count(),
+        latex.matches("\\end{table}").count()
+    );
+    if pdflatex() {
+        let doc = tmp.path().join("paper.tex");
+        std::fs::write(
+            &doc,
+            format!(
+                "\\documentclass{{article}}\n\\usepackage{{booktabs}}\n\\begin{{document}}\n{latex}\n\\end{{document}}\n"
+            ),
+        )
+        .unwrap();
+        let out = std::process::Command::new("pdflatex")
+            .args(["-interaction=nonstopmode", "-halt-on-error", "paper.tex"])
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "pdflatex failed:\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert!(tmp.path().join("paper.pdf").exists());
+    } else {
+        eprintln!("no pdflatex here: LaTeX checked by structure only");
+    }
 }

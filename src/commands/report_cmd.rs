@@ -22,8 +22,9 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Tables to include, comma-separated: main, summary, per-suite, per-attack,
-    /// ablation (when several SIEVE variants ran), efficiency, why. Default: summary for
-    /// the terminal and CSV, every table for md, json, latex and html.
+    /// ablation (when several SIEVE variants ran), sweeps (when sweep points ran),
+    /// per-class (when context samples ran), efficiency, why. Default: summary (and
+    /// per-class) for the terminal, summary for CSV, every table for md, json, latex, html.
     #[arg(long, value_delimiter = ',', value_name = "IDS")]
     pub tables: Option<Vec<String>>,
     /// Episodes of each outcome (attacked, defended, clean, error) kept per cell for the
@@ -42,7 +43,10 @@ fn selected(
 ) -> Result<Vec<report::Grid>, CliError> {
     let ids: Vec<String> = match &args.tables {
         Some(ids) => ids.clone(),
-        None if matches!(format, Format::Table | Format::Csv) => vec!["summary".into()],
+        None if format == Format::Csv => vec!["summary".into()],
+        // The terminal shows what `run` printed: the summary, and the per-class table
+        // when context samples ran.
+        None if format == Format::Table => vec!["summary".into(), "per-class".into()],
         None => TABLE_IDS.iter().map(|s| s.to_string()).collect(),
     };
     let mut out = Vec::new();

@@ -859,6 +859,41 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     })
 }
 
+/// What `run` prints when it ends: the summary table and, for a comparison of three or
+/// more defenses (e.g. `--defense all`), the paper's main table with one row per defense.
+/// `--columns` names the summary's columns only, so it leaves the main table out.
+pub fn summary_text(report: &RunReport, options: &report::TextOptions) -> Result<String, CliError> {
+    let mut text = report::table(&report.summary, options).map_err(CliError::bad_input)?;
+    let mut defenses: Vec<&str> = report
+        .summary
+        .rows
+        .iter()
+        .map(|r| r.defense.as_str())
+        .collect();
+    defenses.sort();
+    defenses.dedup();
+    if defenses.len() > 2 && options.columns.is_none() {
+        // The run itself succeeded: a main table that cannot be built is a warning,
+        // never a failed run (`report RUN --tables main` can retry it).
+        match main_table(&report.out, options) {
+            Ok(main) => text.push_str(&main),
+            Err(e) => eprintln!("warning: the main table could not be built: {e}"),
+        }
+    }
+    Ok(text)
+}
+
+/// The paper's main table of a finished run, with its title.
+fn main_table(out: &std::path::Path, options: &report::TextOptions) -> Result<String, String> {
+    let doc = report::document(std::slice::from_ref(&out.to_path_buf()), 0)?;
+    let Some(mut main) = doc.tables.into_iter().find(|g| g.id == "main") else {
+        return Ok(String::new());
+    };
+    main.hoist_constant_keys();
+    let rendered = report::text::render(&main, options)?;
+    Ok(format!("\n{}\n{rendered}", main.title))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

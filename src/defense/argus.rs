@@ -21,7 +21,7 @@
 //! marks the whole return anomalous; an unreadable entailment reply refuses.
 
 use super::support::{
-    call_text, carries_payload, describe_tools, injected_call, is_read, json_object, plan_calls,
+    call_text, describe_tools, injected_call, is_read, json_object, plan_calls, quoting_hint,
     scored, string_list,
 };
 use super::{
@@ -198,23 +198,11 @@ impl EpisodeDefense for Episode {
             Message::user(format!("## Tool result\n{output}")),
         ];
         let script = ctx.script.map(|s| s.as_ref());
-        let positive = carries_payload(script, &output);
-        let quote = match script.and_then(|s| s.injection.as_ref()) {
-            Some(i) if positive => i
-                .payloads
-                .iter()
-                .find(|p| crate::model::sim::reads_payload(&output, p))
-                .map_or("", |p| p.as_str())
-                .trim()
-                .to_string(),
-            _ => output.lines().next().unwrap_or("").to_string(),
-        };
-        let hint = scored(
-            positive,
+        let hint = quoting_hint(
+            script,
+            &output,
             format!("argus-segmenter|{output}"),
-            0,
-            json!({"anomalous": [quote]}).to_string(),
-            json!({"anomalous": []}).to_string(),
+            "anomalous",
         );
         let model = ctx.models.judge.clone();
         let reply = ctx

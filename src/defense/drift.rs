@@ -16,7 +16,7 @@
 //! isolator reply cuts nothing but is recorded; an unreadable judge reply blocks.
 
 use super::support::{
-    call_text, carries_payload, describe_tools, injected_call, json_object, plan_calls, scored,
+    call_text, describe_tools, injected_call, json_object, plan_calls, quoting_hint, scored,
     string_list,
 };
 use super::{
@@ -237,25 +237,11 @@ impl EpisodeDefense for Episode {
             )),
         ];
         let script = ctx.script.map(|s| s.as_ref());
-        let positive = carries_payload(script, &output);
-        // What a detector that fires would quote: the injected text when there is one,
-        // else (a false alarm) the output's first line.
-        let quote = match script.and_then(|s| s.injection.as_ref()) {
-            Some(i) if positive => i
-                .payloads
-                .iter()
-                .find(|p| crate::model::sim::reads_payload(&output, p))
-                .map_or("", |p| p.as_str())
-                .trim()
-                .to_string(),
-            _ => output.lines().next().unwrap_or("").to_string(),
-        };
-        let hint = scored(
-            positive,
+        let hint = quoting_hint(
+            script,
+            &output,
             format!("drift-isolator|{output}"),
-            0,
-            json!({"conflicts": [quote]}).to_string(),
-            json!({"conflicts": []}).to_string(),
+            "conflicts",
         );
         let model = ctx.models.judge.clone();
         let reply = ctx

@@ -150,6 +150,34 @@ pub fn carries_payload(script: Option<&EpisodeScript>, text: &str) -> bool {
         .is_some_and(|i| i.payloads.iter().any(|p| reads_payload(text, p)))
 }
 
+/// For the sim hint only: a detector that quotes the injected text it found. Fires when
+/// the text carries the episode's payload; its quote is that payload, or (a false alarm)
+/// the text's first line. `field` names the reply's list, `key` the memo of the draw.
+pub fn quoting_hint(
+    script: Option<&EpisodeScript>,
+    text: &str,
+    key: String,
+    field: &str,
+) -> SimHint {
+    let positive = carries_payload(script, text);
+    let quote = match script.and_then(|s| s.injection.as_ref()) {
+        Some(i) if positive => i
+            .payloads
+            .iter()
+            .find(|p| reads_payload(text, p))
+            .map_or("", |p| p.as_str())
+            .trim(),
+        _ => text.lines().next().unwrap_or(""),
+    };
+    scored(
+        positive,
+        key,
+        0,
+        serde_json::json!({ field: [quote] }).to_string(),
+        serde_json::json!({ field: [] }).to_string(),
+    )
+}
+
 /// For the sim hint only: the user task's reference plan, which a simulated planner
 /// recalls with its profile's `planner_recall`.
 pub fn plan_calls(script: Option<&EpisodeScript>) -> Vec<crate::suite::PlannedCall> {

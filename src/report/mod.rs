@@ -234,13 +234,10 @@ pub fn summary_grid(summary: &Summary) -> Grid {
 /// The terminal table, fitted to `opts`; an error names a mistyped `--columns` entry.
 pub fn table(summary: &Summary, opts: &TextOptions) -> Result<String, String> {
     let mut out = text::render(&summary_grid(summary), opts)?;
-    if !summary.breakdown.is_empty() {
-        let b = grid(
-            &BREAKDOWN_HEADER,
-            summary.breakdown.iter().map(breakdown_cells),
-            3,
-        );
-        writeln!(out, "{BREAKDOWN_TITLE}\n{b}").unwrap();
+    if !summary.breakdown.is_empty() && opts.columns.is_none() {
+        let mut g = tables::per_class(&summary.breakdown);
+        g.hoist_constant_keys();
+        writeln!(out, "{}:\n{}", g.title, text::render(&g, opts)?).unwrap();
     }
     Ok(out)
 }
@@ -257,11 +254,9 @@ pub fn markdown(summary: &Summary) -> String {
         summary,
     ))));
     if !summary.breakdown.is_empty() {
-        writeln!(out, "\n{BREAKDOWN_TITLE}\n").unwrap();
-        out.push_str(&md_table(
-            &BREAKDOWN_HEADER,
-            summary.breakdown.iter().map(breakdown_cells),
-        ));
+        let g = tables::per_class(&summary.breakdown);
+        writeln!(out, "\n{}\n", g.title).unwrap();
+        out.push_str(&formats::markdown(&formats::readable(&g)));
     }
     writeln!(
         out,
@@ -313,80 +308,9 @@ pub fn md_table<const N: usize>(
     out
 }
 
-fn pct(v: Option<f64>) -> String {
-    v.map_or("–".into(), |v| format!("{:.1}", v * 100.0))
-}
-
-/// The breakdown's columns. Suite, attack and model are those of the summary rows above
-/// (pooled over suites; `breakdown.csv` names them), so the table stays narrow.
-const BREAKDOWN_HEADER: [&str; 7] = [
-    "By",
-    "Class / surface",
-    "Defense",
-    "n att",
-    "ASR %",
-    "W-ASR %",
-    "UA %",
-];
-
-const BREAKDOWN_TITLE: &str = "Context-aware samples by vector class and by surface:";
-
-fn breakdown_cells(r: &crate::metrics::BreakdownRow) -> [String; 7] {
-    [
-        r.by.clone(),
-        r.key.clone(),
-        r.defense.clone(),
-        r.n_attacked.to_string(),
-        pct(r.asr),
-        pct(r.w_asr),
-        pct(r.ua),
-    ]
-}
-
 /// `breakdown.csv`: the per-class and per-surface rows, fractions in [0,1].
 pub fn breakdown_csv(summary: &Summary) -> Result<String, csv::Error> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record([
-        "by",
-        "key",
-        "suite",
-        "attack",
-        "defense",
-        "model",
-        "simulated",
-        "n_attacked",
-        "asr",
-        "asr_lo",
-        "asr_hi",
-        "w_asr",
-        "ua",
-        "ua_lo",
-        "ua_hi",
-        "errors",
-    ])?;
-    let o = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
-    for r in &summary.breakdown {
-        w.write_record([
-            r.by.clone(),
-            r.key.clone(),
-            r.suite.clone(),
-            r.attack.clone(),
-            r.defense.clone(),
-            r.model.clone(),
-            r.simulated.to_string(),
-            r.n_attacked.to_string(),
-            o(r.asr),
-            o(r.asr_ci.map(|c| c[0])),
-            o(r.asr_ci.map(|c| c[1])),
-            o(r.w_asr),
-            o(r.ua),
-            o(r.ua_ci.map(|c| c[0])),
-            o(r.ua_ci.map(|c| c[1])),
-            r.errors.to_string(),
-        ])?;
-    }
-    let bytes = w.into_inner().map_err(|e| e.into_error())?;
-    Ok(String::from_utf8(bytes).expect("csv of utf-8 strings"))
+    formats::csv(&tables::per_class(&summary.breakdown))
 }
 
 /// Writes `summary.json`, `summary.csv` and `summary.md` into a run directory.
@@ -531,7 +455,10 @@ pub fn document(dirs: &[PathBuf], per_outcome: usize) -> Result<Document, String
         &summary.rows,
         &summary.order,
     );
-    let mut tables = tables::paper_tables(&summary.rows, &views);
+    if summary.breakdown.is_empty() {
+        summary.breakdown = crate::metrics::breakdown(&loaded.records);
+    }
+    let mut tables = tables::paper_tables(&summary.rows, &views, &summary.breakdown);
     for g in &mut tables {
         if g.id == "summary" {
             g.footnotes = summary.footnotes.clone();

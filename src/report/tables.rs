@@ -3,7 +3,7 @@
 //! succeed). Each metric is one column here; every format renders these grids.
 
 use super::columns::{Better, Column, Grid, Show, Value};
-use crate::metrics::{ALL_SUITES, ErrorPolicy, Rate, Row, row_with};
+use crate::metrics::{ALL_SUITES, BreakdownRow, ErrorPolicy, Rate, Row, row_with};
 use crate::model::Component;
 use crate::runner::record::EpisodeRecord;
 
@@ -554,6 +554,8 @@ pub const TABLE_IDS: &[&str] = &[
     "per-suite",
     "per-attack",
     "ablation",
+    "sweeps",
+    "per-class",
     "efficiency",
     "why",
 ];
@@ -673,8 +675,180 @@ pub fn views(
     }
 }
 
+/// AgentLure-style context samples by vector class and by surface: which kinds of
+/// injection get through which defense. Built from the summary's breakdown rows, so the
+/// terminal, Markdown, `breakdown.csv` and every report format show the same columns.
+pub fn per_class(rows: &[BreakdownRow]) -> Grid {
+    type C<'a> = Column<'a, BreakdownRow>;
+    // Each class's defenses side by side (the breakdown lists defense by defense), classes
+    // and surfaces in the breakdown's order.
+    let mut seen: Vec<(&str, &str, &str, &str)> = Vec::new();
+    for r in rows {
+        let k = (
+            r.attack.as_str(),
+            r.model.as_str(),
+            r.by.as_str(),
+            r.key.as_str(),
+        );
+        if !seen.contains(&k) {
+            seen.push(k);
+        }
+    }
+    let mut rows: Vec<&BreakdownRow> = rows.iter().collect();
+    rows.sort_by_key(|r| {
+        seen.iter().position(|k| {
+            *k == (
+                r.attack.as_str(),
+                r.model.as_str(),
+                r.by.as_str(),
+                r.key.as_str(),
+            )
+        })
+    });
+    let rows: Vec<BreakdownRow> = rows.into_iter().cloned().collect();
+    let text = |id: &str, title: &str, doc: &str, get: fn(&BreakdownRow) -> &str| {
+        C::key(id, title, doc, move |r| get(r).to_string())
+    };
+    let columns = vec![
+        text(
+            "by",
+            "By",
+            "What the row pools: `class` (one of the eight vector classes) or `surface` (where in the environment the sample sat).",
+            |r| &r.by,
+        ),
+        text(
+            "key",
+            "Class / surface",
+            "The vector class or the surface.",
+            |r| &r.key,
+        ),
+        text(
+            "suite",
+            "Suite",
+            "The suite, or `all` when the class spans several.",
+            |r| &r.suite,
+        ),
+        text("attack", "Attack", "The attack (`context_aware`).", |r| {
+            &r.attack
+        }),
+        text(
+            "defense",
+            "Defense",
+            "Defense as named on the command line.",
+            |r| &r.defense,
+        ),
+        text("model", "Model", "The agent's model as resolved.", |r| {
+            &r.model
+        }),
+        C::figure(
+            "simulated",
+            "Simulated",
+            "Whether the scripted sim model played the agent.",
+            Show::File,
+            |r| Value::Text(r.simulated.to_string()),
+        ),
+        C::figure(
+            "n_attacked",
+            "n att",
+            "Attacked episodes with a sample of this class or surface.",
+            Show::Default,
+            |r| Value::Count(r.n_attacked),
+        ),
+        C::figure(
+            "asr",
+            "ASR %",
+            "Attacked episodes whose security check held / attacked episodes.",
+            Show::Default,
+            |r| Value::rate(r.asr, r.asr_ci),
+        )
+        .better(Better::Lower)
+        .with_interval(),
+        C::figure(
+            "w_asr",
+            "W-ASR %",
+            "Severity-weighted ASR.",
+            Show::Default,
+            |r| Value::rate(r.w_asr, None),
+        )
+        .better(Better::Lower),
+        C::figure(
+            "ua",
+            "UA %",
+            "Attacked episodes still solved / attacked episodes.",
+            Show::Default,
+            |r| Value::rate(r.ua, r.ua_ci),
+        )
+        .better(Better::Higher)
+        .with_interval(),
+        C::figure(
+            "errors",
+            "Err",
+            "Errored episodes (outside the rates).",
+            Show::Default,
+            |r| Value::Count(r.errors),
+        ),
+    ];
+    Grid::build(
+        "per-class",
+        "Context-aware samples by vector class and by surface",
+        columns,
+        &rows,
+        |r| {
+            format!(
+                "{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}",
+                r.by, r.key, r.suite, r.attack, r.model
+            )
+        },
+    )
+}
+
+/// Where a defense name is a sweep point (`sieve@threshold=0.4`): the setting and value.
+fn sweep_point(defense: &str) -> Option<(&str, f64)> {
+    let (_, point) = defense.split_once('@')?;
+    let (setting, value) = point.split_once('=')?;
+    Some((setting, value.parse().ok()?))
+}
+
+/// SIEVE's sensitivity sweeps (from `ablate --sweep`): one row per point, in the order
+/// of setting then value, every suite and attack pooled; `None` when no row is a point.
+pub fn sweeps(per_defense: &[Row]) -> Option<Grid> {
+    let mut points: Vec<Row> = per_defense
+        .iter()
+        .filter(|r| sweep_point(&r.defense).is_some())
+        .cloned()
+        .collect();
+    if points.is_empty() {
+        return None;
+    }
+    points.sort_by(|a, b| {
+        let (sa, va) = sweep_point(&a.defense).expect("filtered");
+        let (sb, vb) = sweep_point(&b.defense).expect("filtered");
+        (sa, &a.model).cmp(&(sb, &b.model)).then(va.total_cmp(&vb))
+    });
+    Some(view(
+        "sweeps",
+        "SIEVE sensitivity sweeps (every suite and attack pooled)",
+        &["defense", "model"],
+        &[
+            "asr",
+            "w_asr",
+            "bu",
+            "ua",
+            "eds",
+            "escalation_rate",
+            "judge_calls_per_episode",
+            "tokens_per_episode",
+        ],
+        &points,
+        |r: &Row| {
+            let setting = sweep_point(&r.defense).map_or("", |p| p.0);
+            format!("{setting}\u{1f}{}", r.model)
+        },
+    ))
+}
+
 /// The paper's tables, `summary_rows` in their final order.
-pub fn paper_tables(summary_rows: &[Row], v: &Views) -> Vec<Grid> {
+pub fn paper_tables(summary_rows: &[Row], v: &Views, breakdown: &[BreakdownRow]) -> Vec<Grid> {
     let by_model = |r: &Row| r.model.clone();
     let pooled_figures = [
         "n_attacked",
@@ -730,6 +904,10 @@ pub fn paper_tables(summary_rows: &[Row], v: &Views) -> Vec<Grid> {
             &v.per_defense,
             by_model,
         ));
+    }
+    grids.extend(sweeps(&v.per_defense));
+    if !breakdown.is_empty() {
+        grids.push(per_class(breakdown));
     }
     grids.push(efficiency(&v.per_defense));
     grids.push(view(
@@ -849,7 +1027,9 @@ pub fn columns_doc() -> String {
          percentages. An empty CSV field (JSON `null`) means the row has no such figure.\n\
          `report --format csv|json` over a paper table (`--tables main` etc.) uses the same ids;\n\
          the main table adds `asr_<attack>` and `ua_<attack>` per attack, the efficiency table\n\
-         `tokens_<role>` and `calls_<role>` per role.\n\n\
+         `tokens_<role>` and `calls_<role>` per role. The per-class table (and a run's\n\
+         `breakdown.csv`) names its row with `by` (`class` or `surface`) and `key` (the vector\n\
+         class or surface) before the suite, attack, defense and model.\n\n\
          | id | fields in files | table header | shown | meaning |\n|---|---|---|---|---|\n",
     );
     for c in summary_columns() {
@@ -914,6 +1094,90 @@ mod tests {
             got,
             want.map(|(a, b)| (a.to_string(), b.to_string())).to_vec()
         );
+    }
+
+    #[test]
+    fn sweep_points_sort_by_setting_then_value_and_other_defenses_stay_out() {
+        let rows: Vec<Row> = [
+            "sieve@threshold=0.7",
+            "none",
+            "sieve@threshold=0.3",
+            "sieve@w_causal=0.1",
+            "sieve",
+            "sieve@threshold=0.45",
+        ]
+        .iter()
+        .map(|d| crate::report::tests::row(d, 0.5, true))
+        .collect();
+        let g = sweeps(&rows).expect("sweep points present");
+        let d = g.column("defense").unwrap();
+        let names: Vec<String> = g.rows.iter().map(|r| r[d].display(false)).collect();
+        assert_eq!(
+            names,
+            [
+                "sieve@threshold=0.3",
+                "sieve@threshold=0.45",
+                "sieve@threshold=0.7",
+                "sieve@w_causal=0.1"
+            ]
+        );
+        // Best-marking compares points of one setting only.
+        assert_eq!(g.groups[0], g.groups[2]);
+        assert_ne!(g.groups[0], g.groups[3]);
+        assert!(sweeps(&rows[1..2]).is_none(), "no point, no table");
+        assert_eq!(sweep_point("sieve@threshold=x"), None);
+    }
+
+    #[test]
+    fn per_class_puts_each_classs_defenses_side_by_side() {
+        let mk = |defense: &str, by: &str, key: &str, asr: f64| BreakdownRow {
+            by: by.into(),
+            key: key.into(),
+            suite: ALL_SUITES.into(),
+            attack: "context_aware".into(),
+            defense: defense.into(),
+            model: "sim:obedient".into(),
+            simulated: true,
+            n_attacked: 10,
+            asr: Some(asr),
+            asr_ci: None,
+            w_asr: Some(asr),
+            ua: Some(0.9),
+            ua_ci: None,
+            errors: 0,
+        };
+        // As `metrics::breakdown` lists them: defense by defense.
+        let rows = vec![
+            mk("none", "class", "skill_injection", 1.0),
+            mk("none", "surface", "memory", 1.0),
+            mk("sieve", "class", "skill_injection", 0.2),
+            mk("sieve", "surface", "memory", 0.1),
+        ];
+        let g = per_class(&rows);
+        let (k, d, a) = (
+            g.column("key").unwrap(),
+            g.column("defense").unwrap(),
+            g.column("asr").unwrap(),
+        );
+        let seen: Vec<(String, String)> = g
+            .rows
+            .iter()
+            .map(|r| (r[k].display(false), r[d].display(false)))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("skill_injection".into(), "none".into()),
+                ("skill_injection".into(), "sieve".into()),
+                ("memory".into(), "none".into()),
+                ("memory".into(), "sieve".into()),
+            ]
+        );
+        assert!(
+            g.is_best(1, a) && !g.is_best(0, a),
+            "sieve's lower ASR is the best"
+        );
+        assert!(g.is_best(3, a), "compared within its own surface");
     }
 
     #[test]
