@@ -5,6 +5,7 @@
 //! records → metrics → report.
 
 pub mod agent;
+pub mod aggregate;
 pub mod attack;
 pub mod bounded;
 pub mod commands;

@@ -130,9 +130,22 @@ impl SimProfile {
                 Some(("planner_recall", v)) => planner.recall = prob(v, "planner_recall")?,
                 Some(("planner_extra", v)) => planner.extra = prob(v, "planner_extra")?,
                 _ => {
+                    let name = part.split('=').next().unwrap_or(part);
                     return Err(format!(
-                        "unknown sim profile part `{part}`; use oracle, obedient, p=<x>, substitute, \
-                         varied, judge_auc=<x>, planner_recall=<x>, planner_extra=<x>"
+                        "unknown sim profile part `{part}`{}; use oracle, obedient, p=<x>, substitute, \
+                         varied, judge_auc=<x>, planner_recall=<x>, planner_extra=<x>",
+                        crate::suggest::did_you_mean(
+                            name,
+                            [
+                                "oracle",
+                                "obedient",
+                                "substitute",
+                                "varied",
+                                "judge_auc",
+                                "planner_recall",
+                                "planner_extra"
+                            ]
+                        )
                     ));
                 }
             }
@@ -776,6 +789,10 @@ mod tests {
         assert!(!SimProfile::parse("oracle").unwrap().varied);
         assert!(SimProfile::parse("p=2").is_err());
         assert!(SimProfile::parse("sneaky").is_err());
+        let e = SimProfile::parse("obediant").unwrap_err();
+        assert!(e.contains("did you mean `obedient`"), "{e}");
+        let e = SimProfile::parse("oracle,judge_acu=0.8").unwrap_err();
+        assert!(e.contains("did you mean `judge_auc`"), "{e}");
     }
 
     #[test]

@@ -360,37 +360,29 @@ pub fn from_dir(dir: &Path) -> Result<Summary, String> {
             crate::runner::record::EPISODES
         ));
     }
-    let (records, bad) = crate::runner::record::read_records(&path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    // The run's manifest keeps its error convention and, when priced, its prices.
-    let info = std::fs::read_to_string(dir.join(crate::runner::record::RUN_INFO))
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .unwrap_or_default();
-    let errors_as =
-        crate::metrics::ErrorPolicy::from_name(info["errors_as"].as_str().unwrap_or(""));
+    // The same streaming load as `report`: the run's manifest gives its error convention
+    // and prices, the summary it wrote last the command line's row order.
+    let loaded = runs::load(std::slice::from_ref(&dir.to_path_buf()), 0)?;
+    let mut summary = summary_of(&loaded, false);
+    summary.breakdown = loaded.aggregate.breakdown();
+    Ok(summary)
+}
+
+/// The summary rows of loaded runs, priced and in their order (`order_always`: sorted by
+/// the default order too when the runs recorded none).
+fn summary_of(loaded: &runs::Loaded, order_always: bool) -> Summary {
     let mut summary = Summary::new(
-        crate::metrics::summarise_with(&records, errors_as),
-        records.len(),
-        bad,
+        loaded.aggregate.summarise(),
+        loaded.records,
+        loaded.malformed,
     );
-    summary.breakdown = crate::metrics::breakdown(&records);
-    if let Some([i, o]) = info
-        .get("price_per_mtok")
-        .and_then(|p| serde_json::from_value::<[f64; 2]>(p.clone()).ok())
-    {
+    if let Some([i, o]) = loaded.price {
         summary.apply_price(i, o);
     }
-    // The row order `run` chose (the command line's) lives in the summary it wrote.
-    if let Ok(text) = std::fs::read_to_string(dir.join("summary.json"))
-        && let Ok(old) = serde_json::from_str::<serde_json::Value>(&text)
-        && let Some(order) = old
-            .get("order")
-            .and_then(|o| serde_json::from_value::<Order>(o.clone()).ok())
-    {
-        summary.set_order(order);
+    if order_always || loaded.order != Order::default() {
+        summary.set_order(loaded.order.clone());
     }
-    Ok(summary)
+    summary
 }
 
 /// Everything a report renders, from one or many runs.
@@ -407,56 +399,16 @@ pub struct Document {
     pub duplicates: usize,
 }
 
-/// Bins of the alignment-score histograms.
-pub const SCORE_BINS: usize = 20;
-
-/// S_align of the adjudicated calls of one defense and model: (approved, blocked) bins.
-fn scores(records: &[crate::runner::record::EpisodeRecord], r: &Row) -> (Vec<u64>, Vec<u64>) {
-    let mut approved = vec![0; SCORE_BINS];
-    let mut blocked = vec![0; SCORE_BINS];
-    for e in records
-        .iter()
-        .filter(|e| e.defense == r.defense && e.model == r.model)
-    {
-        let Some(calls) = e.notes.get("calls").and_then(|c| c.as_array()) else {
-            continue;
-        };
-        for c in calls {
-            let Some(score) = c["adjudication"]["s_align"].as_f64() else {
-                continue;
-            };
-            let bin = ((score.clamp(0.0, 1.0) * SCORE_BINS as f64) as usize).min(SCORE_BINS - 1);
-            match c["path"].as_str() {
-                Some("approved") => approved[bin] += 1,
-                Some(_) => blocked[bin] += 1,
-                None => {}
-            }
-        }
-    }
-    (approved, blocked)
-}
+pub use crate::aggregate::SCORE_BINS;
 
 /// Reads runs (merged by episode key, refused when their settings differ) into a
 /// document; `per_outcome` episodes of each outcome per cell are kept for drill-down.
 pub fn document(dirs: &[PathBuf], per_outcome: usize) -> Result<Document, String> {
     let loaded = runs::load(dirs, per_outcome)?;
-    let mut summary = Summary::new(
-        crate::metrics::summarise_with(&loaded.records, loaded.errors_as),
-        loaded.records.len(),
-        loaded.malformed,
-    );
-    if let Some([i, o]) = loaded.price {
-        summary.apply_price(i, o);
-    }
-    summary.set_order(loaded.order.clone());
-    let views = tables::views(
-        &loaded.records,
-        loaded.errors_as,
-        &summary.rows,
-        &summary.order,
-    );
+    let mut summary = summary_of(&loaded, true);
+    let views = tables::views(&loaded.aggregate, &summary.rows, &summary.order);
     if summary.breakdown.is_empty() {
-        summary.breakdown = crate::metrics::breakdown(&loaded.records);
+        summary.breakdown = loaded.aggregate.breakdown();
     }
     let mut tables = tables::paper_tables(&summary.rows, &views, &summary.breakdown);
     for g in &mut tables {
@@ -470,7 +422,10 @@ pub fn document(dirs: &[PathBuf], per_outcome: usize) -> Result<Document, String
     let scores = views
         .per_defense
         .iter()
-        .map(|r| scores(&loaded.records, r))
+        .map(|r| {
+            let s = loaded.aggregate.scores(&r.defense, &r.model);
+            (s.approved, s.blocked)
+        })
         .collect();
     Ok(Document {
         summary,

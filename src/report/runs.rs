@@ -3,11 +3,13 @@
 //! per cell are kept, with their traces, for the HTML drill-down.
 
 use super::tables::{Order, cell_id};
-use crate::metrics::ErrorPolicy;
-use crate::runner::record::{EPISODES, EpisodeRecord, RUN_INFO, TRACES, read_records};
+use crate::aggregate::Aggregate;
+use crate::metrics::{ErrorPolicy, ErrorsAs};
+use crate::runner::record::{EPISODES, EpisodeRecord, RUN_INFO, TRACES};
 use rayon::prelude::*;
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::File;
 use std::hash::{Hash, Hasher};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -49,10 +51,11 @@ pub fn outcome(r: &EpisodeRecord) -> &'static str {
     }
 }
 
-/// Runs loaded for a report.
+/// Runs loaded for a report: their records folded into an [`Aggregate`], never kept.
 pub struct Loaded {
-    /// Every episode, sorted by key (so sums are in one order whatever the runs' order).
-    pub records: Vec<EpisodeRecord>,
+    pub aggregate: Aggregate,
+    /// Distinct episodes (a key recorded twice counts once, as its last record).
+    pub records: usize,
     pub errors_as: ErrorPolicy,
     pub malformed: usize,
     pub duplicates: usize,
@@ -118,14 +121,207 @@ fn check_identities(dirs: &[PathBuf]) -> Result<(), String> {
     Ok(())
 }
 
+/// A key's 64-bit hash. Deduplication keeps one hash per distinct episode (a set of
+/// about 16 bytes an episode, the table's slack included), not the keys: two keys with
+/// one hash would count as one episode, about 3 in 10⁸ for a million episodes.
 fn key_hash(key: &str) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     key.hash(&mut h);
     h.finish()
 }
 
+/// Lines are read and parsed in batches of about this many bytes; a few batches per
+/// thread are in memory at once, so memory does not grow with the file.
+const BATCH_BYTES: usize = 1 << 20;
+
+/// Whole lines of one run's `episodes.jsonl`.
+struct Batch {
+    /// The run's index in the report's list.
+    dir: usize,
+    /// Byte offset of the first line in its file.
+    offset: u64,
+    /// Number of the first line (from 1), for warnings.
+    first_line: usize,
+    bytes: Vec<u8>,
+}
+
+/// Where a line is: its run and byte offset, in the order runs and lines are read.
+fn position(dir: usize, offset: u64) -> u64 {
+    ((dir as u64) << 48) | offset
+}
+
+/// Reads `path` in batches of whole lines and hands them to `f`, `group` at a time.
+fn read_batches(
+    path: &Path,
+    dir: usize,
+    group: usize,
+    mut f: impl FnMut(Vec<Batch>) -> Result<(), String>,
+) -> Result<(), String> {
+    let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
+    let mut reader = BufReader::with_capacity(1 << 20, File::open(path).map_err(cannot)?);
+    let (mut offset, mut line) = (0u64, 1usize);
+    let mut pending = Vec::with_capacity(group);
+    loop {
+        let mut bytes = Vec::with_capacity(BATCH_BYTES + (BATCH_BYTES >> 3));
+        let mut lines = 0;
+        while bytes.len() < BATCH_BYTES {
+            if reader.read_until(b'\n', &mut bytes).map_err(cannot)? == 0 {
+                break;
+            }
+            lines += 1;
+        }
+        if bytes.is_empty() {
+            break;
+        }
+        let len = bytes.len() as u64;
+        pending.push(Batch {
+            dir,
+            offset,
+            first_line: line,
+            bytes,
+        });
+        offset += len;
+        line += lines;
+        if pending.len() == group {
+            f(std::mem::take(&mut pending))?;
+        }
+    }
+    if !pending.is_empty() {
+        f(pending)?;
+    }
+    Ok(())
+}
+
+/// What one pass over the records asks of each batch.
+struct Pass<'a> {
+    errors_as: ErrorPolicy,
+    per_outcome: usize,
+    paths: &'a [PathBuf],
+    /// The first pass warns about malformed lines and checks data versions; a second
+    /// pass (after duplicates) only folds again.
+    first: bool,
+    /// In a second pass: the duplicated keys' hashes, each with the position of its last
+    /// record, the only one of that key folded in.
+    only_last: Option<&'a HashMap<u64, u64>>,
+}
+
+/// One batch, folded.
+struct Folded {
+    /// The run's index in the report's list.
+    dir: usize,
+    aggregate: Aggregate,
+    /// Key hash and position of every well-formed record, in order.
+    keys: Vec<(u64, u64)>,
+    malformed: usize,
+    warnings: Vec<String>,
+    /// Each suite's and attack's data version, first seen first, and the first record
+    /// that disagrees: (what, version known, version found).
+    versions: Vec<(String, String)>,
+    conflict: Option<(String, String, String)>,
+    /// Kept for the drill-down, in record order: up to `per_outcome` per cell and outcome.
+    samples: Vec<Episode>,
+}
+
+/// The data versions a record was made with: its suite's, and its attack's.
+fn versions_of(r: &EpisodeRecord) -> Vec<(String, &str)> {
+    let mut pairs = vec![(format!("suite {}", r.suite), r.suite_fingerprint.as_str())];
+    if let (Some(a), Some(f)) = (&r.attack, &r.attack_fingerprint) {
+        // A template has one version across every episode; a context-aware attack is one
+        // hand-written sample per cell, each with its own version.
+        let what = if a == crate::attack::CONTEXT {
+            format!(
+                "attack {a} on {} {} × {} ({})",
+                r.suite,
+                r.user_task,
+                r.injection_task.as_deref().unwrap_or("-"),
+                r.vector_class.as_deref().unwrap_or("-")
+            )
+        } else {
+            format!("attack {a}")
+        };
+        pairs.push((what, f.as_str()));
+    }
+    pairs
+}
+
+fn fold(batch: &Batch, pass: &Pass<'_>) -> Folded {
+    let mut out = Folded {
+        dir: batch.dir,
+        aggregate: Aggregate::new(pass.errors_as),
+        keys: Vec::new(),
+        malformed: 0,
+        warnings: Vec::new(),
+        versions: Vec::new(),
+        conflict: None,
+        samples: Vec::new(),
+    };
+    let mut versions: HashMap<String, String> = HashMap::new();
+    let mut kept: HashMap<(String, &'static str), usize> = HashMap::new();
+    let mut offset = batch.offset;
+    for (i, line) in batch.bytes.split_inclusive(|b| *b == b'\n').enumerate() {
+        let at = position(batch.dir, offset);
+        offset += line.len() as u64;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let parsed = std::str::from_utf8(line)
+            .map_err(|_| "not valid UTF-8".to_string())
+            .and_then(|l| {
+                serde_json::from_str::<EpisodeRecord>(l).map_err(|e| format!("not a record: {e}"))
+            });
+        let r = match parsed {
+            Ok(r) => r,
+            Err(why) => {
+                out.malformed += 1;
+                if pass.first {
+                    out.warnings.push(format!(
+                        "warning: {}:{}: line skipped, {why}",
+                        pass.paths[batch.dir].join(EPISODES).display(),
+                        batch.first_line + i
+                    ));
+                }
+                continue;
+            }
+        };
+        let hash = key_hash(&r.key);
+        if let Some(only) = pass.only_last
+            && only.get(&hash).is_some_and(|last| *last != at)
+        {
+            continue;
+        }
+        out.keys.push((hash, at));
+        if pass.first {
+            for (what, fp) in versions_of(&r) {
+                match versions.get(&what) {
+                    None => {
+                        versions.insert(what.clone(), fp.to_string());
+                        out.versions.push((what, fp.to_string()));
+                    }
+                    Some(known) if known != fp && out.conflict.is_none() => {
+                        out.conflict = Some((what, known.clone(), fp.to_string()));
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        if pass.per_outcome > 0 {
+            let attack = r.attack.as_deref().unwrap_or("none");
+            let cell = cell_id(&r.suite, attack, &r.defense, &r.model);
+            let n = kept.entry((cell, outcome(&r))).or_default();
+            if *n < pass.per_outcome {
+                *n += 1;
+                out.samples.push(brief(&r));
+            }
+        }
+        out.aggregate.add(&r);
+    }
+    out
+}
+
 /// Reads runs. `per_outcome` episodes of each outcome are kept per cell for the
-/// drill-down (0 keeps none and skips the traces).
+/// drill-down (0 keeps none and skips the traces). Records are parsed and folded in
+/// parallel batches and merged in the order they were read; a key recorded more than
+/// once (a retried error, runs merged over one another) counts once, as its last record.
 pub fn load(dirs: &[PathBuf], per_outcome: usize) -> Result<Loaded, String> {
     if dirs.is_empty() {
         return Err("report needs at least one run directory".into());
@@ -140,8 +336,9 @@ pub fn load(dirs: &[PathBuf], per_outcome: usize) -> Result<Loaded, String> {
     }
     check_identities(dirs)?;
     let mut loaded = Loaded {
-        records: Vec::new(),
-        errors_as: ErrorPolicy::All(crate::metrics::ErrorsAs::Excluded),
+        aggregate: Aggregate::default(),
+        records: 0,
+        errors_as: ErrorPolicy::All(ErrorsAs::Excluded),
         malformed: 0,
         duplicates: 0,
         order: Order::default(),
@@ -149,10 +346,6 @@ pub fn load(dirs: &[PathBuf], per_outcome: usize) -> Result<Loaded, String> {
         dirs: dirs.to_vec(),
         episodes: Vec::new(),
     };
-    // Data versions per suite and attack must agree across runs.
-    let mut versions: HashMap<String, (String, PathBuf)> = HashMap::new();
-    let mut kept: HashMap<(String, &'static str), usize> = HashMap::new();
-    let mut wanted: HashMap<String, (PathBuf, usize)> = HashMap::new();
     for dir in dirs {
         if let Some(info) = read_info(dir) {
             loaded.errors_as = ErrorPolicy::from_name(info["errors_as"].as_str().unwrap_or(""));
@@ -173,78 +366,103 @@ pub fn load(dirs: &[PathBuf], per_outcome: usize) -> Result<Loaded, String> {
             loaded.order.extend(&o);
         }
     }
-    // Runs are parsed in parallel; each keeps the last record of a key (a retried error).
-    let read: Vec<Result<(Vec<EpisodeRecord>, usize), String>> = dirs
-        .par_iter()
-        .map(|d| {
-            let path = d.join(EPISODES);
-            read_records(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))
-        })
-        .collect();
-    let mut index: HashMap<u64, usize> = HashMap::new();
-    for (dir, result) in dirs.iter().zip(read) {
-        let (records, bad) = result?;
-        loaded.malformed += bad;
-        for r in records {
-            let mut pairs = vec![(format!("suite {}", r.suite), r.suite_fingerprint.clone())];
-            if let (Some(a), Some(f)) = (&r.attack, &r.attack_fingerprint) {
-                // A template has one version across every episode; a context-aware
-                // attack is one hand-written sample per cell, each with its own version.
-                let what = if a == crate::attack::CONTEXT {
-                    format!(
-                        "attack {a} on {} {} × {} ({})",
-                        r.suite,
-                        r.user_task,
-                        r.injection_task.as_deref().unwrap_or("-"),
-                        r.vector_class.as_deref().unwrap_or("-")
-                    )
-                } else {
-                    format!("attack {a}")
-                };
-                pairs.push((what, f.clone()));
-            }
-            for (what, fp) in pairs {
-                let known = versions
-                    .entry(what.clone())
-                    .or_insert_with(|| (fp.clone(), dir.clone()));
-                if known.0 != fp {
-                    return Err(format!(
-                        "{} and {} hold {what} in different versions ({} vs {fp}); rerun one of them",
-                        known.1.display(),
-                        dir.display(),
-                        known.0
-                    ));
-                }
-            }
-            if per_outcome > 0 {
-                let attack = r.attack.clone().unwrap_or_else(|| "none".into());
-                let cell = cell_id(&r.suite, &attack, &r.defense, &r.model);
-                let n = kept.entry((cell, outcome(&r))).or_default();
-                if *n < per_outcome {
-                    *n += 1;
-                    wanted.insert(r.key.clone(), (dir.clone(), loaded.episodes.len()));
-                    loaded.episodes.push(brief(&r));
-                }
-            }
-            match index.get(&key_hash(&r.key)) {
-                Some(&at) => {
-                    loaded.duplicates += 1;
-                    loaded.records[at] = r;
-                }
-                None => {
-                    index.insert(key_hash(&r.key), loaded.records.len());
-                    loaded.records.push(r);
-                }
+    let mut pass = Pass {
+        errors_as: loaded.errors_as,
+        per_outcome,
+        paths: dirs,
+        first: true,
+        only_last: None,
+    };
+    // Data versions per suite and attack must agree across runs.
+    let mut versions: HashMap<String, (String, usize)> = HashMap::new();
+    let mut seen: HashSet<u64> = HashSet::new();
+    let mut duplicated: HashMap<u64, u64> = HashMap::new();
+    let (aggregate, samples) = fold_all(dirs, &pass, |f| {
+        loaded.malformed += f.malformed;
+        for w in &f.warnings {
+            eprintln!("{w}");
+        }
+        for (hash, at) in &f.keys {
+            if !seen.insert(*hash) {
+                loaded.duplicates += 1;
+                duplicated.insert(*hash, *at);
             }
         }
-    }
-    loaded
-        .records
-        .par_sort_unstable_by(|a, b| a.key.cmp(&b.key));
+        let differ = |what: &str, known: &(String, usize), found: &str| {
+            format!(
+                "{} and {} hold {what} in different versions ({} vs {found}); rerun one of them",
+                dirs[known.1].display(),
+                dirs[f.dir].display(),
+                known.0
+            )
+        };
+        for (what, fp) in &f.versions {
+            let known = versions
+                .entry(what.clone())
+                .or_insert_with(|| (fp.clone(), f.dir));
+            if known.0 != *fp {
+                return Err(differ(what, known, fp));
+            }
+        }
+        if let Some((what, _, found)) = &f.conflict
+            && let Some(known) = versions.get(what)
+        {
+            return Err(differ(what, known, found));
+        }
+        Ok(())
+    })?;
+    loaded.records = seen.len();
+    drop(seen);
+    let (aggregate, samples) = if duplicated.is_empty() {
+        (aggregate, samples)
+    } else {
+        drop(aggregate);
+        pass.first = false;
+        pass.only_last = Some(&duplicated);
+        fold_all(dirs, &pass, |_| Ok(()))?
+    };
+    loaded.aggregate = aggregate;
     if per_outcome > 0 {
+        let mut wanted: HashMap<String, (PathBuf, usize)> = HashMap::new();
+        for (dir, e) in samples {
+            wanted.insert(e.key.clone(), (dirs[dir].clone(), loaded.episodes.len()));
+            loaded.episodes.push(e);
+        }
         attach_traces(&mut loaded.episodes, &wanted)?;
     }
     Ok(loaded)
+}
+
+/// One pass over every run's records: batches folded in parallel, then merged in the
+/// order they were read, each first shown to `see`. Returns the aggregate and the kept
+/// drill-down episodes with their run's index.
+fn fold_all(
+    dirs: &[PathBuf],
+    pass: &Pass<'_>,
+    mut see: impl FnMut(&Folded) -> Result<(), String>,
+) -> Result<(Aggregate, Vec<(usize, Episode)>), String> {
+    let mut aggregate = Aggregate::new(pass.errors_as);
+    let mut samples = Vec::new();
+    let mut kept: HashMap<(String, &'static str), usize> = HashMap::new();
+    let group = rayon::current_num_threads().max(1) * 2;
+    for (i, dir) in dirs.iter().enumerate() {
+        read_batches(&dir.join(EPISODES), i, group, |batches| {
+            let folded: Vec<Folded> = batches.par_iter().map(|b| fold(b, pass)).collect();
+            for f in folded {
+                see(&f)?;
+                for e in f.samples {
+                    let n = kept.entry((e.cell.clone(), e.outcome)).or_default();
+                    if *n < pass.per_outcome {
+                        *n += 1;
+                        samples.push((i, e));
+                    }
+                }
+                aggregate.merge(f.aggregate);
+            }
+            Ok(())
+        })?;
+    }
+    Ok((aggregate, samples))
 }
 
 fn brief(r: &EpisodeRecord) -> Episode {

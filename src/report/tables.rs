@@ -3,9 +3,9 @@
 //! succeed). Each metric is one column here; every format renders these grids.
 
 use super::columns::{Better, Column, Grid, Show, Value};
-use crate::metrics::{ALL_SUITES, BreakdownRow, ErrorPolicy, Rate, Row, row_with};
+use crate::aggregate::Aggregate;
+use crate::metrics::{ALL_SUITES, BreakdownRow, Rate, Row};
 use crate::model::Component;
-use crate::runner::record::EpisodeRecord;
 
 /// The order rows appear in: suites, attacks and defenses as the command line named
 /// them (the micro-averaged `all` suite last); names it does not know follow in
@@ -593,14 +593,9 @@ pub struct Views {
     pub attacks: Vec<String>,
 }
 
-/// Pools `records` (sorted by key) as [`Views`] describes; `summary_rows` name the
+/// Pools the aggregated records as [`Views`] describes; `summary_rows` name the
 /// defenses, models, suites and attacks present.
-pub fn views(
-    records: &[EpisodeRecord],
-    errors: impl Into<ErrorPolicy>,
-    summary_rows: &[Row],
-    order: &Order,
-) -> Views {
+pub fn views(aggregate: &Aggregate, summary_rows: &[Row], order: &Order) -> Views {
     let mut dm: Vec<(String, String)> = Vec::new();
     let mut attacks: Vec<String> = Vec::new();
     let mut suites: Vec<String> = Vec::new();
@@ -616,33 +611,6 @@ pub fn views(
             suites.push(r.suite.clone());
         }
     }
-    let policy = errors.into();
-    let pooled = |label_suite: &str,
-                  label_attack: &str,
-                  d: &str,
-                  m: &str,
-                  keep: &dyn Fn(&EpisodeRecord) -> bool|
-     -> Option<Row> {
-        let mine: Vec<&EpisodeRecord> = records
-            .iter()
-            .filter(|r| r.defense == d && r.model == m && keep(r))
-            .collect();
-        if mine.is_empty() {
-            return None;
-        }
-        let errors_as = policy.for_suites(mine.iter().map(|r| r.suite.as_str()));
-        let (attacked, clean): (Vec<&EpisodeRecord>, Vec<&EpisodeRecord>) =
-            mine.into_iter().partition(|r| r.attacked());
-        Some(row_with(
-            label_suite,
-            label_attack,
-            d,
-            m,
-            &clean,
-            &attacked,
-            errors_as,
-        ))
-    };
     let finish = |mut rows: Vec<Row>| {
         set_overheads(&mut rows);
         order.sort(&mut rows);
@@ -650,20 +618,20 @@ pub fn views(
     };
     let per_defense = finish(
         dm.iter()
-            .filter_map(|(d, m)| pooled(ALL_SUITES, ALL_SUITES, d, m, &|_| true))
+            .filter_map(|(d, m)| aggregate.pooled_row(ALL_SUITES, ALL_SUITES, d, m, |_| true))
             .collect(),
     );
     let mut per_suite = Vec::new();
     for su in &suites {
         for (d, m) in &dm {
-            per_suite.extend(pooled(su, ALL_SUITES, d, m, &|r| &r.suite == su));
+            per_suite.extend(aggregate.pooled_row(su, ALL_SUITES, d, m, |k| &k.suite == su));
         }
     }
     let mut per_attack = Vec::new();
     for a in &attacks {
         for (d, m) in &dm {
-            per_attack.extend(pooled(ALL_SUITES, a, d, m, &|r| {
-                !r.attacked() || r.attack.as_ref() == Some(a)
+            per_attack.extend(aggregate.pooled_row(ALL_SUITES, a, d, m, |k| {
+                !k.attacked || k.attack.as_ref() == Some(a)
             }));
         }
     }

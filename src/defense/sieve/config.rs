@@ -437,7 +437,11 @@ impl SieveConfig {
             .find(|v| v.name == name)
             .ok_or_else(|| {
                 format!(
-                    "unknown SIEVE variant `{name}`; available: {}",
+                    "unknown SIEVE variant `{name}`{}; available: {}",
+                    crate::suggest::did_you_mean(
+                        name,
+                        self.variants.iter().map(|v| v.name.as_str())
+                    ),
                     self.variants
                         .iter()
                         .map(|v| v.name.as_str())
@@ -476,6 +480,8 @@ mod tests {
         let c = SieveConfig::builtin();
         // full: the paper's 0.1/0.7/0.1/0.1, already summing to 1.
         assert_w(&c.variant("full").unwrap().weights, 0.1, 0.7, 0.1, 0.1);
+        let e = c.variant("no_causal").unwrap_err();
+        assert!(e.contains("did you mean `no-causal`"), "{e}");
         // no-sem: 0.7, 0.1, 0.1 over 0.9 = 7/9, 1/9, 1/9.
         assert_w(
             &c.variant("no-sem").unwrap().weights,

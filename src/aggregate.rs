@@ -1,0 +1,870 @@
+//! Streaming aggregation of episode records: each record folds, once, into a small
+//! accumulator of the cell it belongs to, and every table is then assembled by merging
+//! accumulators, never by keeping records. Memory grows with the number of cells,
+//! clusters (suite × user task × injection task × attack: bounded by the suites, not by
+//! the episodes) and seeds, so a report over a million episodes stays small.
+//!
+//! Accumulators hold only sums that do not depend on the order records arrive in:
+//! integer counts, booleans, minima, and severity sums in exact fixed point. Two
+//! aggregates of disjoint record sets [`Aggregate::merge`] into the aggregate of their
+//! union whatever the order, so records can be folded in parallel batches.
+
+use crate::metrics::{
+    ALL_SUITES, Attribution, BreakdownRow, ClusterKey, ErrorPolicy, ErrorsAs, Rate, Row,
+    attack_label, attribute, eds, effective_n_counts, wilson_p,
+};
+use crate::model::{Component, ScriptedRoles};
+use crate::runner::record::EpisodeRecord;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Everything that decides which rows a record feeds: its suite, defense and model, and
+/// whether and how it was attacked.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Atom {
+    pub suite: String,
+    pub defense: String,
+    pub model: String,
+    /// The record has an injection task.
+    pub attacked: bool,
+    /// The attack as recorded.
+    pub attack: Option<String>,
+    /// The summary's attack label ([`attack_label`]) of an attacked record with an
+    /// attack; `None` for the records the summary counts as clean.
+    pub label: Option<String>,
+}
+
+impl Atom {
+    fn of(r: &EpisodeRecord) -> Atom {
+        let label = match &r.attack {
+            Some(a) if r.attacked() => Some(attack_label(a, r)),
+            _ => None,
+        };
+        Atom {
+            suite: r.suite.clone(),
+            defense: r.defense.clone(),
+            model: r.model.clone(),
+            attacked: r.attacked(),
+            attack: r.attack.clone(),
+            label,
+        }
+    }
+}
+
+/// Counted episodes (see [`Acc`]) with the outcomes the rates need.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Outcomes {
+    n: u64,
+    /// The attack succeeded (an error does, under AgentDojo's convention).
+    succeeded: u64,
+    /// The user task was solved.
+    solved: u64,
+}
+
+impl Outcomes {
+    fn add(&mut self, o: &Outcomes) {
+        self.n += o.n;
+        self.succeeded += o.succeeded;
+        self.solved += o.solved;
+    }
+}
+
+/// Severity sums in fixed point with 64 fractional bits: exact for every severity in
+/// [2⁻¹¹, 1] (an f64 there has no bit below 2⁻⁶⁴), so the sum does not depend on the
+/// order records arrive in, as a float sum would.
+const SEVERITY_ONE: f64 = 18_446_744_073_709_551_616.0; // 2^64
+
+fn fixed(x: f64) -> i128 {
+    (x * SEVERITY_ONE) as i128
+}
+
+/// Everything a row needs from a set of records, under one error convention. An episode
+/// "counts" in the rates unless it errored and errors are excluded.
+#[derive(Clone, Debug, Default)]
+pub struct Acc {
+    /// Episodes, errored included.
+    episodes: u64,
+    errors: u64,
+    simulated: bool,
+    /// Some record did not say which roles were scripted.
+    roles_unknown: bool,
+    /// Per role, the smallest label seen (one row has one label per role).
+    roles: ScriptedRoles,
+    /// Counted episodes per cluster.
+    clusters: BTreeMap<ClusterKey, Outcomes>,
+    /// Counted episodes per seed; a seed seen only in errored episodes has n = 0.
+    seeds: BTreeMap<u64, Outcomes>,
+    severity: i128,
+    severity_succeeded: i128,
+    hit_step_limit: u64,
+    blocked: u64,
+    asked_user: u64,
+    faked: u64,
+    proposed: u64,
+    escalated: u64,
+    /// Tokens and calls per component, in [`Component::ALL`] order.
+    by_component: [(u64, u64); 5],
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    calls: u64,
+    /// Some counted record's defense notes each call's path.
+    attributed: bool,
+    /// Counted successful attacks by path: layer 1, adjudicator, unchecked.
+    via: [u64; 3],
+    bypass_pairs: u64,
+    bypass_succeeded: u64,
+}
+
+impl Acc {
+    /// Folds one record in.
+    pub fn add(&mut self, r: &EpisodeRecord, errors_as: ErrorsAs) {
+        self.episodes += 1;
+        self.errors += u64::from(r.error.is_some());
+        self.simulated |= r.simulated;
+        match &r.scripted_roles {
+            None => self.roles_unknown = true,
+            Some(roles) => {
+                for (c, role) in roles {
+                    self.keep_role(*c, role);
+                }
+            }
+        }
+        let counts = r.error.is_none() || errors_as.counts_errors(&r.suite);
+        let seed = self.seeds.entry(r.seed).or_default();
+        if counts {
+            // Under AgentDojo's convention an errored episode is unsolved and attacked.
+            let succeeded = r.error.is_some() || r.attack_success == Some(true);
+            let o = Outcomes {
+                n: 1,
+                succeeded: u64::from(succeeded),
+                solved: u64::from(r.error.is_none() && r.utility),
+            };
+            seed.add(&o);
+            let cluster = (
+                r.suite.clone(),
+                r.user_task.clone(),
+                r.injection_task.clone(),
+                r.attack.clone(),
+            );
+            self.clusters.entry(cluster).or_default().add(&o);
+            let severity = fixed(r.severity.unwrap_or(1.0));
+            self.severity += severity;
+            let attribution = attribute(r);
+            self.attributed |= attribution.is_some();
+            if succeeded {
+                self.severity_succeeded += severity;
+                match attribution {
+                    Some(Attribution::Layer1) => self.via[0] += 1,
+                    Some(Attribution::Adjudicator) => self.via[1] += 1,
+                    Some(Attribution::Unchecked) => self.via[2] += 1,
+                    None => {}
+                }
+            }
+            if r.bypass_pair {
+                self.bypass_pairs += 1;
+                self.bypass_succeeded += u64::from(succeeded);
+            }
+        }
+        self.hit_step_limit += u64::from(r.hit_step_limit);
+        self.blocked += r.blocked;
+        self.asked_user += r.asked_user;
+        self.faked += r.faked;
+        self.proposed += r.proposed_calls;
+        self.escalated += r.escalated;
+        for (i, c) in Component::ALL.into_iter().enumerate() {
+            let t = r.cost.get(c);
+            self.by_component[i].0 += t.tokens();
+            self.by_component[i].1 += t.calls;
+        }
+        let total = r.cost.total();
+        self.prompt_tokens += total.prompt_tokens;
+        self.completion_tokens += total.completion_tokens;
+        self.calls += total.calls;
+    }
+
+    fn keep_role(&mut self, c: Component, role: &crate::model::ScriptedRole) {
+        match self.roles.get(&c) {
+            Some(have) if have.label <= role.label => {}
+            _ => {
+                self.roles.insert(c, role.clone());
+            }
+        }
+    }
+
+    /// Adds another accumulator's records.
+    pub fn merge(&mut self, o: &Acc) {
+        self.episodes += o.episodes;
+        self.errors += o.errors;
+        self.simulated |= o.simulated;
+        self.roles_unknown |= o.roles_unknown;
+        for (c, role) in &o.roles {
+            self.keep_role(*c, role);
+        }
+        for (k, v) in &o.clusters {
+            match self.clusters.get_mut(k) {
+                Some(mine) => mine.add(v),
+                None => {
+                    self.clusters.insert(k.clone(), *v);
+                }
+            }
+        }
+        for (k, v) in &o.seeds {
+            self.seeds.entry(*k).or_default().add(v);
+        }
+        self.severity += o.severity;
+        self.severity_succeeded += o.severity_succeeded;
+        self.hit_step_limit += o.hit_step_limit;
+        self.blocked += o.blocked;
+        self.asked_user += o.asked_user;
+        self.faked += o.faked;
+        self.proposed += o.proposed;
+        self.escalated += o.escalated;
+        for (mine, theirs) in self.by_component.iter_mut().zip(o.by_component) {
+            mine.0 += theirs.0;
+            mine.1 += theirs.1;
+        }
+        self.prompt_tokens += o.prompt_tokens;
+        self.completion_tokens += o.completion_tokens;
+        self.calls += o.calls;
+        self.attributed |= o.attributed;
+        for (mine, theirs) in self.via.iter_mut().zip(o.via) {
+            *mine += theirs;
+        }
+        self.bypass_pairs += o.bypass_pairs;
+        self.bypass_succeeded += o.bypass_succeeded;
+    }
+
+    /// Counted episodes.
+    fn counted(&self) -> u64 {
+        self.clusters.values().map(|o| o.n).sum()
+    }
+
+    /// The clustered rate of `outcome` over the counted episodes.
+    fn rate(&self, outcome: fn(&Outcomes) -> u64) -> Option<Rate> {
+        let n = self.counted();
+        if n == 0 {
+            return None;
+        }
+        let k: u64 = self.clusters.values().map(outcome).sum();
+        let p = k as f64 / n as f64;
+        let n_eff = effective_n_counts(self.clusters.values().map(|o| (o.n, outcome(o))));
+        let (lo, hi) = wilson_p(p, n_eff);
+        Some(Rate {
+            value: p,
+            n,
+            lo,
+            hi,
+        })
+    }
+
+    /// The lowest and highest rate of `outcome` over single seeds, when there are several.
+    fn seed_range(&self, outcome: fn(&Outcomes) -> u64) -> Option<[f64; 2]> {
+        let rates: Vec<f64> = self
+            .seeds
+            .values()
+            .filter(|o| o.n > 0)
+            .map(|o| outcome(o) as f64 / o.n as f64)
+            .collect();
+        if rates.len() < 2 {
+            return None;
+        }
+        Some([
+            rates.iter().copied().fold(f64::INFINITY, f64::min),
+            rates.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        ])
+    }
+
+    /// One summary row from the records counted as clean and those counted as attacked.
+    pub fn row(
+        suite: &str,
+        attack: &str,
+        defense: &str,
+        model: &str,
+        clean: &Acc,
+        attacked: &Acc,
+        errors_as: ErrorsAs,
+    ) -> Row {
+        let mut all = clean.clone();
+        all.merge(attacked);
+        let n_all = all.episodes.max(1) as f64;
+        let asr = attacked.rate(|o| o.succeeded);
+        let ua = attacked.rate(|o| o.solved);
+        let bu = clean.rate(|o| o.solved);
+        let n_att = attacked.counted();
+        let mut tokens_by_component = BTreeMap::new();
+        let mut calls_by_component = BTreeMap::new();
+        for (c, (t, k)) in Component::ALL.into_iter().zip(all.by_component) {
+            if k > 0 {
+                tokens_by_component.insert(c.as_str().to_string(), t as f64 / n_all);
+                calls_by_component.insert(c.as_str().to_string(), k as f64 / n_all);
+            }
+        }
+        let judge = Component::ALL
+            .iter()
+            .position(|c| *c == Component::Judge)
+            .expect("the judge is a component");
+        let via = |i: usize| attacked.attributed.then_some(attacked.via[i]);
+        let ci = |r: Option<Rate>| (r.map(|r| r.value), r.map(|r| [r.lo, r.hi]));
+        let (asr_v, asr_ci) = ci(asr);
+        let (bu_v, bu_ci) = ci(bu);
+        let (ua_v, ua_ci) = ci(ua);
+        Row {
+            suite: suite.into(),
+            attack: attack.into(),
+            defense: defense.into(),
+            model: model.into(),
+            simulated: all.simulated,
+            scripted_roles: (!all.roles_unknown).then(|| all.roles.clone()),
+            n_clean: clean.counted(),
+            n_attacked: n_att,
+            asr: asr_v,
+            asr_ci,
+            w_asr: (n_att > 0 && attacked.severity > 0)
+                .then(|| attacked.severity_succeeded as f64 / attacked.severity as f64),
+            bu: bu_v,
+            bu_ci,
+            ua: ua_v,
+            ua_ci,
+            eds: match (asr_v, ua_v) {
+                (Some(a), Some(u)) => Some(eds(a, u)),
+                _ => None,
+            },
+            errors: all.errors,
+            episodes: all.episodes,
+            error_rate: (all.episodes > 0).then(|| all.errors as f64 / all.episodes as f64),
+            errors_as,
+            too_many_errors: false,
+            seeds: all.seeds.len() as u64,
+            asr_seed_range: attacked.seed_range(|o| o.succeeded),
+            ua_seed_range: attacked.seed_range(|o| o.solved),
+            bu_seed_range: clean.seed_range(|o| o.solved),
+            hit_step_limit: all.hit_step_limit,
+            blocked: all.blocked,
+            asked_user: all.asked_user,
+            faked: all.faked,
+            escalation_rate: (all.proposed > 0).then(|| all.escalated as f64 / all.proposed as f64),
+            judge_calls_per_episode: all.by_component[judge].1 as f64 / n_all,
+            tokens_per_episode: (all.prompt_tokens + all.completion_tokens) as f64 / n_all,
+            prompt_tokens_per_episode: all.prompt_tokens as f64 / n_all,
+            completion_tokens_per_episode: all.completion_tokens as f64 / n_all,
+            calls_per_episode: all.calls as f64 / n_all,
+            tokens_by_component,
+            calls_by_component,
+            success_via_layer1: via(0),
+            success_via_adjudicator: via(1),
+            success_unchecked: via(2),
+            n_bypass_tagged: attacked.bypass_pairs,
+            bypass_tagged_success: attacked.bypass_succeeded,
+            token_overhead_vs_none: None,
+            dollars_per_episode: None,
+        }
+    }
+}
+
+/// Bins of the alignment-score histograms.
+pub const SCORE_BINS: usize = 20;
+
+/// S_align of adjudicated calls: counts per bin of approved and of blocked calls.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scores {
+    pub approved: Vec<u64>,
+    pub blocked: Vec<u64>,
+}
+
+impl Default for Scores {
+    fn default() -> Self {
+        Scores {
+            approved: vec![0; SCORE_BINS],
+            blocked: vec![0; SCORE_BINS],
+        }
+    }
+}
+
+impl Scores {
+    fn add(&mut self, r: &EpisodeRecord) {
+        let Some(calls) = r.notes.get("calls").and_then(|c| c.as_array()) else {
+            return;
+        };
+        for c in calls {
+            let Some(score) = c["adjudication"]["s_align"].as_f64() else {
+                continue;
+            };
+            let bin = ((score.clamp(0.0, 1.0) * SCORE_BINS as f64) as usize).min(SCORE_BINS - 1);
+            match c["path"].as_str() {
+                Some("approved") => self.approved[bin] += 1,
+                Some(_) => self.blocked[bin] += 1,
+                None => {}
+            }
+        }
+    }
+
+    fn merge(&mut self, o: &Scores) {
+        for (a, b) in self.approved.iter_mut().zip(&o.approved) {
+            *a += b;
+        }
+        for (a, b) in self.blocked.iter_mut().zip(&o.blocked) {
+            *a += b;
+        }
+    }
+}
+
+/// A group of the breakdown: attack, defense, model, class (0) or surface (1), the
+/// class's canonical position, the class or surface.
+type BreakdownKey = (String, String, String, u8, usize, String);
+
+/// Every record of a report, folded: accumulators per [`Atom`], per breakdown group, and
+/// the alignment-score histograms per defense and model.
+#[derive(Clone, Debug, Default)]
+pub struct Aggregate {
+    errors_as: ErrorPolicy,
+    atoms: BTreeMap<Atom, Acc>,
+    /// The breakdown counts errors as its own outcome whatever the run's convention.
+    breakdown: BTreeMap<BreakdownKey, (Acc, BTreeSet<String>)>,
+    scores: BTreeMap<(String, String), Scores>,
+}
+
+impl Aggregate {
+    pub fn new(errors: impl Into<ErrorPolicy>) -> Self {
+        Aggregate {
+            errors_as: errors.into(),
+            ..Default::default()
+        }
+    }
+
+    /// Folds a set of records.
+    pub fn of(records: &[EpisodeRecord], errors: impl Into<ErrorPolicy>) -> Self {
+        let mut a = Aggregate::new(errors);
+        for r in records {
+            a.add(r);
+        }
+        a
+    }
+
+    pub fn errors_as(&self) -> ErrorPolicy {
+        self.errors_as
+    }
+
+    /// The convention of a row over these atoms, by the policy.
+    fn convention<'a>(&self, atoms: impl Iterator<Item = &'a Atom>) -> ErrorsAs {
+        self.errors_as.for_suites(atoms.map(|k| k.suite.as_str()))
+    }
+
+    /// Episodes folded in.
+    pub fn episodes(&self) -> u64 {
+        self.atoms.values().map(|a| a.episodes).sum()
+    }
+
+    /// Folds one record in.
+    pub fn add(&mut self, r: &EpisodeRecord) {
+        let atom = Atom::of(r);
+        // Each record counts by its own suite's convention under the policy.
+        let errors_as = self.errors_as.per_record();
+        match self.atoms.get_mut(&atom) {
+            Some(acc) => acc.add(r, errors_as),
+            None => {
+                let mut acc = Acc::default();
+                acc.add(r, errors_as);
+                self.atoms.insert(atom, acc);
+            }
+        }
+        self.add_breakdown(r);
+        let dm = (r.defense.clone(), r.model.clone());
+        self.scores.entry(dm).or_default().add(r);
+    }
+
+    fn add_breakdown(&mut self, r: &EpisodeRecord) {
+        use crate::suite::samples::VectorClass;
+        let (true, Some(class), Some(attack)) = (r.attacked(), &r.vector_class, &r.attack) else {
+            return;
+        };
+        let order = VectorClass::ALL
+            .iter()
+            .position(|v| v.as_str() == class)
+            .unwrap_or(VectorClass::ALL.len());
+        let mut keys = vec![(0u8, order, class.clone())];
+        if let Some(surface) = &r.surface {
+            keys.push((1, 0, surface.clone()));
+        }
+        for (by, order, key) in keys {
+            let k = (
+                attack.clone(),
+                r.defense.clone(),
+                r.model.clone(),
+                by,
+                order,
+                key,
+            );
+            let (acc, suites) = self.breakdown.entry(k).or_default();
+            acc.add(r, ErrorsAs::Excluded);
+            if !suites.contains(&r.suite) {
+                suites.insert(r.suite.clone());
+            }
+        }
+    }
+
+    /// Adds another aggregate's records (folded under the same convention).
+    pub fn merge(&mut self, o: Aggregate) {
+        for (k, v) in o.atoms {
+            match self.atoms.get_mut(&k) {
+                Some(mine) => mine.merge(&v),
+                None => {
+                    self.atoms.insert(k, v);
+                }
+            }
+        }
+        for (k, (acc, suites)) in o.breakdown {
+            let (mine, my_suites) = self.breakdown.entry(k).or_default();
+            mine.merge(&acc);
+            my_suites.extend(suites);
+        }
+        for (k, v) in o.scores {
+            self.scores.entry(k).or_default().merge(&v);
+        }
+    }
+
+    /// The merged accumulator of the atoms `keep` selects.
+    fn pool(&self, keep: impl Fn(&Atom) -> bool) -> Acc {
+        let mut acc = Acc::default();
+        for (_, a) in self.atoms.iter().filter(|(k, _)| keep(k)) {
+            acc.merge(a);
+        }
+        acc
+    }
+
+    /// One row over the atoms of `defense` and `model` that `keep` selects, attacked
+    /// records (with an injection task) on the attacked side; `None` when none is there.
+    pub fn pooled_row(
+        &self,
+        suite: &str,
+        attack: &str,
+        defense: &str,
+        model: &str,
+        keep: impl Fn(&Atom) -> bool,
+    ) -> Option<Row> {
+        let mine = |k: &Atom| k.defense == defense && k.model == model && keep(k);
+        let clean = self.pool(|k| mine(k) && !k.attacked);
+        let attacked = self.pool(|k| mine(k) && k.attacked);
+        if clean.episodes + attacked.episodes == 0 {
+            return None;
+        }
+        Some(Acc::row(
+            suite,
+            attack,
+            defense,
+            model,
+            &clean,
+            &attacked,
+            self.convention(self.atoms.keys().filter(|k| mine(k))),
+        ))
+    }
+
+    /// The summary: one row per suite × attack × defense × model, plus an `all` row per
+    /// attack × defense × model micro-averaged over episodes when several suites ran.
+    /// Clean episodes are shared by every attack row of their suite, defense and model.
+    pub fn summarise(&self) -> Vec<Row> {
+        let clean_of = |k: &Atom| k.label.is_none();
+        let mut attacks: Vec<&str> = self
+            .atoms
+            .keys()
+            .filter_map(|k| k.label.as_deref())
+            .collect();
+        attacks.sort();
+        attacks.dedup();
+        let mut suites: Vec<&str> = self.atoms.keys().map(|k| k.suite.as_str()).collect();
+        suites.sort();
+        suites.dedup();
+        let mut dm: Vec<(&str, &str)> = self
+            .atoms
+            .keys()
+            .map(|k| (k.defense.as_str(), k.model.as_str()))
+            .collect();
+        dm.sort();
+        dm.dedup();
+        let labels: Vec<&str> = if attacks.is_empty() {
+            vec!["none"]
+        } else {
+            attacks.clone()
+        };
+        let reached = |suite: &str, defense: &str, model: &str, attack: &str| {
+            self.atoms.keys().any(|k| {
+                k.suite == suite
+                    && k.defense == defense
+                    && k.model == model
+                    && k.label.as_deref() == Some(attack)
+            })
+        };
+        let mut rows = Vec::new();
+        let mut add_rows = |suite_label: &str, suite_set: &[&str]| {
+            for &attack in &labels {
+                for &(defense, model) in &dm {
+                    // A suite this attack never reached (the samples of `context` exist
+                    // only in lure-style suites) adds nothing to its row, not even clean
+                    // episodes: they would repeat the BU of the attacks that do apply.
+                    let set: Vec<&str> = suite_set
+                        .iter()
+                        .copied()
+                        .filter(|s| attacks.is_empty() || reached(s, defense, model, attack))
+                        .collect();
+                    let here = |k: &Atom| {
+                        k.defense == defense && k.model == model && set.contains(&k.suite.as_str())
+                    };
+                    let clean = self.pool(|k| here(k) && clean_of(k));
+                    let attacked = self.pool(|k| here(k) && k.label.as_deref() == Some(attack));
+                    if clean.episodes + attacked.episodes == 0 {
+                        continue;
+                    }
+                    let errors_as = self.convention(self.atoms.keys().filter(|k| {
+                        here(k) && (clean_of(k) || k.label.as_deref() == Some(attack))
+                    }));
+                    rows.push(Acc::row(
+                        suite_label,
+                        attack,
+                        defense,
+                        model,
+                        &clean,
+                        &attacked,
+                        errors_as,
+                    ));
+                }
+            }
+        };
+        for &s in &suites {
+            add_rows(s, &[s]);
+        }
+        if suites.len() > 1 {
+            add_rows(ALL_SUITES, &suites);
+        }
+        set_overheads(&mut rows);
+        rows
+    }
+
+    /// The per-class and per-surface breakdown of the attacked episodes that carry a
+    /// vector class (the samples of `--attack context`); empty for template-only runs.
+    /// Classes come in their canonical order, surfaces alphabetically.
+    pub fn breakdown(&self) -> Vec<BreakdownRow> {
+        self.breakdown
+            .iter()
+            .map(|((attack, defense, model, by, _, key), (acc, suites))| {
+                let r = Acc::row(
+                    "",
+                    attack,
+                    defense,
+                    model,
+                    &Acc::default(),
+                    acc,
+                    ErrorsAs::Excluded,
+                );
+                BreakdownRow {
+                    by: if *by == 0 { "class" } else { "surface" }.into(),
+                    key: key.clone(),
+                    suite: if suites.len() == 1 {
+                        suites.iter().next().expect("one suite").clone()
+                    } else {
+                        ALL_SUITES.into()
+                    },
+                    attack: attack.clone(),
+                    defense: defense.clone(),
+                    model: model.clone(),
+                    simulated: r.simulated,
+                    n_attacked: r.n_attacked,
+                    asr: r.asr,
+                    asr_ci: r.asr_ci,
+                    w_asr: r.w_asr,
+                    ua: r.ua,
+                    ua_ci: r.ua_ci,
+                    errors: r.errors,
+                }
+            })
+            .collect()
+    }
+
+    /// The alignment-score histograms of one defense and model.
+    pub fn scores(&self, defense: &str, model: &str) -> Scores {
+        self.scores
+            .get(&(defense.to_string(), model.to_string()))
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+/// Sets each row's token overhead against `none` on the same suite, attack and model.
+pub fn set_overheads(rows: &mut [Row]) {
+    let base: BTreeMap<(String, String, String), f64> = rows
+        .iter()
+        .filter(|r| r.defense == "none")
+        .map(|r| {
+            (
+                (r.suite.clone(), r.attack.clone(), r.model.clone()),
+                r.tokens_per_episode,
+            )
+        })
+        .collect();
+    for r in rows {
+        if let Some(b) = base.get(&(r.suite.clone(), r.attack.clone(), r.model.clone()))
+            && *b > 0.0
+        {
+            r.token_overhead_vs_none = Some(r.tokens_per_episode / b);
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod reference;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::Paths;
+    use crate::commands::run::{RunArgs, run};
+    use crate::runner::record::{EPISODES, RUN_INFO, read_records};
+    use std::path::{Path, PathBuf};
+
+    /// A real sim run: two suites (one with context-aware samples) under `important`
+    /// and `context`, `none` and `sieve`, two seeds, an agent that follows half the
+    /// injections; then every eleventh record turned into an error (no fixture run has
+    /// any) and a few recorded again with another outcome, later in the file.
+    async fn real_run(dir: &Path) -> Vec<EpisodeRecord> {
+        let paths = Paths::resolve(None, None, Some(PathBuf::from(env!("CARGO_MANIFEST_DIR"))));
+        let out = dir.join("run");
+        run(
+            &paths,
+            RunArgs {
+                suite: "dojo-style/banking,lure-style/slack".into(),
+                attack: "important,context".into(),
+                defense: "none,sieve".into(),
+                model: "sim:p=0.5".into(),
+                seeds: 2,
+                user_tasks: Some((0..4).map(|i| format!("user_task_{i}")).collect()),
+                out: Some(out.clone()),
+                quiet: true,
+                ..RunArgs::default()
+            },
+        )
+        .await
+        .expect("the sim run succeeds");
+        let (mut records, bad) = read_records(&out.join(EPISODES)).unwrap();
+        assert_eq!(bad, 0);
+        assert!(records.len() > 300, "{}", records.len());
+        for (i, r) in records.iter_mut().enumerate() {
+            if i % 11 == 3 {
+                r.error = Some("synthetic: the model request failed".into());
+                r.utility = false;
+            }
+        }
+        let mut lines: Vec<String> = records
+            .iter()
+            .map(|r| serde_json::to_string(r).unwrap())
+            .collect();
+        // Recorded again (a retried error): the last record of a key is the one counted.
+        for r in records.iter_mut().step_by(37) {
+            r.error = None;
+            r.utility = !r.utility;
+            lines.push(serde_json::to_string(r).unwrap());
+        }
+        let merged = dir.join("merged");
+        std::fs::create_dir_all(&merged).unwrap();
+        std::fs::write(merged.join(EPISODES), lines.join("\n") + "\n").unwrap();
+        std::fs::copy(out.join(RUN_INFO), merged.join(RUN_INFO)).unwrap();
+        records
+    }
+
+    /// Rows equal field by field; W-ASR, whose severities the reference summed as floats
+    /// in key order and the stream sums exactly, within 1e-12.
+    fn assert_same<T: Clone + PartialEq + std::fmt::Debug>(
+        new: &[T],
+        reference: &[T],
+        w_asr: impl Fn(&mut T) -> &mut Option<f64>,
+    ) {
+        assert_eq!(new.len(), reference.len());
+        for (n, r) in new.iter().zip(reference) {
+            let mut n = n.clone();
+            let mut r = r.clone();
+            let (a, b) = (*w_asr(&mut n), *w_asr(&mut r));
+            assert_eq!(a.is_some(), b.is_some(), "{n:?}");
+            if let (Some(a), Some(b)) = (a, b) {
+                assert!((a - b).abs() < 1e-12, "W-ASR {a} vs {b}");
+                *w_asr(&mut n) = Some(b);
+            }
+            assert_eq!(n, r);
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn same_rows_as_the_in_memory_reference_over_a_real_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = real_run(dir.path()).await;
+        assert!(records.iter().any(|r| r.vector_class.is_some()));
+        assert!(records.iter().any(|r| r.notes.get("calls").is_some()));
+        for errors_as in [ErrorsAs::Excluded, ErrorsAs::AgentDojo] {
+            let agg = Aggregate::of(&records, errors_as);
+            let rows = agg.summarise();
+            let want = reference::summarise_with(&records, errors_as);
+            assert!(rows.iter().any(|r| r.errors > 0 && r.seeds == 2));
+            assert!(rows.iter().any(|r| r.asr_seed_range.is_some()));
+            assert!(rows.iter().any(|r| r.success_via_layer1.is_some()));
+            assert_same(&rows, &want, |r| &mut r.w_asr);
+            let views = crate::report::tables::views(&agg, &rows, &Default::default());
+            let [per_defense, per_suite, per_attack] = reference::views(&records, errors_as, &want);
+            let sorted = |mut v: Vec<Row>| {
+                crate::report::tables::Order::default().sort(&mut v);
+                v
+            };
+            for (new, old) in [
+                (views.per_defense, per_defense),
+                (views.per_suite, per_suite),
+                (views.per_attack, per_attack),
+            ] {
+                let mut old = sorted(old);
+                // The reference's views set overheads after pooling, as `views` does.
+                crate::aggregate::set_overheads(&mut old);
+                assert_same(&new, &old, |r| &mut r.w_asr);
+            }
+            for (d, m) in [("none", "sim:p=0.5"), ("sieve", "sim:p=0.5")] {
+                let s = agg.scores(d, m);
+                assert_eq!((s.approved, s.blocked), reference::scores(&records, d, m));
+            }
+        }
+        let breakdown = Aggregate::of(&records, ErrorsAs::AgentDojo).breakdown();
+        assert!(!breakdown.is_empty());
+        assert_same(&breakdown, &reference::breakdown(&records), |r| {
+            &mut r.w_asr
+        });
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn reading_runs_in_parallel_batches_counts_each_key_once_as_its_last_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = real_run(dir.path()).await;
+        let loaded = crate::report::runs::load(&[dir.path().join("merged")], 0).unwrap();
+        assert!(loaded.duplicates > 0);
+        assert_eq!(loaded.records, records.len());
+        let want = reference::summarise_with(&records, ErrorsAs::Excluded);
+        assert_same(&loaded.aggregate.summarise(), &want, |r| &mut r.w_asr);
+    }
+
+    #[test]
+    fn merging_in_any_order_gives_the_same_rows_bit_for_bit() {
+        use rand::seq::SliceRandom;
+        use rand::{SeedableRng, rngs::StdRng};
+        let dir = tempfile::tempdir().unwrap();
+        let records = tokio::runtime::Runtime::new()
+            .unwrap()
+            .block_on(real_run(dir.path()));
+        let whole = Aggregate::of(&records, ErrorsAs::Excluded);
+        let mut rng = StdRng::seed_from_u64(7);
+        for _ in 0..3 {
+            let mut shuffled = records.clone();
+            shuffled.shuffle(&mut rng);
+            let mut parts: Vec<Aggregate> = shuffled
+                .chunks(41)
+                .map(|c| Aggregate::of(c, ErrorsAs::Excluded))
+                .collect();
+            parts.shuffle(&mut rng);
+            let mut merged = Aggregate::new(ErrorsAs::Excluded);
+            for p in parts {
+                merged.merge(p);
+            }
+            assert_eq!(merged.summarise(), whole.summarise());
+            assert_eq!(merged.breakdown(), whole.breakdown());
+        }
+    }
+}
