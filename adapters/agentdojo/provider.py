@@ -95,6 +95,7 @@ def injection_plan(suite, task_id, task, environment):
 class Provider:
     def __init__(self):
         self.suites = {}
+        self.vector_ids = {}
         self.candidates = {}
         self.attacks = {}
         self.episode = None
@@ -108,6 +109,12 @@ class Provider:
                 raise ProtocolError(f"{PACKAGE} has no suite `{name}` in version `{benchmark_version}`: {e}")
         return self.suites[qualified]
 
+    def known_vectors(self, qualified):
+        """The suite's injection vectors (parsed from its YAML once, not per episode)."""
+        if qualified not in self.vector_ids:
+            self.vector_ids[qualified] = set(self.suite(qualified).get_injection_vector_defaults())
+        return self.vector_ids[qualified]
+
     def vectors_read(self, qualified, user_task):
         """The vectors the ground truth reads, found by AgentDojo's own canary run."""
         key = (qualified, user_task.ID)
@@ -118,6 +125,13 @@ class Provider:
             except ValueError:
                 self.candidates[key] = []  # AgentDojo: "not injectable"
         return self.candidates[key]
+
+    def injectable(self, qualified, user_task):
+        """`vectors_read`, failing as the package does for a task nothing injects."""
+        found = self.vectors_read(qualified, user_task)
+        if not found:
+            raise ValueError(f"{user_task.ID} is not injectable.")
+        return found
 
     # ------------------------------------------------------------------ operations
 
@@ -204,6 +218,10 @@ class Provider:
                 if hasattr(attack, "model_name"):
                     attack.model_name = DEFAULT_MODEL_NAME
                 model_name = getattr(attack, "model_name", None)
+            # The attack's own canary run finds the same vectors as `vectors_read` (both are
+            # the package's `get_injection_candidates`); sharing them runs it once per task.
+            if hasattr(attack, "get_injection_candidates"):
+                attack.get_injection_candidates = lambda task, q=qualified: self.injectable(q, task)
             self.attacks[key] = (attack, model_name)
         attack, model_name = self.attacks[key]
         suite = self.suite(qualified)
@@ -222,7 +240,7 @@ class Provider:
         if req.get("injection_task"):
             injection_task = suite.get_injection_task_by_id(req["injection_task"])
         injections = req.get("injections") or {}
-        unknown = set(injections) - set(suite.get_injection_vector_defaults())
+        unknown = set(injections) - self.known_vectors(req["suite"])
         if unknown:
             raise ProtocolError(f"unknown injection vectors: {', '.join(sorted(unknown))}")
         env = user_task.init_environment(suite.load_and_inject_default_environment(injections))
