@@ -5,51 +5,25 @@
 use super::{CliError, Paths, load_suites};
 use crate::attack::{AttackContext, load_all};
 use crate::suite::validate::validate;
+use rayon::prelude::*;
 use std::fmt::Write;
 
 /// Validates the suites and attacks and returns the report; any problem is an error (exit 2).
 pub fn check_suites(paths: &Paths, selector: &str) -> Result<String, CliError> {
     let suites = load_suites(paths, selector)?;
     let attacks = load_all(&paths.attacks).map_err(|e| CliError::bad_input(e.to_string()))?;
+    // Each suite's proofs replay every reference plan and alternative against its own
+    // environment: independent CPU-bound work, so suites are checked in parallel and
+    // reported in the order they were selected.
+    let checked: Vec<(String, Vec<String>)> = suites
+        .par_iter()
+        .map(|s| check_one(s, &attacks, paths))
+        .collect();
     let mut out = String::new();
     let mut failed = Vec::new();
-    for s in &suites {
-        let problems = validate(s);
-        let status = if problems.is_empty() { "ok" } else { "FAILED" };
-        writeln!(
-            out,
-            "{:<24} {:>3} user tasks  {:>3} injection tasks  {:>3} tools  {:>3} vectors  {:>3} variants  {status}",
-            s.qualified_name(),
-            s.user_tasks.len(),
-            s.injection_tasks.len(),
-            s.tools.len(),
-            s.vectors.len(),
-            s.variants.len(),
-        )
-        .unwrap();
-        for p in &problems {
-            failed.push(format!("{}/{p}", s.dir.display()));
-        }
-        let task = s.user_tasks.first().map_or("", |t| t.prompt.as_str());
-        for a in &attacks {
-            for it in &s.injection_tasks {
-                let ctx = AttackContext {
-                    goal: &it.goal,
-                    user: &s.meta.user,
-                    model: "AI assistant",
-                    task,
-                    plan: &it.plan,
-                };
-                if let Some(problem) = a.render_problem(&ctx) {
-                    failed.push(format!(
-                        "{}: attack `{}` on injection task `{}`: {problem}",
-                        paths.attacks.display(),
-                        a.name,
-                        it.id
-                    ));
-                }
-            }
-        }
+    for (line, problems) in checked {
+        out.push_str(&line);
+        failed.extend(problems);
     }
     writeln!(
         out,
@@ -67,4 +41,48 @@ pub fn check_suites(paths: &Paths, selector: &str) -> Result<String, CliError> {
             failed.join("\n  ")
         )))
     }
+}
+
+/// One suite's status line and its problems (suite soundness, then attack rendering).
+fn check_one(
+    s: &crate::suite::Suite,
+    attacks: &[crate::attack::Attack],
+    paths: &Paths,
+) -> (String, Vec<String>) {
+    let problems = validate(s);
+    let status = if problems.is_empty() { "ok" } else { "FAILED" };
+    let line = format!(
+        "{:<24} {:>3} user tasks  {:>3} injection tasks  {:>3} tools  {:>3} vectors  {:>3} variants  {status}\n",
+        s.qualified_name(),
+        s.user_tasks.len(),
+        s.injection_tasks.len(),
+        s.tools.len(),
+        s.vectors.len(),
+        s.variants.len(),
+    );
+    let mut failed: Vec<String> = problems
+        .iter()
+        .map(|p| format!("{}/{p}", s.dir.display()))
+        .collect();
+    let task = s.user_tasks.first().map_or("", |t| t.prompt.as_str());
+    for a in attacks {
+        for it in &s.injection_tasks {
+            let ctx = AttackContext {
+                goal: &it.goal,
+                user: &s.meta.user,
+                model: "AI assistant",
+                task,
+                plan: &it.plan,
+            };
+            if let Some(problem) = a.render_problem(&ctx) {
+                failed.push(format!(
+                    "{}: attack `{}` on injection task `{}`: {problem}",
+                    paths.attacks.display(),
+                    a.name,
+                    it.id
+                ));
+            }
+        }
+    }
+    (line, failed)
 }

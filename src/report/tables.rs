@@ -677,7 +677,7 @@ pub fn per_class(rows: &[BreakdownRow]) -> Grid {
     let text = |id: &str, title: &str, doc: &str, get: fn(&BreakdownRow) -> &str| {
         C::key(id, title, doc, move |r| get(r).to_string())
     };
-    let columns = vec![
+    let mut columns = vec![
         text(
             "by",
             "By",
@@ -690,24 +690,6 @@ pub fn per_class(rows: &[BreakdownRow]) -> Grid {
             "The vector class or the surface.",
             |r| &r.key,
         ),
-        text(
-            "suite",
-            "Suite",
-            "The suite, or `all` when the class spans several.",
-            |r| &r.suite,
-        ),
-        text("attack", "Attack", "The attack (`context_aware`).", |r| {
-            &r.attack
-        }),
-        text(
-            "defense",
-            "Defense",
-            "Defense as named on the command line.",
-            |r| &r.defense,
-        ),
-        text("model", "Model", "The agent's model as resolved.", |r| {
-            &r.model
-        }),
         C::figure(
             "simulated",
             "Simulated",
@@ -715,47 +697,49 @@ pub fn per_class(rows: &[BreakdownRow]) -> Grid {
             Show::File,
             |r| Value::Text(r.simulated.to_string()),
         ),
-        C::figure(
-            "n_attacked",
-            "n att",
-            "Attacked episodes with a sample of this class or surface.",
-            Show::Default,
-            |r| Value::Count(r.n_attacked),
-        ),
-        C::figure(
-            "asr",
-            "ASR %",
-            "Attacked episodes whose security check held / attacked episodes.",
-            Show::Default,
-            |r| Value::rate(r.asr, r.asr_ci),
-        )
-        .better(Better::Lower)
-        .with_interval(),
-        C::figure(
-            "w_asr",
-            "W-ASR %",
-            "Severity-weighted ASR.",
-            Show::Default,
-            |r| Value::rate(r.w_asr, None),
-        )
-        .better(Better::Lower),
-        C::figure(
-            "ua",
-            "UA %",
-            "Attacked episodes still solved / attacked episodes.",
-            Show::Default,
-            |r| Value::rate(r.ua, r.ua_ci),
-        )
-        .better(Better::Higher)
-        .with_interval(),
-        C::figure(
-            "errors",
-            "Err",
-            "Errored episodes (outside the rates).",
-            Show::Default,
-            |r| Value::Count(r.errors),
-        ),
     ];
+    // The figures are the summary's own columns (titles, meaning, which way is better),
+    // read from a breakdown row.
+    let figure = |id: &str, get: fn(&BreakdownRow) -> Value| {
+        let mut spec = summary_columns()
+            .into_iter()
+            .find(|c| c.spec.id == id)
+            .expect("a summary column")
+            .spec;
+        spec.show = Show::Default;
+        Column {
+            spec,
+            get: Box::new(get),
+        }
+    };
+    // Suite, attack, defense and model label the row as in the summary.
+    let label = |id: &str, get: fn(&BreakdownRow) -> &str| {
+        let spec = all_keys()
+            .into_iter()
+            .find(|c| c.spec.id == id)
+            .expect("a summary key")
+            .spec;
+        Column {
+            spec,
+            get: Box::new(move |r: &BreakdownRow| Value::Text(get(r).to_string())),
+        }
+    };
+    columns.splice(
+        2..2,
+        [
+            label("suite", |r| &r.suite),
+            label("attack", |r| &r.attack),
+            label("defense", |r| &r.defense),
+            label("model", |r| &r.model),
+        ],
+    );
+    columns.extend([
+        figure("n_attacked", |r| Value::Count(r.n_attacked)),
+        figure("asr", |r| Value::rate(r.asr, r.asr_ci)),
+        figure("w_asr", |r| Value::rate(r.w_asr, None)),
+        figure("ua", |r| Value::rate(r.ua, r.ua_ci)),
+        figure("errors", |r| Value::Count(r.errors)),
+    ]);
     Grid::build(
         "per-class",
         "Context-aware samples by vector class and by surface",

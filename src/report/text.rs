@@ -151,13 +151,7 @@ fn abbreviate_long_keys(grid: &Grid, limit: usize) -> Grid {
             let short = match legend.iter().find(|(_, long)| long == t) {
                 Some((short, _)) => short.clone(),
                 None => {
-                    let base = initials(t);
-                    let mut short = base.clone();
-                    let mut n = 1;
-                    while legend.iter().any(|(s, _)| *s == short) {
-                        n += 1;
-                        short = format!("{base}{n}");
-                    }
+                    let short = unique_initials(t, &legend);
                     legend.push((short.clone(), t.clone()));
                     short
                 }
@@ -165,12 +159,50 @@ fn abbreviate_long_keys(grid: &Grid, limit: usize) -> Grid {
             grid.rows[r][c] = super::columns::Value::Text(short);
         }
     }
+    // Figure titles that start with a long name (the main table's `<attack> ASR %`) are
+    // as wide as their column: shorten the name with the same legend.
+    for c in 0..grid.columns.len() {
+        if grid.columns[c].show == Show::Key {
+            continue;
+        }
+        let title = grid.columns[c].title.clone();
+        let Some((name, rest)) = title.split_once(' ') else {
+            continue;
+        };
+        if name.chars().count() <= LONG_TITLE_NAME || !name.contains(['_', '-', '+']) {
+            continue;
+        }
+        let short = match legend.iter().find(|(_, long)| long == name) {
+            Some((short, _)) => short.clone(),
+            None => {
+                let short = unique_initials(name, &legend);
+                legend.push((short.clone(), name.to_string()));
+                short
+            }
+        };
+        grid.columns[c].title = format!("{short} {rest}");
+    }
     if !legend.is_empty() {
         let spelled: Vec<String> = legend.iter().map(|(s, l)| format!("{s} = {l}")).collect();
         grid.notes
             .push(format!("abbreviated: {}", spelled.join("; ")));
     }
     grid
+}
+
+/// A name at the head of a figure title longer than this is shortened with the keys.
+const LONG_TITLE_NAME: usize = 8;
+
+/// `text`'s initials, numbered when the legend already uses them for another name.
+fn unique_initials(text: &str, legend: &[(String, String)]) -> String {
+    let base = initials(text);
+    let mut short = base.clone();
+    let mut n = 1;
+    while legend.iter().any(|(s, _)| *s == short) {
+        n += 1;
+        short = format!("{base}{n}");
+    }
+    short
 }
 
 /// The first letter of every word, keeping the `+`, `/` and `:` that join parts.
@@ -486,6 +518,48 @@ mod tests {
         );
         assert!(
             legend.contains("iiq+pb = important_instructions_quoting+provenance_bypass"),
+            "{legend}"
+        );
+    }
+
+    #[test]
+    fn long_names_heading_figure_columns_share_the_legend() {
+        let rows: Vec<R> = vec![("fam/alpha", "none", 0.9), ("fam/alpha", "guard", 0.1)];
+        let per_attack = |a: &'static str| {
+            Column::figure(
+                format!("asr_{a}"),
+                format!("{a} ASR %"),
+                "",
+                Show::Default,
+                move |r: &R| Value::rate(Some(r.2), None),
+            )
+        };
+        let g = Grid::build(
+            "main",
+            "Main",
+            vec![
+                Column::key("defense", "Defense", "", |r: &R| r.1.into()),
+                per_attack("important_instructions"),
+                per_attack("tool_knowledge"),
+                per_attack("direct"),
+            ],
+            &rows,
+            |_| String::new(),
+        );
+        let wide = fit(&g, &opts(100)).unwrap().0;
+        assert!(wide.column("asr_tool_knowledge").is_some());
+        assert_eq!(
+            wide.columns[1].title, "important_instructions ASR %",
+            "fits: kept"
+        );
+        let (narrow, hidden) = fit(&g, &opts(44)).unwrap();
+        assert_eq!(hidden, 0, "{:?}", narrow.columns);
+        let titles: Vec<&str> = narrow.columns.iter().map(|c| c.title.as_str()).collect();
+        assert_eq!(titles, ["Defense", "ii ASR %", "tk ASR %", "direct ASR %"]);
+        let legend = narrow.notes.join(" ");
+        assert!(
+            legend.contains("ii = important_instructions")
+                && legend.contains("tk = tool_knowledge"),
             "{legend}"
         );
     }
