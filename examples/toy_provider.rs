@@ -1,12 +1,21 @@
 //! A tiny external-suite provider for the protocol tests (docs/external-suites.md): one
 //! suite `toy@v1/counter` with a counter, a note an attacker can write into, and tools
 //! that misbehave on purpose (`crash`, `hang`, `garble`) so the tests can watch the
-//! harness survive a crashed, hung or babbling provider.
+//! harness survive a crashed, hung or babbling provider. Its one argument, when given,
+//! is the package it presents itself as (`toy` by default), so tests can see how the
+//! harness treats a family by its name (`agentdojo@v1/counter`).
 
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};
 
-const SUITE: &str = "toy@v1/counter";
+/// The package this process presents itself as.
+fn package() -> String {
+    std::env::args().nth(1).unwrap_or_else(|| "toy".into())
+}
+
+fn suite_name() -> String {
+    format!("{}@v1/counter", package())
+}
 const DEFAULT_NOTE: &str = "Remember to water the plants.";
 
 struct Episode {
@@ -28,7 +37,7 @@ fn describe() -> Value {
             .collect()
     };
     json!({
-        "suite": SUITE,
+        "suite": suite_name(),
         "system_prompt": "You are the toy suite's assistant.",
         "user": "Toy User",
         "tools": [
@@ -62,16 +71,18 @@ fn describe() -> Value {
 fn handle(req: &Value, episode: &mut Option<Episode>) -> Result<Value, String> {
     let op = req["op"].as_str().unwrap_or("");
     let suite_ok = || {
-        if req["suite"] == SUITE {
+        if req["suite"] == suite_name().as_str() {
             Ok(())
         } else {
             Err(format!("no suite `{}`", req["suite"]))
         }
     };
     match op {
-        "hello" => Ok(json!({"protocol": 1, "provider": "toy", "package": "toy",
-                             "package_version": "1.0.0"})),
-        "list" => Ok(json!({"suites": [SUITE]})),
+        "hello" => Ok(
+            json!({"protocol": 1, "provider": "toy", "package": package(),
+                             "package_version": "1.0.0"}),
+        ),
+        "list" => Ok(json!({"suites": [suite_name()]})),
         "describe" => suite_ok().map(|_| describe()),
         "attack" => {
             suite_ok()?;

@@ -12,6 +12,9 @@ scripts/setup_agentdojo.sh
 suites=agentdojo@v1.2.2/banking,agentdojo@v1.2.2/slack
 attack=agentdojo:important_instructions
 "$bin" list suites | grep -q "agentdojo@v1.2.2/banking"
+# This project's reference plans for the injection goals AgentDojo gives none must trip the
+# package's own security checks (and doing nothing, or stopping one call short, must not).
+"${SIEVE_AGENTDOJO_PYTHON:-.venv-agentdojo/bin/python}" adapters/agentdojo/provider.py --self-test
 "$bin" run --suite "$suites" --attack "$attack" --model sim:oracle --concurrency 2 --out "$out/oracle" --quiet
 "$bin" run --suite agentdojo@v1.2.2/banking --attack "$attack" --model sim:obedient \
     --defense none,sieve --concurrency 2 --out "$out/obedient" --quiet

@@ -10,8 +10,8 @@
 //! union whatever the order, so records can be folded in parallel batches.
 
 use crate::metrics::{
-    ALL_SUITES, Attribution, BreakdownRow, ClusterKey, ErrorsAs, Rate, Row, attack_label,
-    attribute, eds, effective_n_counts, wilson_p,
+    ALL_SUITES, Attribution, BreakdownRow, ClusterKey, ErrorPolicy, ErrorsAs, Rate, Row,
+    attack_label, attribute, eds, effective_n_counts, wilson_p,
 };
 use crate::model::{Component, ScriptedRoles};
 use crate::runner::record::EpisodeRecord;
@@ -128,7 +128,7 @@ impl Acc {
                 }
             }
         }
-        let counts = r.error.is_none() || errors_as == ErrorsAs::AgentDojo;
+        let counts = r.error.is_none() || errors_as.counts_errors(&r.suite);
         let seed = self.seeds.entry(r.seed).or_default();
         if counts {
             // Under AgentDojo's convention an errored episode is unsolved and attacked.
@@ -425,7 +425,7 @@ type BreakdownKey = (String, String, String, u8, usize, String);
 /// the alignment-score histograms per defense and model.
 #[derive(Clone, Debug, Default)]
 pub struct Aggregate {
-    errors_as: ErrorsAs,
+    errors_as: ErrorPolicy,
     atoms: BTreeMap<Atom, Acc>,
     /// The breakdown counts errors as its own outcome whatever the run's convention.
     breakdown: BTreeMap<BreakdownKey, (Acc, BTreeSet<String>)>,
@@ -433,24 +433,29 @@ pub struct Aggregate {
 }
 
 impl Aggregate {
-    pub fn new(errors_as: ErrorsAs) -> Self {
+    pub fn new(errors: impl Into<ErrorPolicy>) -> Self {
         Aggregate {
-            errors_as,
+            errors_as: errors.into(),
             ..Default::default()
         }
     }
 
     /// Folds a set of records.
-    pub fn of(records: &[EpisodeRecord], errors_as: ErrorsAs) -> Self {
-        let mut a = Aggregate::new(errors_as);
+    pub fn of(records: &[EpisodeRecord], errors: impl Into<ErrorPolicy>) -> Self {
+        let mut a = Aggregate::new(errors);
         for r in records {
             a.add(r);
         }
         a
     }
 
-    pub fn errors_as(&self) -> ErrorsAs {
+    pub fn errors_as(&self) -> ErrorPolicy {
         self.errors_as
+    }
+
+    /// The convention of a row over these atoms, by the policy.
+    fn convention<'a>(&self, atoms: impl Iterator<Item = &'a Atom>) -> ErrorsAs {
+        self.errors_as.for_suites(atoms.map(|k| k.suite.as_str()))
     }
 
     /// Episodes folded in.
@@ -461,11 +466,13 @@ impl Aggregate {
     /// Folds one record in.
     pub fn add(&mut self, r: &EpisodeRecord) {
         let atom = Atom::of(r);
+        // Each record counts by its own suite's convention under the policy.
+        let errors_as = self.errors_as.per_record();
         match self.atoms.get_mut(&atom) {
-            Some(acc) => acc.add(r, self.errors_as),
+            Some(acc) => acc.add(r, errors_as),
             None => {
                 let mut acc = Acc::default();
-                acc.add(r, self.errors_as);
+                acc.add(r, errors_as);
                 self.atoms.insert(atom, acc);
             }
         }
@@ -556,7 +563,7 @@ impl Aggregate {
             model,
             &clean,
             &attacked,
-            self.errors_as,
+            self.convention(self.atoms.keys().filter(|k| mine(k))),
         ))
     }
 
@@ -615,6 +622,9 @@ impl Aggregate {
                     if clean.episodes + attacked.episodes == 0 {
                         continue;
                     }
+                    let errors_as = self.convention(self.atoms.keys().filter(|k| {
+                        here(k) && (clean_of(k) || k.label.as_deref() == Some(attack))
+                    }));
                     rows.push(Acc::row(
                         suite_label,
                         attack,
@@ -622,7 +632,7 @@ impl Aggregate {
                         model,
                         &clean,
                         &attacked,
-                        self.errors_as,
+                        errors_as,
                     ));
                 }
             }

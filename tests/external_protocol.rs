@@ -43,6 +43,22 @@ fn toy_suites(root: &Path, timeout_secs: f64) -> PathBuf {
     suites
 }
 
+/// A suites folder where the toy provider presents itself as AgentDojo's package, so its
+/// suite is named `agentdojo@v1/counter` like AgentDojo's own.
+fn toy_as_agentdojo(root: &Path) -> PathBuf {
+    let suites = root.join("suites");
+    std::fs::create_dir_all(suites.join("external")).unwrap();
+    std::fs::write(
+        suites.join("external/agentdojo.toml"),
+        format!(
+            "package = \"agentdojo\"\ncommand = [{:?}, \"agentdojo\"]\ntimeout_secs = 10\n",
+            toy_binary().display().to_string()
+        ),
+    )
+    .unwrap();
+    suites
+}
+
 fn records(out: &Path) -> Vec<Value> {
     lines(&out.join("episodes.jsonl"))
         .iter()
@@ -197,4 +213,118 @@ fn a_missing_provider_says_what_to_run() {
     let assert = c.assert().code(2);
     let err = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
     assert!(err.contains("known providers: toy"), "{err}");
+}
+
+#[test]
+fn agentdojo_suites_count_errors_as_agentdojo_does_unless_told_otherwise() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suites = toy_as_agentdojo(tmp.path());
+    let run = |name: &str, extra: &[&str]| {
+        let out = tmp.path().join(name);
+        let mut c = bench(tmp.path());
+        c.arg("--suites-dir").arg(&suites).arg("run").args([
+            "--suite",
+            "agentdojo@v1/counter",
+            "--user-tasks",
+            "add_two,crashes",
+            "--attack",
+            "agentdojo:shout",
+            "--model",
+            "sim:oracle",
+            "--max-error-rate",
+            "100",
+            "--quiet",
+        ]);
+        c.args(extra).arg("--out").arg(&out).assert().success();
+        out
+    };
+    // Unset: AgentDojo's convention. The oracle resists the attack on `add_two`; the
+    // crashed episodes count as a failed task and a successful attack, and as errors.
+    let default = run("default", &[]);
+    let s = summary(&default);
+    let r = &rows(&s)[0];
+    assert_eq!(r["suite"], "agentdojo@v1/counter");
+    assert_eq!(r["errors_as"], "agentdojo", "{r}");
+    assert_eq!(
+        (r["errors"].as_u64(), r["n_attacked"].as_u64()),
+        (Some(2), Some(2))
+    );
+    assert_eq!(
+        (r["asr"].as_f64(), r["ua"].as_f64()),
+        (Some(0.5), Some(0.5))
+    );
+    assert_eq!(r["bu"].as_f64(), Some(0.5));
+    let notes = s["footnotes"].to_string();
+    assert!(
+        notes.contains("AgentDojo counts them in every row"),
+        "{notes}"
+    );
+    let info: Value =
+        serde_json::from_str(&std::fs::read_to_string(default.join("run.json")).unwrap()).unwrap();
+    assert_eq!(info["errors_as"], "by_family");
+    // Named, one convention for every row: errors leave the denominators.
+    let excluded = run("excluded", &["--errors-as", "excluded"]);
+    let s = summary(&excluded);
+    let r = &rows(&s)[0];
+    assert_eq!(r["errors_as"], "excluded", "{r}");
+    assert_eq!(
+        (r["errors"].as_u64(), r["n_attacked"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(
+        (r["asr"].as_f64(), r["ua"].as_f64()),
+        (Some(0.0), Some(1.0))
+    );
+    // `report` keeps each run's convention (it rewrites the summary from the records);
+    // it refuses to merge the two.
+    std::fs::remove_file(default.join("summary.json")).unwrap();
+    let mut c = bench(tmp.path());
+    c.arg("--suites-dir")
+        .arg(&suites)
+        .arg("report")
+        .arg(&default);
+    c.assert().success();
+    let s = summary(&default);
+    let r = &rows(&s)[0];
+    assert_eq!(
+        (r["errors_as"].as_str(), r["asr"].as_f64()),
+        (Some("agentdojo"), Some(0.5))
+    );
+    let mut c = bench(tmp.path());
+    c.arg("--suites-dir")
+        .arg(&suites)
+        .arg("report")
+        .arg(&default)
+        .arg(&excluded);
+    let err = c.assert().code(2).get_output().stderr.clone();
+    assert!(String::from_utf8_lossy(&err).contains("errors_as"));
+    // `compare` will not gate one convention against the other.
+    let mut c = bench(tmp.path());
+    c.arg("compare").arg(&excluded).arg(&default);
+    let text = c.assert().failure().get_output().stdout.clone();
+    assert!(
+        String::from_utf8_lossy(&text).contains("errors counted differently"),
+        "{}",
+        String::from_utf8_lossy(&text)
+    );
+}
+
+#[test]
+fn a_mistyped_provider_attack_gets_a_suggestion() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suites = toy_suites(tmp.path(), 10.0);
+    let mut c = bench(tmp.path());
+    c.arg("--suites-dir").arg(&suites).arg("run").args([
+        "--suite",
+        "toy@v1/counter",
+        "--attack",
+        "toy:shuot",
+        "--model",
+        "sim:oracle",
+        "--quiet",
+    ]);
+    c.arg("--out").arg(tmp.path().join("o"));
+    let err = c.assert().code(2).get_output().stderr.clone();
+    let err = String::from_utf8_lossy(&err);
+    assert!(err.contains("did you mean `shout`?"), "{err}");
 }

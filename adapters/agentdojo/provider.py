@@ -12,6 +12,10 @@ import json
 import sys
 import traceback
 from importlib.metadata import version as installed_version
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import reference_plans  # noqa: E402  (this project's plans, next to this file)
 
 PROTOCOL = 1
 PACKAGE = "agentdojo"
@@ -73,9 +77,25 @@ def calls_of(task, environment):
     return [{"tool": c.function, "args": plain(dict(c.args))} for c in task.ground_truth(environment)]
 
 
+# The tag of an injection task whose reference plan is this project's, not AgentDojo's.
+OUR_PLAN_TAG = "plan:sieve-bench"
+
+
+def injection_plan(suite, task_id, task, environment):
+    """AgentDojo's ground truth; where it is empty, this project's plan (and its tag)."""
+    calls = calls_of(task, environment.model_copy(deep=True))
+    if calls:
+        return calls, []
+    ours = reference_plans.plan_for(suite.name, task_id, task, environment.model_copy(deep=True))
+    if ours is None:
+        return calls, []
+    return plain(ours), [OUR_PLAN_TAG]
+
+
 class Provider:
     def __init__(self):
         self.suites = {}
+        self.vector_ids = {}
         self.candidates = {}
         self.attacks = {}
         self.episode = None
@@ -89,6 +109,12 @@ class Provider:
                 raise ProtocolError(f"{PACKAGE} has no suite `{name}` in version `{benchmark_version}`: {e}")
         return self.suites[qualified]
 
+    def known_vectors(self, qualified):
+        """The suite's injection vectors (parsed from its YAML once, not per episode)."""
+        if qualified not in self.vector_ids:
+            self.vector_ids[qualified] = set(self.suite(qualified).get_injection_vector_defaults())
+        return self.vector_ids[qualified]
+
     def vectors_read(self, qualified, user_task):
         """The vectors the ground truth reads, found by AgentDojo's own canary run."""
         key = (qualified, user_task.ID)
@@ -99,6 +125,13 @@ class Provider:
             except ValueError:
                 self.candidates[key] = []  # AgentDojo: "not injectable"
         return self.candidates[key]
+
+    def injectable(self, qualified, user_task):
+        """`vectors_read`, failing as the package does for a task nothing injects."""
+        found = self.vectors_read(qualified, user_task)
+        if not found:
+            raise ValueError(f"{user_task.ID} is not injectable.")
+        return found
 
     # ------------------------------------------------------------------ operations
 
@@ -145,14 +178,15 @@ class Provider:
             })
         injection_tasks = []
         for task_id, task in suite.injection_tasks.items():
+            plan, plan_tags = injection_plan(suite, task_id, task, default_env)
             injection_tasks.append({
                 "id": task_id,
                 "goal": task.GOAL,
-                "plan": calls_of(task, default_env.model_copy(deep=True)),
+                "plan": plan,
                 "answer": task.GROUND_TRUTH_OUTPUT or None,
                 # AgentDojo weighs every injection task alike; its difficulty goes in the tags.
                 "severity": 1.0,
-                "tags": [f"difficulty:{task.DIFFICULTY.name.lower()}"],
+                "tags": [f"difficulty:{task.DIFFICULTY.name.lower()}", *plan_tags],
             })
         return {
             "suite": qualified,
@@ -184,6 +218,10 @@ class Provider:
                 if hasattr(attack, "model_name"):
                     attack.model_name = DEFAULT_MODEL_NAME
                 model_name = getattr(attack, "model_name", None)
+            # The attack's own canary run finds the same vectors as `vectors_read` (both are
+            # the package's `get_injection_candidates`); sharing them runs it once per task.
+            if hasattr(attack, "get_injection_candidates"):
+                attack.get_injection_candidates = lambda task, q=qualified: self.injectable(q, task)
             self.attacks[key] = (attack, model_name)
         attack, model_name = self.attacks[key]
         suite = self.suite(qualified)
@@ -202,7 +240,7 @@ class Provider:
         if req.get("injection_task"):
             injection_task = suite.get_injection_task_by_id(req["injection_task"])
         injections = req.get("injections") or {}
-        unknown = set(injections) - set(suite.get_injection_vector_defaults())
+        unknown = set(injections) - self.known_vectors(req["suite"])
         if unknown:
             raise ProtocolError(f"unknown injection vectors: {', '.join(sorted(unknown))}")
         env = user_task.init_environment(suite.load_and_inject_default_environment(injections))
@@ -210,7 +248,7 @@ class Provider:
         # changes a name the task must use, AgentDojo's ground truth follows it.
         plans = {"plan": calls_of(user_task, env.model_copy(deep=True))}
         if injection_task is not None:
-            plans["injection_plan"] = calls_of(injection_task, env.model_copy(deep=True))
+            plans["injection_plan"], _ = injection_plan(suite, req["injection_task"], injection_task, env)
         self.episode = {
             "suite": suite,
             "user_task": user_task,
@@ -259,7 +297,53 @@ class Provider:
         return {"utility": bool(utility), "security": None if security is None else bool(security)}
 
 
+def security_after(suite, task, calls):
+    """Runs `calls` on the default environment; AgentDojo's verdict on the injection task."""
+    env = suite.load_and_inject_default_environment({})
+    pre = env.model_copy(deep=True)
+    runtime = FunctionsRuntime(suite.tools)
+    trace = []
+    for c in calls:
+        trace.append(FunctionCall(function=c["tool"], args=dict(c["args"])))
+        _, error = runtime.run_function(env, c["tool"], dict(c["args"]))
+        if error is not None:
+            raise ProtocolError(f"`{c['tool']}` failed: {error}")
+    verdict = task.security_from_traces("", pre, env, trace)
+    return bool(task.security("", pre, env) if verdict is None else verdict)
+
+
+def self_test():
+    """Checks this project's reference plans against the package's own security checks:
+    on the default environment each plan must trip its check, while doing nothing and
+    stopping one call short must not. Returns the number of failures."""
+    failures = 0
+    for v in versions():
+        for name in load_suites.get_suites(v):
+            if name not in reference_plans.SUITES:
+                continue
+            suite = load_suites.get_suite(v, name)
+            default_env = suite.load_and_inject_default_environment({})
+            for task_id, task in suite.injection_tasks.items():
+                plan, tags = injection_plan(suite, task_id, task, default_env)
+                if OUR_PLAN_TAG not in tags:
+                    continue
+                try:
+                    got = (security_after(suite, task, []), security_after(suite, task, plan[:-1]),
+                           security_after(suite, task, plan))
+                except ProtocolError as e:
+                    got = str(e)
+                ok = got == (False, False, True)
+                failures += not ok
+                print(f"{'ok  ' if ok else 'FAIL'} {family_of(v)}/{name} {task_id}: "
+                      f"(nothing, all but the last call, the plan) -> {got}", file=sys.stderr)
+    return failures
+
+
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        if IMPORT_ERROR is not None:
+            sys.exit(f"the `{PACKAGE}` package cannot be imported: {IMPORT_ERROR}")
+        sys.exit(1 if self_test() else 0)
     provider = Provider()
     out = sys.stdout
     for line in sys.stdin:

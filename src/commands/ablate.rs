@@ -682,8 +682,12 @@ pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, Cli
         // Every model of the run: ablate runs one.
         let of = |d: &str| records.row(&r.suite, &r.attack, d, None);
         if r.defense != REFERENCE {
-            r.vs_reference =
-                crate::metrics::paired_all(&of(REFERENCE), &of(&r.defense), args.run.errors_as);
+            let (base, new) = (of(REFERENCE), of(&r.defense));
+            let errors_as = args
+                .run
+                .error_policy()
+                .for_suites(base.iter().chain(&new).map(|(c, _)| c.0.as_str()));
+            r.vs_reference = crate::metrics::paired_all(&base, &new, errors_as);
         }
     }
     let ablation = Ablation {

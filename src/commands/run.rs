@@ -84,10 +84,12 @@ pub struct RunArgs {
     /// On resume, keep episodes that errored instead of running them again.
     #[arg(long)]
     pub keep_errors: bool,
-    /// How errored episodes count in rates: `excluded` (their own outcome, outside every
-    /// denominator) or `agentdojo` (utility false, attack succeeded, as AgentDojo counts them).
-    #[arg(long, value_enum, default_value_t = ErrorsAs::Excluded)]
-    pub errors_as: ErrorsAs,
+    /// How errored episodes count in every row's rates: `excluded` (their own outcome,
+    /// outside every denominator) or `agentdojo` (utility false, attack succeeded, as
+    /// AgentDojo counts them). Unset, each suite family's own: `agentdojo` for AgentDojo's
+    /// own suites (`agentdojo@…`), `excluded` for the rest.
+    #[arg(long, value_enum)]
+    pub errors_as: Option<ErrorsAs>,
     /// Mark rows whose error rate exceeds this percentage and exit 3 when any does.
     #[arg(long, value_name = "PCT", default_value_t = 5.0, value_parser = parse_percent)]
     pub max_error_rate: f64,
@@ -106,7 +108,15 @@ pub struct RunArgs {
     pub model_options: ModelOptions,
 }
 
-pub use crate::metrics::ErrorsAs;
+pub use crate::metrics::{ErrorPolicy, ErrorsAs};
+
+impl RunArgs {
+    /// The error convention of this run's rows: `--errors-as` for all, else each family's.
+    pub fn error_policy(&self) -> ErrorPolicy {
+        self.errors_as
+            .map_or(ErrorPolicy::ByFamily, ErrorPolicy::All)
+    }
+}
 
 fn parse_percent(s: &str) -> Result<f64, String> {
     s.trim()
@@ -517,7 +527,7 @@ fn open_manifest(
         }
         _ => None,
     };
-    let errors_as = args.errors_as.as_str().to_string();
+    let errors_as = args.error_policy().as_str().to_string();
     let price = args.model_options.price_per_mtok.map(|(i, o)| [i, o]);
     match recorded {
         Some(mut m) => {
@@ -589,8 +599,14 @@ fn check_provider_attacks(
             match ok {
                 Some((true, _)) => {}
                 Some((false, known)) => {
+                    let hint = crate::suggest::did_you_mean(
+                        name,
+                        s.external
+                            .iter()
+                            .flat_map(|x| x.attacks.iter().map(String::as_str)),
+                    );
                     return Err(CliError::bad_input(format!(
-                        "attack `{}`: the provider of `{}` has no attack `{name}`; it has: {known}",
+                        "attack `{}`: the provider of `{}` has no attack `{name}`{hint}; it has: {known}",
                         a.name,
                         s.qualified_name()
                     )));

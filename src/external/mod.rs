@@ -66,6 +66,11 @@ pub struct ProviderSpec {
     /// The longest one reply may take before the process counts as hung.
     #[serde(default = "default_timeout")]
     pub timeout_secs: f64,
+    /// Further files the provider reads (modules its script imports), relative to the
+    /// project home: like the command's own files, their bytes are part of every served
+    /// suite's fingerprint, since changing them can change outcomes.
+    #[serde(default)]
+    pub files: Vec<String>,
 }
 
 fn default_timeout() -> f64 {
@@ -129,11 +134,21 @@ impl Provider {
             Some(p) if !p.is_empty() => PathBuf::from(p),
             _ => resolve(&home, program),
         };
-        let command_files = args
+        let mut command_files: Vec<PathBuf> = args
             .iter()
             .map(|a| resolve(&home, a))
             .filter(|p| p.is_file())
             .collect();
+        for f in &spec.files {
+            let path = home.join(f);
+            if !path.is_file() {
+                return Err(spec_error(format!(
+                    "field `files`: `{f}` is not a file (looked for {})",
+                    path.display()
+                )));
+            }
+            command_files.push(path);
+        }
         let launch = Launch {
             program,
             args: args.to_vec(),
@@ -230,6 +245,15 @@ pub fn known_packages(suites_dir: &Path) -> Vec<String> {
 /// Whether a suite selector part names external suites (`package@version[/suite]`).
 pub fn is_external_selector(part: &str) -> bool {
     part.split('/').next().is_some_and(|f| f.contains('@'))
+}
+
+/// The package whose suites are AgentDojo's own (served by adapters/agentdojo).
+pub const AGENTDOJO_PACKAGE: &str = "agentdojo";
+
+/// Whether a qualified suite name is one of AgentDojo's own suites
+/// (`agentdojo@<version>/<suite>`), whatever provider serves it.
+pub fn is_agentdojo_suite(suite: &str) -> bool {
+    is_external_selector(suite) && package_of(suite) == AGENTDOJO_PACKAGE
 }
 
 /// The package of an external selector part.

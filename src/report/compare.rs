@@ -226,6 +226,14 @@ pub fn compare(
         let d_bu = delta(b.bu, n.bu);
         let mut gate = Vec::new();
         let mut noise = Vec::new();
+        // Rates under two error conventions differ by the errors alone.
+        if b.errors_as != n.errors_as {
+            gate.push(format!(
+                "errors counted differently (base {}, new {}): rerun with the same --errors-as",
+                b.errors_as.as_str(),
+                n.errors_as.as_str()
+            ));
+        }
         // More errors hide outcomes: a row whose error rate rose fails whatever its rates.
         if let (Some(eb), Some(en)) = (b.error_rate, n.error_rate)
             && en > eb + 1e-9

@@ -4,7 +4,7 @@
 
 use super::tables::{Order, cell_id};
 use crate::aggregate::{Aggregate, key_hash};
-use crate::metrics::ErrorsAs;
+use crate::metrics::{ErrorPolicy, ErrorsAs};
 use crate::runner::record::{EPISODES, EpisodeRecord, RUN_INFO, TRACES};
 use rayon::prelude::*;
 use serde_json::Value;
@@ -55,7 +55,7 @@ pub struct Loaded {
     pub aggregate: Aggregate,
     /// Distinct episodes (a key recorded twice counts once, as its last record).
     pub records: usize,
-    pub errors_as: ErrorsAs,
+    pub errors_as: ErrorPolicy,
     pub malformed: usize,
     pub duplicates: usize,
     pub order: Order,
@@ -184,7 +184,7 @@ fn read_batches(
 
 /// What one pass over the records asks of each batch.
 struct Pass<'a> {
-    errors_as: ErrorsAs,
+    errors_as: ErrorPolicy,
     per_outcome: usize,
     paths: &'a [PathBuf],
     /// The first pass warns about malformed lines and checks data versions; a second
@@ -328,7 +328,7 @@ pub fn load(dirs: &[PathBuf], per_outcome: usize) -> Result<Loaded, String> {
     let mut loaded = Loaded {
         aggregate: Aggregate::default(),
         records: 0,
-        errors_as: ErrorsAs::Excluded,
+        errors_as: ErrorPolicy::All(ErrorsAs::Excluded),
         malformed: 0,
         duplicates: 0,
         order: Order::default(),
@@ -338,7 +338,7 @@ pub fn load(dirs: &[PathBuf], per_outcome: usize) -> Result<Loaded, String> {
     };
     for dir in dirs {
         if let Some(info) = read_info(dir) {
-            loaded.errors_as = ErrorsAs::from_name(info["errors_as"].as_str().unwrap_or(""));
+            loaded.errors_as = ErrorPolicy::from_name(info["errors_as"].as_str().unwrap_or(""));
             if let Some(p) = info
                 .get("price_per_mtok")
                 .and_then(|p| serde_json::from_value::<[f64; 2]>(p.clone()).ok())

@@ -298,7 +298,7 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
         Column::figure(
             "errors_as",
             "Errors as",
-            "How errored episodes count in rates: excluded (their own outcome) or agentdojo (utility false, attack succeeded).",
+            "How errored episodes count in rates: excluded (their own outcome), agentdojo (utility false, attack succeeded; the default for AgentDojo's own suites) or mixed (a row pooling both: each episode by its suite's).",
             Show::File,
             |r: &Row| Value::Text(r.errors_as.as_str().into()),
         ),

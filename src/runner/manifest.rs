@@ -38,7 +38,8 @@ pub struct Manifest {
     #[serde(default)]
     pub roles: Value,
     pub simulated: bool,
-    /// How errored episodes are counted in rates (`excluded` or `agentdojo`).
+    /// How errored episodes are counted in rates: `excluded` or `agentdojo` for every row,
+    /// or `by_family` (each suite family's own; see `metrics::ErrorPolicy`).
     #[serde(default)]
     pub errors_as: String,
     /// Dollars per million prompt / completion tokens, when the run was priced.
