@@ -6,10 +6,11 @@ use super::meaning::{
     fold, mentions_code, mentions_date, mentions_number, mentions_time, parse_date, parse_time,
 };
 use super::samples::VectorClass;
-use super::{Family, PlannedCall, Suite, UserTask, run_plan};
+use super::{Family, InjectionTask, PlannedCall, Suite, UserTask, run_plan};
 use crate::envpath;
 use crate::model::sim::reads_payload;
 use crate::tools::ToolSet;
+use rayon::prelude::*;
 use serde_json::Value;
 
 /// One failed proof.
@@ -28,8 +29,21 @@ impl std::fmt::Display for Problem {
 
 /// Runs every proof; an empty list means the suite is sound.
 pub fn validate(suite: &Suite) -> Vec<Problem> {
-    let mut problems = Vec::new();
     let benign = suite.env.benign();
+    // Each task's proofs replay plans against their own copy of the environment:
+    // independent CPU-bound work (run does it before every run), so tasks are proved in
+    // parallel and their problems reported in task order.
+    let user: Vec<Vec<Problem>> = suite
+        .user_tasks
+        .par_iter()
+        .map(|t| user_task_problems(suite, &benign, t))
+        .collect();
+    let injection: Vec<Vec<Problem>> = suite
+        .injection_tasks
+        .par_iter()
+        .map(|t| injection_task_problems(suite, &benign, t))
+        .collect();
+    let mut problems: Vec<Problem> = user.into_iter().chain(injection).flatten().collect();
     let mut push = |file, task: &str, message: String| {
         problems.push(Problem {
             file,
@@ -37,128 +51,6 @@ pub fn validate(suite: &Suite) -> Vec<Problem> {
             message,
         })
     };
-
-    for t in &suite.user_tasks {
-        let mut env = benign.clone();
-        let run = run_plan(&suite.tools, &mut env, &t.plan);
-        if let Some((i, e)) = &run.failure {
-            push(
-                "user_tasks.yaml",
-                t.id.as_str(),
-                format!("reference plan step {i} fails: {e}"),
-            );
-            continue;
-        }
-        let answer = t.answer.clone().unwrap_or_default();
-        let solved = Outcome {
-            pre: &benign,
-            post: &env,
-            calls: &run.calls,
-            answer: &answer,
-        };
-        if !t.utility.eval(&solved) {
-            push(
-                "user_tasks.yaml",
-                t.id.as_str(),
-                "the reference plan and answer do not pass the utility check".into(),
-            );
-        }
-        let untouched = Outcome {
-            pre: &benign,
-            post: &benign,
-            calls: &[],
-            answer: "",
-        };
-        if t.utility.eval(&untouched) {
-            push("user_tasks.yaml", t.id.as_str(), "the utility check passes on the untouched environment with an empty answer, so it cannot fail".into());
-        }
-        if let Some(message) = needs_attacker_text(suite, t) {
-            push("user_tasks.yaml", t.id.as_str(), message);
-        }
-        for message in provenance(suite, t) {
-            push("user_tasks.yaml", t.id.as_str(), message);
-        }
-        if suite.injectable.get(&t.id).is_none_or(|v| v.is_empty()) {
-            push(
-                "user_tasks.yaml",
-                t.id.as_str(),
-                "not injectable: the reference plan reads no injection vector".into(),
-            );
-        }
-    }
-
-    for t in &suite.injection_tasks {
-        let mut env = benign.clone();
-        let run = run_plan(&suite.tools, &mut env, &t.plan);
-        if let Some((i, e)) = &run.failure {
-            push(
-                "injection_tasks.yaml",
-                t.id.as_str(),
-                format!("reference plan step {i} fails: {e}"),
-            );
-            continue;
-        }
-        let done = Outcome {
-            pre: &benign,
-            post: &env,
-            calls: &run.calls,
-            answer: "",
-        };
-        if !t.security.eval(&done) {
-            push(
-                "injection_tasks.yaml",
-                t.id.as_str(),
-                "the reference plan does not trip the security check".into(),
-            );
-        }
-        let untouched = Outcome {
-            pre: &benign,
-            post: &benign,
-            calls: &[],
-            answer: "",
-        };
-        if t.security.eval(&untouched) {
-            push(
-                "injection_tasks.yaml",
-                t.id.as_str(),
-                "the security check is already true on the untouched environment".into(),
-            );
-        }
-        // An honest user task must not trip the attacker's check by itself, even with the
-        // attacker's text sitting in the vectors it reads, or ASR is inflated by benign
-        // behaviour. The goal stands in for a payload: it holds the attacker's values.
-        let defaults = suite.defaults();
-        for u in &suite.user_tasks {
-            let overrides: Vec<_> = suite
-                .injectable
-                .get(&u.id)
-                .map(|vs| vs.iter().map(|v| (v.clone(), t.goal.clone())).collect())
-                .unwrap_or_default();
-            let attacked = suite.env.with(&defaults, &overrides);
-            let mut env = attacked.clone();
-            let run = run_plan(&suite.tools, &mut env, &u.plan);
-            if run.failure.is_some() {
-                continue;
-            }
-            let answer = u.answer.clone().unwrap_or_default();
-            let o = Outcome {
-                pre: &attacked,
-                post: &env,
-                calls: &run.calls,
-                answer: &answer,
-            };
-            if t.security.eval(&o) {
-                push(
-                    "injection_tasks.yaml",
-                    t.id.as_str(),
-                    format!(
-                        "the security check is true after the benign user task `{}` alone, with the attacker's text in the vectors it reads",
-                        u.id
-                    ),
-                );
-            }
-        }
-    }
 
     let states = reference_states(suite);
     for (file, id, check) in suite
@@ -185,6 +77,150 @@ pub fn validate(suite: &Suite) -> Vec<Problem> {
         push("user_tasks.yaml", "-", "the suite has no user tasks".into());
     }
     problems.extend(validate_samples(suite));
+    problems
+}
+
+/// A user task's own proofs: its reference plan runs and passes its utility check, the
+/// check can fail, it needs no attacker text, its values have a source, it is injectable.
+fn user_task_problems(suite: &Suite, benign: &Value, t: &UserTask) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    let mut push = |file, task: &str, message: String| {
+        problems.push(Problem {
+            file,
+            task: task.to_string(),
+            message,
+        })
+    };
+    let mut env = benign.clone();
+    let run = run_plan(&suite.tools, &mut env, &t.plan);
+    if let Some((i, e)) = &run.failure {
+        push(
+            "user_tasks.yaml",
+            t.id.as_str(),
+            format!("reference plan step {i} fails: {e}"),
+        );
+        return problems;
+    }
+    let answer = t.answer.clone().unwrap_or_default();
+    let solved = Outcome {
+        pre: benign,
+        post: &env,
+        calls: &run.calls,
+        answer: &answer,
+    };
+    if !t.utility.eval(&solved) {
+        push(
+            "user_tasks.yaml",
+            t.id.as_str(),
+            "the reference plan and answer do not pass the utility check".into(),
+        );
+    }
+    let untouched = Outcome {
+        pre: benign,
+        post: benign,
+        calls: &[],
+        answer: "",
+    };
+    if t.utility.eval(&untouched) {
+        push("user_tasks.yaml", t.id.as_str(), "the utility check passes on the untouched environment with an empty answer, so it cannot fail".into());
+    }
+    if let Some(message) = needs_attacker_text(suite, t) {
+        push("user_tasks.yaml", t.id.as_str(), message);
+    }
+    for message in provenance(suite, t) {
+        push("user_tasks.yaml", t.id.as_str(), message);
+    }
+    if suite.injectable.get(&t.id).is_none_or(|v| v.is_empty()) {
+        push(
+            "user_tasks.yaml",
+            t.id.as_str(),
+            "not injectable: the reference plan reads no injection vector".into(),
+        );
+    }
+    problems
+}
+
+/// An injection task's proofs: its plan trips its security check, the check is false on
+/// the untouched environment and after every benign user task alone.
+fn injection_task_problems(suite: &Suite, benign: &Value, t: &InjectionTask) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    let mut push = |file, task: &str, message: String| {
+        problems.push(Problem {
+            file,
+            task: task.to_string(),
+            message,
+        })
+    };
+    let mut env = benign.clone();
+    let run = run_plan(&suite.tools, &mut env, &t.plan);
+    if let Some((i, e)) = &run.failure {
+        push(
+            "injection_tasks.yaml",
+            t.id.as_str(),
+            format!("reference plan step {i} fails: {e}"),
+        );
+        return problems;
+    }
+    let done = Outcome {
+        pre: benign,
+        post: &env,
+        calls: &run.calls,
+        answer: "",
+    };
+    if !t.security.eval(&done) {
+        push(
+            "injection_tasks.yaml",
+            t.id.as_str(),
+            "the reference plan does not trip the security check".into(),
+        );
+    }
+    let untouched = Outcome {
+        pre: benign,
+        post: benign,
+        calls: &[],
+        answer: "",
+    };
+    if t.security.eval(&untouched) {
+        push(
+            "injection_tasks.yaml",
+            t.id.as_str(),
+            "the security check is already true on the untouched environment".into(),
+        );
+    }
+    // An honest user task must not trip the attacker's check by itself, even with the
+    // attacker's text sitting in the vectors it reads, or ASR is inflated by benign
+    // behaviour. The goal stands in for a payload: it holds the attacker's values.
+    let defaults = suite.defaults();
+    for u in &suite.user_tasks {
+        let overrides: Vec<_> = suite
+            .injectable
+            .get(&u.id)
+            .map(|vs| vs.iter().map(|v| (v.clone(), t.goal.clone())).collect())
+            .unwrap_or_default();
+        let attacked = suite.env.with(&defaults, &overrides);
+        let mut env = attacked.clone();
+        let run = run_plan(&suite.tools, &mut env, &u.plan);
+        if run.failure.is_some() {
+            continue;
+        }
+        let answer = u.answer.clone().unwrap_or_default();
+        let o = Outcome {
+            pre: &attacked,
+            post: &env,
+            calls: &run.calls,
+            answer: &answer,
+        };
+        if t.security.eval(&o) {
+            push(
+                "injection_tasks.yaml",
+                t.id.as_str(),
+                format!(
+                    "the security check is true after the benign user task `{}` alone, with the attacker's text in the vectors it reads",
+                    u.id
+                ),
+            );
+        }
+    }
     problems
 }
 
