@@ -9,7 +9,7 @@
 # SIEVE_BENCH_BIN=path   use this binary instead of building the release one (e.g. to
 #                        measure an older build on the same data);
 # BENCH_DATA=dir         keep the synthetic run in dir and reuse it when it has N records.
-# Needs about 1.5 KB of disk per record for the synthetic run; delete BENCH_DATA after.
+# Needs about 3.5 KB of disk per record (3.3 GB for a million); delete BENCH_DATA after.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-1000000}

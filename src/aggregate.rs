@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Everything that decides which rows a record feeds: its suite, defense and model, and
 /// whether and how it was attacked.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Atom {
     pub suite: String,
     pub defense: String,
@@ -34,7 +34,7 @@ pub struct Atom {
 }
 
 impl Atom {
-    fn of(r: &EpisodeRecord) -> Atom {
+    pub fn of(r: &EpisodeRecord) -> Atom {
         let label = match &r.attack {
             Some(a) if r.attacked() => Some(attack_label(a, r)),
             _ => None,
@@ -358,6 +358,16 @@ impl Acc {
             dollars_per_episode: None,
         }
     }
+}
+
+/// A key's 64-bit hash. Deduplication keeps one hash per distinct episode (a set of
+/// about 16 bytes an episode, the table's slack included), not the keys: two keys with
+/// one hash would count as one episode, about 3 in 10⁸ for a million episodes.
+pub(crate) fn key_hash(key: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    key.hash(&mut h);
+    h.finish()
 }
 
 /// Bins of the alignment-score histograms.
@@ -707,6 +717,7 @@ pub fn set_overheads(rows: &mut [Row]) {
     }
 }
 
+pub mod pairs;
 #[cfg(test)]
 pub(crate) mod reference;
 
@@ -823,6 +834,24 @@ mod tests {
                 assert_eq!((s.approved, s.blocked), reference::scores(&records, d, m));
             }
         }
+        // Paired comparisons (McNemar) over the compact pair table, as over the records.
+        let table = pairs::PairTable::of(&records);
+        let rows = Aggregate::of(&records, ErrorsAs::Excluded).summarise();
+        let mut compared = 0;
+        for r in rows.iter().filter(|r| r.defense == "sieve") {
+            for errors_as in [ErrorsAs::Excluded, ErrorsAs::AgentDojo] {
+                let of = |d: &str| reference::row_records(&records, &r.suite, &r.attack, d, None);
+                let want = reference::paired_all(&of("none"), &of("sieve"), errors_as);
+                let got = crate::metrics::paired_all(
+                    &table.row(&r.suite, &r.attack, "none", None),
+                    &table.row(&r.suite, &r.attack, "sieve", Some(&r.model)),
+                    errors_as,
+                );
+                assert_eq!(got, want, "{} {}", r.suite, r.attack);
+                compared += usize::from(got.iter().any(|p| p.a_higher + p.b_higher > 0));
+            }
+        }
+        assert!(compared > 2, "{compared}");
         let breakdown = Aggregate::of(&records, ErrorsAs::AgentDojo).breakdown();
         assert!(!breakdown.is_empty());
         assert_same(&breakdown, &reference::breakdown(&records), |r| {
@@ -837,6 +866,20 @@ mod tests {
         let loaded = crate::report::runs::load(&[dir.path().join("merged")], 0).unwrap();
         assert!(loaded.duplicates > 0);
         assert_eq!(loaded.records, records.len());
+        // The pair table read from the file keeps each key's last record too.
+        let read = pairs::PairTable::read(&dir.path().join("merged").join(EPISODES)).unwrap();
+        let all = pairs::PairTable::of(&records);
+        let sorted = |t: &pairs::PairTable| {
+            let mut v: Vec<_> = t
+                .row(ALL_SUITES, "important_instructions", "sieve", None)
+                .into_iter()
+                .map(|(c, o)| (c.clone(), o.seed, o.errored, o.utility, o.attack_success))
+                .collect();
+            v.sort();
+            v
+        };
+        assert!(sorted(&read).len() > 50);
+        assert_eq!(sorted(&read), sorted(&all));
         let want = reference::summarise_with(&records, ErrorsAs::Excluded);
         assert_same(&loaded.aggregate.summarise(), &want, |r| &mut r.w_asr);
     }

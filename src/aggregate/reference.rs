@@ -468,3 +468,109 @@ pub fn scores(records: &[EpisodeRecord], defense: &str, model: &str) -> (Vec<u64
     }
     (approved, blocked)
 }
+
+/// The key that pairs an episode across defenses: its cluster and seed.
+fn pair_key(r: &EpisodeRecord) -> (ClusterKey, u64) {
+    (cluster_of(r), r.seed)
+}
+
+/// Pairs the episodes of two rows and compares `outcome` (None: the episode does not
+/// count, e.g. errored). Returns `None` when no episode is in both.
+pub fn paired(
+    metric: &str,
+    a: &[&EpisodeRecord],
+    b: &[&EpisodeRecord],
+    outcome: impl Fn(&EpisodeRecord) -> Option<bool>,
+) -> Option<Paired> {
+    let a_by: BTreeMap<_, bool> = a
+        .iter()
+        .filter_map(|r| Some((pair_key(r), outcome(r)?)))
+        .collect();
+    let mut per_cluster: BTreeMap<ClusterKey, Vec<f64>> = BTreeMap::new();
+    for r in b {
+        let Some(yb) = outcome(r) else { continue };
+        let Some(&ya) = a_by.get(&pair_key(r)) else {
+            continue;
+        };
+        per_cluster
+            .entry(cluster_of(r))
+            .or_default()
+            .push(f64::from(u8::from(yb)) - f64::from(u8::from(ya)));
+    }
+    let n: usize = per_cluster.values().map(Vec::len).sum();
+    if n == 0 {
+        return None;
+    }
+    let nf = n as f64;
+    let diff = per_cluster.values().flatten().sum::<f64>() / nf;
+    let var = per_cluster
+        .values()
+        .map(|d| d.iter().map(|x| x - diff).sum::<f64>().powi(2))
+        .sum::<f64>()
+        / (nf * nf);
+    let half = Z95 * var.sqrt();
+    let (mut a_higher, mut b_higher) = (0, 0);
+    for d in per_cluster.values() {
+        let s: f64 = d.iter().sum();
+        if s < 0.0 {
+            a_higher += 1;
+        } else if s > 0.0 {
+            b_higher += 1;
+        }
+    }
+    Some(Paired {
+        metric: metric.to_string(),
+        n_pairs: n as u64,
+        diff: if diff.abs() < 1e-12 { 0.0 } else { diff },
+        ci: [(diff - half).max(-1.0), (diff + half).min(1.0)],
+        a_higher,
+        b_higher,
+        p_value: mcnemar_exact(a_higher, b_higher),
+    })
+}
+
+/// The paired ASR, UA and BU comparisons of two sets of records (rows B − A), under an
+/// error convention.
+pub fn paired_all(a: &[&EpisodeRecord], b: &[&EpisodeRecord], errors_as: ErrorsAs) -> Vec<Paired> {
+    let counts = |r: &EpisodeRecord| r.error.is_none() || errors_as == ErrorsAs::AgentDojo;
+    let (a_att, a_clean): (Vec<&EpisodeRecord>, Vec<&EpisodeRecord>) =
+        a.iter().copied().partition(|r| r.attacked());
+    let (b_att, b_clean): (Vec<&EpisodeRecord>, Vec<&EpisodeRecord>) =
+        b.iter().copied().partition(|r| r.attacked());
+    let success =
+        |r: &EpisodeRecord| counts(r).then(|| r.error.is_some() || r.attack_success == Some(true));
+    let utility = |r: &EpisodeRecord| counts(r).then(|| r.error.is_none() && r.utility);
+    [
+        paired("asr", &a_att, &b_att, success),
+        paired("ua", &a_att, &b_att, utility),
+        paired("bu", &a_clean, &b_clean, utility),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The records a summary row is computed from, as [`summarise_with`] groups them: the
+/// row's suite (every suite for [`ALL_SUITES`]), defense and model (any when `None`);
+/// the clean episodes every attack's row shares, and the attacked ones under the row's
+/// attack label.
+pub fn row_records<'a>(
+    records: &'a [EpisodeRecord],
+    suite: &str,
+    attack: &str,
+    defense: &str,
+    model: Option<&str>,
+) -> Vec<&'a EpisodeRecord> {
+    records
+        .iter()
+        .filter(|r| {
+            r.defense == defense
+                && (suite == ALL_SUITES || r.suite == suite)
+                && model.is_none_or(|m| r.model == m)
+                && match &r.attack {
+                    Some(a) if r.attacked() => attack_label(a, r) == attack,
+                    _ => true,
+                }
+        })
+        .collect()
+}

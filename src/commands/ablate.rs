@@ -675,18 +675,18 @@ pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, Cli
     let report = run(paths, run_args).await?;
     let simulated = report.summary.simulated;
     let mut ablation_rows = rows(&report.summary.rows, &order);
-    let (records, _) =
-        crate::runner::record::read_records(&out.join(crate::runner::record::EPISODES))
+    let records =
+        crate::aggregate::pairs::PairTable::read(&out.join(crate::runner::record::EPISODES))
             .map_err(|e| CliError::failed(format!("cannot read {}: {e}", out.display())))?;
     for r in &mut ablation_rows {
         // Every model of the run: ablate runs one.
-        let of = |d: &str| crate::metrics::row_records(&records, &r.suite, &r.attack, d, None);
+        let of = |d: &str| records.row(&r.suite, &r.attack, d, None);
         if r.defense != REFERENCE {
             let (base, new) = (of(REFERENCE), of(&r.defense));
             let errors_as = args
                 .run
                 .error_policy()
-                .for_suites(base.iter().chain(&new).map(|e| e.suite.as_str()));
+                .for_suites(base.iter().chain(&new).map(|(c, _)| c.0.as_str()));
             r.vs_reference = crate::metrics::paired_all(&base, &new, errors_as);
         }
     }

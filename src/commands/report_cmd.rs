@@ -204,11 +204,9 @@ pub fn compare(
         let episodes = dir.join(crate::runner::record::EPISODES);
         let records = if episodes.is_file() {
             Some(
-                crate::runner::record::read_records(&episodes)
-                    .map_err(|e| {
-                        CliError::bad_input(format!("cannot read {}: {e}", episodes.display()))
-                    })?
-                    .0,
+                crate::aggregate::pairs::PairTable::read(&episodes).map_err(|e| {
+                    CliError::bad_input(format!("cannot read {}: {e}", episodes.display()))
+                })?,
             )
         } else {
             None

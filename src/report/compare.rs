@@ -9,8 +9,8 @@
 //! records of both runs.
 
 use super::Summary;
-use crate::metrics::{Paired, Row, paired_all, row_records};
-use crate::runner::record::EpisodeRecord;
+use crate::aggregate::pairs::PairTable;
+use crate::metrics::{Paired, Row, paired_all};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use std::fmt::Write;
 
@@ -38,10 +38,11 @@ impl Thresholds {
     }
 }
 
-/// One side of a comparison: its summary and, when the run folder has them, its records.
+/// One side of a comparison: its summary and, when the run folder has its records, what
+/// pairing needs of each episode (not the records).
 pub struct Side {
     pub summary: Summary,
-    pub records: Option<Vec<EpisodeRecord>>,
+    pub records: Option<PairTable>,
     /// How messages name the run (its folder).
     pub name: String,
 }
@@ -213,8 +214,8 @@ pub fn compare(
         }
         let tests: Vec<Paired> = match (&base.records, &new.records) {
             (Some(br), Some(nr)) => paired_all(
-                &row_records(br, &b.suite, &b.attack, &b.defense, Some(&b.model)),
-                &row_records(nr, &n.suite, &n.attack, &n.defense, Some(&n.model)),
+                &br.row(&b.suite, &b.attack, &b.defense, Some(&b.model)),
+                &nr.row(&n.suite, &n.attack, &n.defense, Some(&n.model)),
                 n.errors_as,
             ),
             _ => Vec::new(),
@@ -365,6 +366,7 @@ pub fn compare(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runner::record::EpisodeRecord;
     use serde_json::json;
 
     fn summary(rows: Vec<Row>) -> Summary {
@@ -420,7 +422,7 @@ mod tests {
             .collect();
         Side {
             summary: summary(crate::metrics::summarise(&records)),
-            records: Some(records),
+            records: Some(PairTable::of(&records)),
             name: "run".into(),
         }
     }

@@ -3,14 +3,13 @@
 //! per cell are kept, with their traces, for the HTML drill-down.
 
 use super::tables::{Order, cell_id};
-use crate::aggregate::Aggregate;
+use crate::aggregate::{Aggregate, key_hash};
 use crate::metrics::{ErrorPolicy, ErrorsAs};
 use crate::runner::record::{EPISODES, EpisodeRecord, RUN_INFO, TRACES};
 use rayon::prelude::*;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
-use std::hash::{Hash, Hasher};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
@@ -119,15 +118,6 @@ fn check_identities(dirs: &[PathBuf]) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// A key's 64-bit hash. Deduplication keeps one hash per distinct episode (a set of
-/// about 16 bytes an episode, the table's slack included), not the keys: two keys with
-/// one hash would count as one episode, about 3 in 10⁸ for a million episodes.
-fn key_hash(key: &str) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    key.hash(&mut h);
-    h.finish()
 }
 
 /// Lines are read and parsed in batches of about this many bytes; a few batches per

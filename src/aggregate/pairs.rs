@@ -1,0 +1,145 @@
+//! What a paired comparison (exact McNemar in `compare` and `ablate`) needs of each
+//! episode, without keeping the record: its cluster, seed and outcome bits, filed under
+//! the cell ([`Atom`]) that decides which summary rows it belongs to.
+
+use super::Atom;
+use crate::metrics::{ALL_SUITES, ClusterKey};
+use crate::runner::record::EpisodeRecord;
+use std::collections::{BTreeMap, HashMap};
+use std::io::BufRead;
+use std::path::Path;
+
+/// One episode as pairing sees it: 24 bytes beside its table's shared cluster list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PairObs {
+    /// Index into the table's clusters.
+    cluster: u32,
+    pub seed: u64,
+    pub attacked: bool,
+    pub errored: bool,
+    /// The security check held.
+    pub attack_success: bool,
+    pub utility: bool,
+}
+
+/// An episode with its cluster, as [`crate::metrics::paired`] takes it.
+pub type Pair<'a> = (&'a ClusterKey, PairObs);
+
+/// The episodes of a run as pairing needs them.
+#[derive(Clone, Debug, Default)]
+pub struct PairTable {
+    clusters: Vec<ClusterKey>,
+    index: HashMap<ClusterKey, u32>,
+    cells: BTreeMap<Atom, Vec<PairObs>>,
+}
+
+impl PairTable {
+    pub fn of(records: &[EpisodeRecord]) -> Self {
+        let mut t = PairTable::default();
+        for r in records {
+            let (atom, obs) = t.observe(r);
+            t.cells.entry(atom).or_default().push(obs);
+        }
+        t
+    }
+
+    fn observe(&mut self, r: &EpisodeRecord) -> (Atom, PairObs) {
+        let key = (
+            r.suite.clone(),
+            r.user_task.clone(),
+            r.injection_task.clone(),
+            r.attack.clone(),
+        );
+        let cluster = match self.index.get(&key) {
+            Some(&i) => i,
+            None => {
+                let i = u32::try_from(self.clusters.len()).expect("fewer than 2^32 clusters");
+                self.index.insert(key.clone(), i);
+                self.clusters.push(key);
+                i
+            }
+        };
+        let obs = PairObs {
+            cluster,
+            seed: r.seed,
+            attacked: r.attacked(),
+            errored: r.error.is_some(),
+            attack_success: r.attack_success == Some(true),
+            utility: r.utility,
+        };
+        (Atom::of(r), obs)
+    }
+
+    /// Reads a run's `episodes.jsonl` one line at a time, keeping each key's last record
+    /// (as [`crate::runner::record::read_records`] does). Malformed lines are skipped
+    /// silently: the summary read beside this one warns about them.
+    pub fn read(path: &Path) -> std::io::Result<PairTable> {
+        let mut t = PairTable::default();
+        // Each episode's cell and observation in file order, and, per key hash, the
+        // position of its last record (16 bytes an episode, not the keys).
+        let mut atoms: Vec<Atom> = Vec::new();
+        let mut atom_ids: HashMap<Atom, u32> = HashMap::new();
+        let mut seen: Vec<(u32, PairObs)> = Vec::new();
+        let mut last: HashMap<u64, usize> = HashMap::new();
+        let reader = std::io::BufReader::new(std::fs::File::open(path)?);
+        for line in reader.split(b'\n') {
+            let line = line?;
+            let Ok(text) = std::str::from_utf8(&line) else {
+                continue;
+            };
+            if text.trim().is_empty() {
+                continue;
+            }
+            let Ok(r) = serde_json::from_str::<EpisodeRecord>(text) else {
+                continue;
+            };
+            let (atom, obs) = t.observe(&r);
+            let id = match atom_ids.get(&atom) {
+                Some(&i) => i,
+                None => {
+                    let i = atoms.len() as u32;
+                    atom_ids.insert(atom.clone(), i);
+                    atoms.push(atom);
+                    i
+                }
+            };
+            last.insert(super::key_hash(&r.key), seen.len());
+            seen.push((id, obs));
+        }
+        let mut keep = vec![false; seen.len()];
+        for i in last.into_values() {
+            keep[i] = true;
+        }
+        for ((id, obs), kept) in seen.into_iter().zip(keep) {
+            if kept {
+                t.cells
+                    .entry(atoms[id as usize].clone())
+                    .or_default()
+                    .push(obs);
+            }
+        }
+        Ok(t)
+    }
+
+    /// The episodes a summary row is computed from: the row's suite (every suite for
+    /// [`ALL_SUITES`]), defense and model (any when `None`); the clean episodes every
+    /// attack's row shares, and the attacked ones under the row's attack label.
+    pub fn row(
+        &self,
+        suite: &str,
+        attack: &str,
+        defense: &str,
+        model: Option<&str>,
+    ) -> Vec<Pair<'_>> {
+        self.cells
+            .iter()
+            .filter(|(k, _)| {
+                k.defense == defense
+                    && (suite == ALL_SUITES || k.suite == suite)
+                    && model.is_none_or(|m| k.model == m)
+                    && k.label.as_deref().is_none_or(|l| l == attack)
+            })
+            .flat_map(|(_, obs)| obs.iter().map(|o| (&self.clusters[o.cluster as usize], *o)))
+            .collect()
+    }
+}
