@@ -66,6 +66,10 @@ pub async fn open<'a>(spec: &EpisodeSpec<'a>, model: &str) -> Result<Opened<'a>,
         let (world, rendered, started) = crate::external::world::ExternalWorld::open(
             external,
             spec.user_task.id.as_str(),
+            spec.suite
+                .injectable
+                .get(&spec.user_task.id)
+                .map_or(&[][..], Vec::as_slice),
             spec.injection.as_ref(),
             model,
         )

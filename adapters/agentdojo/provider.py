@@ -226,6 +226,11 @@ class Provider:
         attack, model_name = self.attacks[key]
         suite = self.suite(qualified)
         user_task = suite.get_user_task_by_id(req["user_task"])
+        # The vectors this adapter's `describe` found (perhaps in another process): the
+        # same canary run, not repeated here.
+        described = req.get("vectors")
+        if isinstance(described, list) and described:
+            self.candidates.setdefault((qualified, user_task.ID), list(described))
         injection_task = suite.get_injection_task_by_id(req["injection_task"])
         try:
             injections = attack.attack(user_task, injection_task)

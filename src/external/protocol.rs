@@ -3,6 +3,7 @@
 //! One JSON object per line each way. Every request carries `op`; every reply carries
 //! `ok`, and `error` when `ok` is false.
 
+use crate::ids::VectorId;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -28,6 +29,9 @@ pub enum Request<'a> {
         user_task: &'a str,
         injection_task: &'a str,
         model: &'a str,
+        /// The user task's vectors as `describe` gave them, so a provider running several
+        /// processes need not find them again in each.
+        vectors: &'a [VectorId],
     },
     /// A fresh episode; replaces any episode the process held before.
     Start {

@@ -5,6 +5,7 @@ use super::pool::Lease;
 use super::protocol::{CallReply, Injections, Request, Started, Verdicts as Reply};
 use super::{ExternalError, ExternalSuite};
 use crate::agent::Injection;
+use crate::ids::VectorId;
 use crate::world::{ToolReply, Verdicts, World, WorldError};
 use async_trait::async_trait;
 use serde_json::Value;
@@ -22,6 +23,7 @@ impl ExternalWorld {
     pub async fn open(
         suite: &ExternalSuite,
         user_task: &str,
+        vectors: &[VectorId],
         injection: Option<&Injection<'_>>,
         model: &str,
     ) -> Result<(ExternalWorld, Option<Vec<String>>, Started), ExternalError> {
@@ -37,6 +39,7 @@ impl ExternalWorld {
                             user_task,
                             injection_task: inj.task.id.as_str(),
                             model,
+                            vectors,
                         })
                         .await?;
                     reply.injections
