@@ -141,10 +141,7 @@ struct Episode {
 impl EpisodeDefense for Episode {
     async fn start(&mut self, ctx: &mut DefenseCtx<'_>) -> Result<(), DefenseError> {
         let prompt = ctx.user_prompt.trim().to_string();
-        let system = format!(
-            "The assistant acts for {} and today is {}.",
-            ctx.suite.meta.user, ctx.suite.meta.date
-        );
+        let system = ctx.suite.meta.setting();
         self.units.push(Unit {
             source: "system".into(),
             text: system.clone(),

@@ -152,9 +152,8 @@ struct Episode {
 
 fn context(ctx: &DefenseCtx<'_>) -> String {
     format!(
-        "The user is {} and today is {}.\n\n## The request\n{}\n\n## Tools\n{}",
-        ctx.suite.meta.user,
-        ctx.suite.meta.date,
+        "{}\n\n## The request\n{}\n\n## Tools\n{}",
+        ctx.suite.meta.setting(),
         ctx.user_prompt.trim(),
         describe_tools(ctx.tools, ctx.suite)
     )

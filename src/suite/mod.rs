@@ -136,6 +136,20 @@ pub struct SuiteMeta {
     pub tools: Option<Vec<ToolName>>,
 }
 
+impl SuiteMeta {
+    /// Who the agent works for and when, as one sentence for prompts; a part the suite
+    /// does not give (a provider's suite may have no user or date) is left out, so no
+    /// prompt says "today is .".
+    pub fn setting(&self) -> String {
+        match (self.user.trim(), self.date.trim()) {
+            ("", "") => String::new(),
+            (user, "") => format!("The user is {user}."),
+            ("", date) => format!("Today is {date}."),
+            (user, date) => format!("The user is {user} and today is {date}."),
+        }
+    }
+}
+
 /// One injection point in the environment.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -748,4 +762,33 @@ pub fn select(root: &Path, selector: &str) -> Result<Vec<SuiteRef>, String> {
         return Err("no suite selected".into());
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn setting_leaves_out_what_the_suite_does_not_give() {
+        let meta = |user: &str, date: &str| SuiteMeta {
+            name: "s".into(),
+            family: Family::External,
+            domains: Vec::new(),
+            user: user.into(),
+            date: date.into(),
+            description: String::new(),
+            system_prompt: None,
+            tools: None,
+        };
+        assert_eq!(
+            meta("Emma Johnson", "2026-05-14").setting(),
+            "The user is Emma Johnson and today is 2026-05-14."
+        );
+        assert_eq!(
+            meta("Emma Johnson", "").setting(),
+            "The user is Emma Johnson."
+        );
+        assert_eq!(meta("", "2026-05-14").setting(), "Today is 2026-05-14.");
+        assert_eq!(meta(" ", "").setting(), "");
+    }
 }

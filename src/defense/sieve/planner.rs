@@ -41,9 +41,8 @@ pub fn planner_messages(suite: &Suite, user_prompt: &str, tools: &[ToolSchema]) 
     let mut u = String::new();
     let _ = writeln!(
         u,
-        "The user is {} and today is {}.\n\n## The request\n{}\n\n## Available tools",
-        suite.meta.user,
-        suite.meta.date,
+        "{}\n\n## The request\n{}\n\n## Available tools",
+        suite.meta.setting(),
         user_prompt.trim()
     );
     for t in tools {
