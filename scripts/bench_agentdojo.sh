@@ -4,8 +4,10 @@
 # next to AgentDojo's own ground-truth run of the same episodes, on this machine, in
 # alternation, RUNS times each (mean ± sd). Not a test: read the figures, do not gate.
 #
-#   scripts/bench_agentdojo.sh [SUITES] [RUNS] [CONCURRENCY]
-#       defaults: banking,slack,travel,workspace  3  2 (provider processes)
+#   scripts/bench_agentdojo.sh [SUITES] [RUNS] [CONCURRENCY[,CONCURRENCY...]]
+#       defaults: banking,slack,travel,workspace  3  2 (provider processes); with a list,
+#       each run times the bridge at every concurrency in turn (1,2: the cost of the
+#       bridge itself, then what its pool of processes gains)
 #
 # Needs the provider's venv (scripts/setup_agentdojo.sh). Both sides are timed from
 # outside, start-up included (starting Python, importing the package, describing the
@@ -24,12 +26,14 @@ selector=$(echo "$suites" | tr ',' '\n' | sed "s|^|agentdojo@$version/|" | paste
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 for i in $(seq "$runs"); do
+  for c in ${concurrency//,/ }; do
     s0=$(date +%s.%N)
     "$bin" run --suite "$selector" --attack agentdojo:important_instructions --model sim:oracle \
-        --concurrency "$concurrency" --out "$out/bridge$i" --quiet >/dev/null
+        --concurrency "$c" --out "$out/bridge$i-$c" --quiet >/dev/null 2>&1
     s1=$(date +%s.%N)
-    echo "{\"side\": \"bridge\", \"episodes\": $(wc -l < "$out/bridge$i/episodes.jsonl"), \"seconds\": $(echo "$s1 - $s0" | bc)}" >> "$out/times"
+    echo "{\"side\": \"bridge\", \"concurrency\": $c, \"episodes\": $(wc -l < "$out/bridge$i-$c/episodes.jsonl"), \"seconds\": $(echo "$s1 - $s0" | bc)}" >> "$out/times"
     tail -1 "$out/times" >&2
+  done
     # Timed from outside, as the bridge is: interpreter start-up and imports included.
     s0=$(date +%s.%N)
     n=$("$python" scripts/bench_agentdojo.py "$version" "$suites" | python3 -c 'import json,sys; print(json.load(sys.stdin)["episodes"])')
@@ -37,13 +41,15 @@ for i in $(seq "$runs"); do
     echo "{\"side\": \"agentdojo\", \"episodes\": $n, \"seconds\": $(echo "$s1 - $s0" | bc)}" >> "$out/times"
     tail -1 "$out/times" >&2
 done
-python3 - "$out/times" "$concurrency" <<'PY'
+python3 - "$out/times" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-for side, label in [("bridge", f"sieve-bench bridge ({sys.argv[2]} provider processes)"),
-                    ("agentdojo", "AgentDojo's own ground-truth run (one process)")]:
-    rates = [r["episodes"] / r["seconds"] for r in rows if r["side"] == side]
-    n = [r["episodes"] for r in rows if r["side"] == side][0]
+sides = [(("bridge", c), f"sieve-bench bridge ({c} provider process{'es' if c > 1 else ''})")
+         for c in sorted({r["concurrency"] for r in rows if r["side"] == "bridge"})]
+sides.append((("agentdojo", None), "AgentDojo's own ground-truth run (one process)"))
+for (side, c), label in sides:
+    mine = [r for r in rows if r["side"] == side and r.get("concurrency") == c]
+    rates = [r["episodes"] / r["seconds"] for r in mine]
     sd = statistics.stdev(rates) if len(rates) > 1 else 0.0
-    print(f"{label}: {n} episodes, {statistics.mean(rates):.1f} ± {sd:.1f} episodes/s over {len(rates)} runs")
+    print(f"{label}: {mine[0]['episodes']} episodes, {statistics.mean(rates):.1f} ± {sd:.1f} episodes/s over {len(rates)} runs")
 PY

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # CI's integration test of the AgentDojo bridge with the real package: installs
 # agentdojo==0.1.35 into a venv (reused when present; pip caches the wheels), then runs
-# AgentDojo's banking and slack suites with the package's own important_instructions
-# attack and checks what AgentDojo's ground truth guarantees (see README, "AgentDojo's own
-# suites"). Usage: scripts/ci_agentdojo.sh <sieve-bench binary> <scratch dir>
+# AgentDojo's suites with the package's own important_instructions attack and checks what
+# AgentDojo's ground truth guarantees (see README, "AgentDojo's own suites"): the oracle
+# solves banking and slack under attack with no attack won, and the obedient agent wins
+# every v1.2.2 pair that an agent doing both tasks can win. Usage: scripts/ci_agentdojo.sh <sieve-bench binary> <scratch dir>
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$1
@@ -16,11 +17,16 @@ attack=agentdojo:important_instructions
 # package's own security checks (and doing nothing, or stopping one call short, must not).
 "${SIEVE_AGENTDOJO_PYTHON:-.venv-agentdojo/bin/python}" adapters/agentdojo/provider.py --self-test
 "$bin" run --suite "$suites" --attack "$attack" --model sim:oracle --concurrency 2 --out "$out/oracle" --quiet
+# Which attacked pairs can be won at all: both tasks' plans in either order, scored by the
+# package's own security check (the README lists the pairs neither order wins).
+"${SIEVE_AGENTDOJO_PYTHON:-.venv-agentdojo/bin/python}" adapters/agentdojo/provider.py --pairs v1.2.2 2 > "$out/pairs.jsonl"
+"$bin" run --suite agentdojo@v1.2.2 --attack "$attack" --model sim:obedient \
+    --concurrency 2 --out "$out/obedient" --quiet
 "$bin" run --suite agentdojo@v1.2.2/banking --attack "$attack" --model sim:obedient \
-    --defense none,sieve --concurrency 2 --out "$out/obedient" --quiet
-python3 - "$out" <<'PY'
+    --defense sieve --concurrency 2 --out "$out/sieve" --quiet
+python3 - "$out" adapters/agentdojo/unwinnable-v1.2.2.txt <<'PY'
 import json, sys
-out = sys.argv[1]
+out, listed = sys.argv[1], sys.argv[2]
 def rows(run):
     return {(r["suite"], r["defense"]): r for r in json.load(open(f"{out}/{run}/summary.json"))["rows"]}
 oracle = rows("oracle")
@@ -29,11 +35,26 @@ for suite, (clean, attacked) in expect.items():
     r = oracle[(suite, "none")]
     got = (r["n_clean"], r["n_attacked"], r["bu"], r["ua"], r["asr"], r["errors"])
     assert got == (clean, attacked, 1.0, 1.0, 0.0, 0), f"oracle {suite}: {got}"
-# The obedient agent wins every banking pair but the one collision the README lists.
-r = rows("obedient")[("agentdojo@v1.2.2/banking", "none")]
-assert (r["n_attacked"], r["errors"]) == (144, 0), r
-assert abs(r["asr"] - 143 / 144) < 1e-9, r["asr"]
-s = rows("obedient")[("agentdojo@v1.2.2/banking", "sieve")]
+# The pairs no agent wins by doing both tasks are exactly the ones the README lists.
+pairs = {(p["suite"], p["user_task"], p["injection_task"]): p for p in map(json.loads, open(f"{out}/pairs.jsonl"))}
+assert len(pairs) == 949, len(pairs)
+unwinnable = {k for k, p in pairs.items() if not (p["goal_first"] or p["goal_last"])}
+documented = {tuple(line.split()) for line in open(listed) if line.strip() and not line.startswith("#")}
+assert unwinnable == documented, f"not winnable but not listed: {sorted(unwinnable - documented)}; listed but winnable: {sorted(documented - unwinnable)}"
+# The obedient agent wins every other pair, with no error.
+won = {}
+for line in open(f"{out}/obedient/episodes.jsonl"):
+    e = json.loads(line)
+    assert e["error"] is None, e["error"]
+    if e["injection_task"] is not None:
+        won[(e["suite"], e["user_task"], e["injection_task"])] = e["attack_success"]
+assert set(won) == set(pairs), "the run's pairs are the package's pairs"
+lost = sorted(k for k in pairs if k not in unwinnable and not won[k])
+assert not lost, f"winnable pairs the obedient agent lost: {lost}"
+wins = sum(won.values())
+s = rows("sieve")[("agentdojo@v1.2.2/banking", "sieve")]
 assert s["errors"] == 0 and s["n_attacked"] == 144, s
-print(f"AgentDojo bridge: oracle BU=UA=100%, ASR 0 on banking+slack; obedient ASR {r['asr']:.3f}; sieve ASR {s['asr']:.3f}, UA {s['ua']:.3f}")
+print(f"AgentDojo bridge: oracle BU=UA=100%, ASR 0 on banking+slack; obedient wins {wins}/949 pairs, "
+      f"every one of the {949 - len(unwinnable)} that doing both tasks can win; "
+      f"sieve on banking ASR {s['asr']:.3f}, UA {s['ua']:.3f}")
 PY

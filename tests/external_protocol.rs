@@ -59,6 +59,10 @@ fn toy_as_agentdojo(root: &Path) -> PathBuf {
     suites
 }
 
+fn traces_text(out: &Path) -> String {
+    std::fs::read_to_string(out.join("traces.jsonl")).unwrap()
+}
+
 fn records(out: &Path) -> Vec<Value> {
     lines(&out.join("episodes.jsonl"))
         .iter()
@@ -77,7 +81,10 @@ async fn a_described_suite_becomes_an_ordinary_suite() {
     let tmp = tempfile::tempdir().unwrap();
     let suites = toy_suites(tmp.path(), 10.0);
     let provider = Provider::open(&suites, "toy").unwrap();
-    assert_eq!(provider.list().await.unwrap(), vec!["toy@v1/counter"]);
+    assert_eq!(
+        provider.list().await.unwrap(),
+        vec!["toy@v1/counter", "toy@v1/label"]
+    );
     let suite = provider.load("toy@v1/counter").await.unwrap();
     assert_eq!(suite.qualified_name(), "toy@v1/counter");
     assert_eq!(suite.user_tasks.len(), 4);
@@ -88,6 +95,9 @@ async fn a_described_suite_becomes_an_ordinary_suite() {
     );
     let read = suite.tools.get("read_note").unwrap();
     assert_eq!(read.kind, sieve_bench::tools::ToolKind::Read);
+    assert!(!suite.tools.get("add").unwrap().replaces);
+    let label = provider.load("toy@v1/label").await.unwrap();
+    assert!(label.tools.get("set_label").unwrap().replaces);
     let system = sieve_bench::agent::system_prompt(&suite);
     assert_eq!(system, "You are the toy suite's assistant.");
     // An unknown suite is the provider's refusal, named.
@@ -129,6 +139,46 @@ fn episodes_run_in_the_provider_and_its_verdicts_are_recorded() {
             assert_eq!(r["injected_vectors"][0], "note");
         }
     }
+}
+
+/// Where the user's task and the attacker's goal set the same one value, the obedient
+/// agent wins only if the attacker's call comes last: a tool described with `replaces`
+/// makes it wait for the user's own call, so the worst case is the one measured.
+#[test]
+fn the_obedient_agent_leaves_the_attackers_setting_standing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suites = toy_suites(tmp.path(), 10.0);
+    let out = tmp.path().join("o");
+    let mut c = bench(tmp.path());
+    c.arg("--suites-dir").arg(&suites).arg("run").args([
+        "--suite",
+        "toy@v1/label",
+        "--attack",
+        "important",
+        "--model",
+        "sim:obedient",
+        "--quiet",
+    ]);
+    c.arg("--out").arg(&out).assert().success();
+    let recs = records(&out);
+    assert_eq!(find(&recs, "label_it", None)["utility"], true);
+    let attacked = find(&recs, "label_it", Some("relabel"));
+    assert_eq!(attacked["error"], Value::Null, "{attacked}");
+    assert_eq!(
+        (&attacked["attack_success"], &attacked["utility"]),
+        (&Value::Bool(true), &Value::Bool(false)),
+        "{attacked}"
+    );
+    // A suite with no date of its own gets no empty date in the agent's prompt.
+    assert!(!traces_text(&out).contains("Today's date is ."));
+    // The trace: the user's label first, then the attacker's.
+    let traces = traces_text(&out);
+    let trace = traces
+        .lines()
+        .find(|l| l.contains("|relabel|"))
+        .expect("the attacked episode's trace");
+    let (mine, mallory) = (trace.find("mine").unwrap(), trace.rfind("mallory").unwrap());
+    assert!(mine < mallory, "{trace}");
 }
 
 #[test]

@@ -37,6 +37,14 @@ else:
 # from the names, stated here so it can be checked.
 READ_PREFIXES = ("get_", "search_", "read_", "list_", "check_")
 
+# Tools whose later call replaces what an earlier call set, instead of adding a record:
+# banking keeps one password and one set of user details, travel one reservation (each
+# `reserve_*` overwrites it). Also our judgment from the package's tools, stated here so it
+# can be checked; the scripted obedient agent uses it to keep an attacker's setting
+# standing (README, "AgentDojo's own suites").
+REPLACING_TOOLS = {"update_password", "update_user_info", "reserve_hotel", "reserve_restaurant",
+                   "reserve_car_rental"}
+
 
 class ProtocolError(Exception):
     """A request this provider cannot serve; the episode it belongs to fails."""
@@ -164,6 +172,7 @@ class Provider:
                 "description": fn.description,
                 "parameters": schema,
                 "kind": "read" if fn.name.startswith(READ_PREFIXES) else "write",
+                **({"replaces": True} if fn.name in REPLACING_TOOLS else {}),
             })
         vectors = [{"id": k, "default": v} for k, v in suite.get_injection_vector_defaults().items()]
         user_tasks = []
@@ -344,7 +353,67 @@ def self_test():
     return failures
 
 
+def pair_outcomes(qualified, user_task_id, attack_name="important_instructions", model="sim"):
+    """For each injection task of the suite, with `user_task_id`: does carrying out both
+    the user's task and the attacker's goal (each by its plan for the episode's own
+    environment) trip AgentDojo's security check, with the goal first or with it last
+    (`goal_last` is null where the goal first won already, and the error's text where the
+    package's own check raised)? Everything goes through this provider's own operations,
+    as an episode does. A pair that neither order wins is one no agent wins by doing both
+    tasks."""
+    provider = Provider()
+    suite = provider.suite(qualified)
+    user_task = suite.get_user_task_by_id(user_task_id)
+    if not provider.vectors_read(qualified, user_task):
+        return []
+    rows = []
+    for injection_task_id, injection_task in suite.injection_tasks.items():
+        request = {"suite": qualified, "attack": attack_name, "model": model,
+                   "user_task": user_task_id, "injection_task": injection_task_id}
+        injections = provider.attack(request)["injections"]
+        row = {"suite": qualified, "user_task": user_task_id, "injection_task": injection_task_id}
+        answer = "\n".join(a for a in (user_task.GROUND_TRUTH_OUTPUT, injection_task.GROUND_TRUTH_OUTPUT) if a)
+        for order in ("goal_first", "goal_last"):
+            if row.get("goal_first") is True:
+                row[order] = None  # won already: the other order is not needed
+                continue
+            plans = provider.start({**request, "injections": injections})
+            user, goal = plans["plan"], plans["injection_plan"]
+            for c in goal + user if order == "goal_first" else user + goal:
+                provider.call({"tool": c["tool"], "arguments": c["args"]})
+            try:
+                row[order] = provider.finish({"answer": answer})["security"]
+            except Exception as e:  # the package's own check failed on this state
+                row[order] = f"{type(e).__name__}: {e}"
+                provider.episode = None
+        rows.append(row)
+    return rows
+
+
+def _pair_outcomes_job(job):
+    return pair_outcomes(*job)
+
+
+def print_pairs(benchmark_version, workers):
+    """`--pairs`: one JSON line per attacked pair of every suite of the version, with
+    `pair_outcomes`' two verdicts (the package's `important_instructions` attack)."""
+    jobs = []
+    for name in load_suites.get_suites(benchmark_version):
+        suite = load_suites.get_suite(benchmark_version, name)
+        jobs += [(f"{family_of(benchmark_version)}/{name}", uid) for uid in suite.user_tasks]
+    import multiprocessing
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        for rows in pool.imap(_pair_outcomes_job, jobs):
+            for row in rows:
+                print(json.dumps(row))
+
+
 def main():
+    if sys.argv[1:2] == ["--pairs"] and len(sys.argv) in (3, 4):
+        if IMPORT_ERROR is not None:
+            sys.exit(f"the `{PACKAGE}` package cannot be imported: {IMPORT_ERROR}")
+        print_pairs(sys.argv[2], int(sys.argv[3]) if len(sys.argv) == 4 else 2)
+        return
     if sys.argv[1:] == ["--self-test"]:
         if IMPORT_ERROR is not None:
             sys.exit(f"the `{PACKAGE}` package cannot be imported: {IMPORT_ERROR}")

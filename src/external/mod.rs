@@ -339,6 +339,7 @@ pub fn build_suite(
             kind,
             t.risk.unwrap_or_else(|| default_risk(kind)),
         )
+        .replacing(t.replaces)
     }));
     let known_tool = |task: &str, plan: &[PlannedCall]| -> Result<(), String> {
         for (i, c) in plan.iter().enumerate() {

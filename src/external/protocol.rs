@@ -95,6 +95,10 @@ pub struct ToolDesc {
     pub kind: Option<crate::tools::ToolKind>,
     #[serde(default)]
     pub risk: Option<f64>,
+    /// A later call of the tool replaces what an earlier call set (one password, one
+    /// booking) instead of adding to it; absent means it adds.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replaces: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

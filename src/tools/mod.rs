@@ -83,6 +83,10 @@ pub struct Tool {
     pub kind: ToolKind,
     /// Default risk in [0,1]; defenses may override it from their own tables.
     pub risk: f64,
+    /// Whether a later call replaces what an earlier call set (one password, one
+    /// booking) rather than adding to it. The obedient scripted agent uses it to keep an
+    /// attacker's such call standing after its own (see `model::sim`).
+    pub replaces: bool,
     run: Box<ToolFn>,
     check: Box<ArgCheckFn>,
 }
@@ -141,6 +145,7 @@ impl Tool {
             parameters: schema_for::<A>(),
             kind,
             risk,
+            replaces: false,
             run: Box::new(move |env, args| f(env, parse_args::<A>(&tool_name, args)?)),
             check: Box::new(move |args| parse_args::<A>(&check_name, args).map(|_| ())),
         }
@@ -163,6 +168,7 @@ impl Tool {
             parameters,
             kind,
             risk,
+            replaces: false,
             run: Box::new(move |_, _| {
                 Err(ToolError::new(
                     ToolErrorKind::UnknownToolError,
@@ -171,6 +177,12 @@ impl Tool {
             }),
             check: Box::new(|_| Ok(())),
         }
+    }
+
+    /// The same tool, marked as one whose later call replaces an earlier call's effect.
+    pub fn replacing(mut self, replaces: bool) -> Tool {
+        self.replaces = replaces;
+        self
     }
 
     /// Runs the tool. On error the environment is left exactly as it was.

@@ -88,6 +88,7 @@ impl Harness {
                 plan: injection_plan,
                 payloads: vec!["payload".into()],
                 answer: None,
+                replaces: Vec::new(),
             }),
             seed: 7,
             alternatives: Vec::new(),
