@@ -157,6 +157,24 @@ fn rerunning_with_any_changed_identity_field_is_refused_naming_it() {
     assert!(m["finished"].is_string());
 }
 
+/// The scripted agent's behaviour is part of its identity: episodes an older script
+/// decided (a manifest naming another revision) are not resumed as if they were today's.
+#[test]
+fn episodes_of_an_older_scripted_agent_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("o");
+    small(tmp.path(), &out, &[]).success();
+    let path = out.join("run.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let now = m["settings"]["agent"]["script_revision"].as_u64().unwrap();
+    m["settings"]["agent"]["script_revision"] = (now - 1).into();
+    std::fs::write(&path, serde_json::to_string_pretty(&m).unwrap()).unwrap();
+    small(tmp.path(), &out, &[])
+        .code(2)
+        .stderr(predicate::str::contains("agent.script_revision"));
+}
+
 #[test]
 fn a_folder_with_episodes_but_no_manifest_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
