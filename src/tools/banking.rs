@@ -317,14 +317,16 @@ pub fn tools() -> Vec<Tool> {
             Write,
             0.8,
             update_password,
-        ),
+        )
+        .replacing(true),
         Tool::new(
             "update_user_info",
             "Changes the user's name or address. Only the given fields change.",
             Write,
             0.5,
             update_user_info,
-        ),
+        )
+        .replacing(true),
     ]
 }
 
@@ -383,6 +385,53 @@ mod tests {
             let err = tool(name).call(&mut e, &args).unwrap_err();
             assert!(!err.message.is_empty());
             assert_eq!(e, before, "{name} changed the environment on error");
+        }
+    }
+
+    /// `replaces` is a claim about behaviour: a second call of a replacing tool with other
+    /// values leaves only the second's effect, a second call of any other write adds to
+    /// the first (the scripted obedient agent orders its calls by it).
+    #[test]
+    fn replacing_tools_are_exactly_those_a_second_call_overwrites() {
+        let twice = |name: &str, first: Value, second: Value| {
+            let mut once = env();
+            tool(name).call(&mut once, &second).unwrap();
+            let mut both = env();
+            tool(name).call(&mut both, &first).unwrap();
+            tool(name).call(&mut both, &second).unwrap();
+            once == both
+        };
+        let pay = |to: &str| json!({"recipient": to, "amount": 1.0, "subject": "x", "date": "2026-03-01"});
+        let plan = |to: &str| {
+            let mut p = pay(to);
+            p["recurring"] = json!(false);
+            p
+        };
+        let cases = [
+            (
+                "update_password",
+                twice(
+                    "update_password",
+                    json!({"password": "a"}),
+                    json!({"password": "b"}),
+                ),
+            ),
+            (
+                "update_user_info",
+                twice(
+                    "update_user_info",
+                    json!({"city": "P"}),
+                    json!({"city": "Q"}),
+                ),
+            ),
+            ("send_money", twice("send_money", pay("Z"), pay("W"))),
+            (
+                "schedule_transaction",
+                twice("schedule_transaction", plan("Z"), plan("W")),
+            ),
+        ];
+        for (name, overwrites) in cases {
+            assert_eq!(tool(name).replaces, overwrites, "{name}");
         }
     }
 
