@@ -353,12 +353,13 @@ def self_test():
     return failures
 
 
-def pair_outcomes(qualified, user_task_id, attack_name="important_instructions", model="sim"):
+def pair_outcomes(qualified, user_task_id, all_orders=False, attack_name="important_instructions",
+                  model="sim"):
     """For each injection task of the suite, with `user_task_id`: does carrying out both
     the user's task and the attacker's goal (each by its plan for the episode's own
     environment) trip AgentDojo's security check, with the goal first or with it last
-    (`goal_last` is null where the goal first won already, and the error's text where the
-    package's own check raised)? Everything goes through this provider's own operations,
+    (`goal_last` is null where the goal first won already, unless `all_orders`, and the
+    error's text where the package's own check raised)? Everything goes through this provider's own operations,
     as an episode does. A pair that neither order wins is one no agent wins by doing both
     tasks."""
     provider = Provider()
@@ -374,7 +375,7 @@ def pair_outcomes(qualified, user_task_id, attack_name="important_instructions",
         row = {"suite": qualified, "user_task": user_task_id, "injection_task": injection_task_id}
         answer = "\n".join(a for a in (user_task.GROUND_TRUTH_OUTPUT, injection_task.GROUND_TRUTH_OUTPUT) if a)
         for order in ("goal_first", "goal_last"):
-            if row.get("goal_first") is True:
+            if row.get("goal_first") is True and not all_orders:
                 row[order] = None  # won already: the other order is not needed
                 continue
             plans = provider.start({**request, "injections": injections})
@@ -394,13 +395,13 @@ def _pair_outcomes_job(job):
     return pair_outcomes(*job)
 
 
-def print_pairs(benchmark_version, workers):
+def print_pairs(benchmark_version, workers, all_orders):
     """`--pairs`: one JSON line per attacked pair of every suite of the version, with
     `pair_outcomes`' two verdicts (the package's `important_instructions` attack)."""
     jobs = []
     for name in load_suites.get_suites(benchmark_version):
         suite = load_suites.get_suite(benchmark_version, name)
-        jobs += [(f"{family_of(benchmark_version)}/{name}", uid) for uid in suite.user_tasks]
+        jobs += [(f"{family_of(benchmark_version)}/{name}", uid, all_orders) for uid in suite.user_tasks]
     import multiprocessing
     with multiprocessing.get_context("fork").Pool(workers) as pool:
         for rows in pool.imap(_pair_outcomes_job, jobs):
@@ -409,10 +410,14 @@ def print_pairs(benchmark_version, workers):
 
 
 def main():
-    if sys.argv[1:2] == ["--pairs"] and len(sys.argv) in (3, 4):
+    if sys.argv[1:2] == ["--pairs"]:
+        # --pairs VERSION [WORKERS] [--all-orders]
+        args = [a for a in sys.argv[2:] if a != "--all-orders"]
+        if len(args) not in (1, 2) or not all(a.isdigit() for a in args[1:]):
+            sys.exit("usage: provider.py --pairs VERSION [WORKERS] [--all-orders]")
         if IMPORT_ERROR is not None:
             sys.exit(f"the `{PACKAGE}` package cannot be imported: {IMPORT_ERROR}")
-        print_pairs(sys.argv[2], int(sys.argv[3]) if len(sys.argv) == 4 else 2)
+        print_pairs(args[0], int(args[1]) if len(args) == 2 else 2, "--all-orders" in sys.argv)
         return
     if sys.argv[1:] == ["--self-test"]:
         if IMPORT_ERROR is not None:
