@@ -6,6 +6,9 @@ only calls the package's public API and translates between it and the protocol, 
 numbers measured through sieve-bench are AgentDojo's numbers.
 
 One process serves one episode at a time; sieve-bench runs a pool of them for concurrency.
+Two modes for CI and for checking the adapter by hand: `--self-test` (this project's
+reference plans against the package's own checks) and `--pairs VERSION [WORKERS]
+[--all-orders]` (which attacked pairs doing both tasks can win, one JSON line each).
 """
 
 import json
@@ -357,11 +360,11 @@ def pair_outcomes(qualified, user_task_id, all_orders=False, attack_name="import
                   model="sim"):
     """For each injection task of the suite, with `user_task_id`: does carrying out both
     the user's task and the attacker's goal (each by its plan for the episode's own
-    environment) trip AgentDojo's security check, with the goal first or with it last
-    (`goal_last` is null where the goal first won already, unless `all_orders`, and the
-    error's text where the package's own check raised)? Everything goes through this provider's own operations,
-    as an episode does. A pair that neither order wins is one no agent wins by doing both
-    tasks."""
+    environment) trip AgentDojo's security check, with the goal first or with it last?
+    `goal_last` is null where the goal first won already (unless `all_orders`); a verdict
+    is the error's text where the package's own check raised. Everything goes through
+    this provider's own operations, as an episode does. A pair that neither order wins is
+    one no agent wins by doing both tasks."""
     provider = Provider()
     suite = provider.suite(qualified)
     user_task = suite.get_user_task_by_id(user_task_id)
