@@ -2,9 +2,9 @@
 //! suite `toy@v1/counter` with a counter, a note an attacker can write into, and tools
 //! that misbehave on purpose (`crash`, `hang`, `garble`) so the tests can watch the
 //! harness survive a crashed, hung or babbling provider; and a suite `toy@v1/label` whose
-//! one label a later `set_label` call replaces (a tool described with `replaces`). Its one argument, when given,
-//! is the package it presents itself as (`toy` by default), so tests can see how the
-//! harness treats a family by its name (`agentdojo@v1/counter`).
+//! one label a later `set_label` call replaces (a tool described with `replaces`). Its one
+//! argument, when given, is the package it presents itself as (`toy` by default), so
+//! tests can see how the harness treats a family by its name (`agentdojo@v1/counter`).
 
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};

@@ -4,7 +4,8 @@
 # AgentDojo's suites with the package's own important_instructions attack and checks what
 # AgentDojo's ground truth guarantees (see README, "AgentDojo's own suites"): the oracle
 # solves banking and slack under attack with no attack won, and the obedient agent wins
-# every v1.2.2 pair that an agent doing both tasks can win. Usage: scripts/ci_agentdojo.sh <sieve-bench binary> <scratch dir>
+# every v1.2.2 pair that an agent doing both tasks can win.
+# Usage: scripts/ci_agentdojo.sh <sieve-bench binary> <scratch dir>
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$1
