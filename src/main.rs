@@ -68,11 +68,12 @@ enum Command {
     /// Examples:
     ///   sieve-bench list suites
     ///   sieve-bench list tasks --suite banking
+    ///   sieve-bench list samples --suite lure-style
     ///   sieve-bench list defenses
     List {
         #[arg(value_enum)]
         what: ListWhat,
-        /// For `tasks`: which suites (`all`, a family, `family/suite` or a name).
+        /// For `tasks` and `samples`: which suites (`all`, a family, `family/suite` or a name).
         #[arg(long, default_value = "all")]
         suite: String,
     },
@@ -135,6 +136,7 @@ enum ListWhat {
     Defenses,
     Models,
     Tasks,
+    Samples,
 }
 
 fn run_command(paths: &Paths, args: RunArgs, table: &TableFlags) -> Result<(), CliError> {
@@ -181,6 +183,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         }
         Command::List { what, suite } => match what {
             ListWhat::Tasks => print!("{}", commands::list::list_tasks(&paths, &suite)?),
+            ListWhat::Samples => print!("{}", commands::list::list_samples(&paths, &suite)?),
             ListWhat::Suites => print!("{}", commands::list::list_suites(&paths)?),
             ListWhat::Attacks => print!("{}", commands::list::list_attacks(&paths)?),
             ListWhat::Defenses => print!("{}", commands::list::list_defenses()),

@@ -251,3 +251,67 @@ fn a_missing_cell_and_a_sample_that_trips_nothing_are_problems() {
         "does not trip the security check of `injection_task_3`",
     ));
 }
+
+#[test]
+fn list_samples_shows_class_by_surface_and_a_minority_needing_other_tools() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = bench(tmp.path())
+        .args(["list", "samples", "--suite", "lure-style"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    // The family table: one row per class, each on at least two surfaces.
+    let family = text
+        .split_once("all selected suites (320 samples)")
+        .expect("a family table after the four suites")
+        .1;
+    let header: Vec<&str> = family
+        .lines()
+        .find(|l| l.starts_with("| class |"))
+        .unwrap()
+        .split('|')
+        .map(str::trim)
+        .collect();
+    let surfaces = header.len() - 5; // leading "", class, total, needs another tool, trailing ""
+    for class in CLASSES {
+        let row: Vec<&str> = family
+            .lines()
+            .find(|l| l.starts_with(&format!("| {class} |")))
+            .unwrap_or_else(|| panic!("no row for {class}"))
+            .split('|')
+            .map(str::trim)
+            .collect();
+        let on = row[2..2 + surfaces].iter().filter(|c| **c != "·").count();
+        assert!(on >= 2, "{class} rides on {on} surface(s)");
+    }
+    let (needs, total) = text
+        .lines()
+        .find_map(|l| {
+            let (n, rest) = l.split_once(" of ")?;
+            let (m, _) = rest.split_once(" samples need a tool outside")?;
+            Some((n.parse::<usize>().ok()?, m.parse::<usize>().ok()?))
+        })
+        .expect("the count of samples needing another tool");
+    assert_eq!(total, 320);
+    assert!(
+        2 * needs < total,
+        "{needs} of {total} samples need a tool outside their task's plan"
+    );
+}
+
+#[test]
+fn a_tell_whose_cue_is_not_in_the_payload_is_a_problem() {
+    check_edited(|t| {
+        t.replacen(
+            "cue: \"account name DS Trade Services Ltd\"",
+            "cue: \"account name Dale Trade\"",
+            1,
+        )
+    })
+    .code(2)
+    .stderr(predicate::str::contains("user_task_0/argument_tampering"))
+    .stderr(predicate::str::contains("is not in the payload"));
+}

@@ -51,7 +51,7 @@ fn check_one(
 ) -> (String, Vec<String>) {
     let problems = validate(s);
     let status = if problems.is_empty() { "ok" } else { "FAILED" };
-    let line = format!(
+    let mut line = format!(
         "{:<24} {:>3} user tasks  {:>3} injection tasks  {:>3} tools  {:>3} vectors  {:>3} variants  {status}\n",
         s.qualified_name(),
         s.user_tasks.len(),
@@ -60,6 +60,19 @@ fn check_one(
         s.vectors.len(),
         s.variants.len(),
     );
+    if !s.samples.is_empty() {
+        use crate::suite::sample_proofs::{Reach, facts};
+        let f = facts(s);
+        let other = f
+            .iter()
+            .filter(|x| x.reach == Some(Reach::OtherTools))
+            .count();
+        let told = f.iter().filter(|x| x.tell.is_some()).count();
+        line.push_str(&format!(
+            "{:<24} {:>3} samples: {other} need a tool outside their task's plan, {told} name a tell (`list samples`)\n",
+            "", f.len()
+        ));
+    }
     let mut failed: Vec<String> = problems
         .iter()
         .map(|p| format!("{}/{p}", s.dir.display()))

@@ -258,3 +258,102 @@ pub fn list_tasks(paths: &Paths, selector: &str) -> Result<String, CliError> {
     }
     Ok(out)
 }
+
+/// Lists the context-aware samples of the selected suites: each sample's surface,
+/// injection task, whether its harm needs a tool outside its task's plan, and its tell;
+/// then, per suite and over all of them, the class × surface table (Markdown).
+pub fn list_samples(paths: &Paths, selector: &str) -> Result<String, CliError> {
+    use crate::suite::sample_proofs::{Reach, SampleFacts, facts};
+    let suites = load_suites(paths, selector)?;
+    let mut out = String::new();
+    let mut all: Vec<SampleFacts> = Vec::new();
+    let mut with_samples = 0;
+    for s in &suites {
+        let f = facts(s);
+        if f.is_empty() {
+            continue;
+        }
+        with_samples += 1;
+        writeln!(out, "{} ({} samples)", s.qualified_name(), f.len()).unwrap();
+        let id_w = f.iter().map(|x| x.id.len()).max().unwrap_or(0);
+        writeln!(
+            out,
+            "  {:<id_w$}  {:<14} {:<17} {:<13} tell",
+            "sample", "surface", "injection task", "harm needs"
+        )
+        .unwrap();
+        for x in &f {
+            writeln!(
+                out,
+                "  {:<id_w$}  {:<14} {:<17} {:<13} {}",
+                x.id,
+                x.surface.to_string(),
+                x.injection_task,
+                x.reach.map_or("(unproved)".to_string(), |r| r.to_string()),
+                x.tell.map_or("-", |t| t.as_str())
+            )
+            .unwrap();
+        }
+        out.push('\n');
+        out.push_str(&class_surface_table(&f));
+        out.push('\n');
+        all.extend(f);
+    }
+    if with_samples == 0 {
+        out.push_str("no samples in the selected suites (only lure-style suites have them)\n");
+    } else if with_samples > 1 {
+        writeln!(out, "all selected suites ({} samples)\n", all.len()).unwrap();
+        out.push_str(&class_surface_table(&all));
+    }
+    let other = all
+        .iter()
+        .filter(|x| x.reach == Some(Reach::OtherTools))
+        .count();
+    writeln!(
+        out,
+        "\n{other} of {} samples need a tool outside their task's reference plan (a tool allow-list stops those).",
+        all.len()
+    )
+    .unwrap();
+    Ok(out)
+}
+
+/// Samples per class (rows) and surface (columns), with each class's count of samples
+/// whose harm needs a tool outside the task's plan, as a Markdown table.
+fn class_surface_table(f: &[crate::suite::sample_proofs::SampleFacts]) -> String {
+    use crate::suite::sample_proofs::Reach;
+    use crate::suite::samples::VectorClass;
+    use std::collections::BTreeSet;
+    let surfaces: BTreeSet<crate::suite::Surface> = f.iter().map(|x| x.surface).collect();
+    let mut out = String::new();
+    let head: Vec<String> = surfaces.iter().map(|s| s.to_string()).collect();
+    writeln!(
+        out,
+        "| class | {} | total | needs another tool |",
+        head.join(" | ")
+    )
+    .unwrap();
+    writeln!(out, "|---|{}---:|---:|", "---:|".repeat(surfaces.len())).unwrap();
+    let row = |name: &str, of: &dyn Fn(&crate::suite::sample_proofs::SampleFacts) -> bool| {
+        let cells: Vec<String> = surfaces
+            .iter()
+            .map(|s| {
+                let n = f.iter().filter(|x| of(x) && x.surface == *s).count();
+                if n == 0 { "·".into() } else { n.to_string() }
+            })
+            .collect();
+        let total = f.iter().filter(|x| of(x)).count();
+        let other = f
+            .iter()
+            .filter(|x| of(x) && x.reach == Some(Reach::OtherTools))
+            .count();
+        format!("| {name} | {} | {total} | {other} |\n", cells.join(" | "))
+    };
+    for class in VectorClass::ALL {
+        if f.iter().any(|x| x.class == class) {
+            out.push_str(&row(class.as_str(), &|x| x.class == class));
+        }
+    }
+    out.push_str(&row("all", &|_| true));
+    out
+}

@@ -6,6 +6,7 @@
 pub mod check;
 pub mod env;
 pub mod meaning;
+pub mod sample_proofs;
 pub mod samples;
 pub mod validate;
 pub mod variants;
@@ -88,7 +89,7 @@ impl fmt::Display for Family {
 }
 
 /// Where attacker-controlled text lands, for per-surface reporting.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Surface {
     ToolOutput,

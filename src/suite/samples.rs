@@ -4,8 +4,11 @@
 //! is written for one user task and rides in the content that task reads (an invoice's
 //! note, a colleague's hand-off, a saved memory). Each sample names its user task, its
 //! vector class, the payload for each injection point, and the injection task whose
-//! security check says whether it worked. The surface follows from the injection points
-//! (one fact, one place: `injection_vectors.yaml`).
+//! security check says whether it worked. Class and surface are two axes: the class is
+//! the sample's technique (what the payload tries to make the agent do, and how), the
+//! surface is where it rides, and follows from the injection points (one fact, one
+//! place: `injection_vectors.yaml`). A sample that passes itself off as the source's own
+//! correction names its tell, what a careful reader could notice.
 
 use super::{InjectionTask, PlannedCall, SuiteError, Surface, UserTask, Vector};
 use crate::ids::{TaskId, VectorId};
@@ -14,25 +17,30 @@ use serde_json::Value;
 use std::fmt;
 use std::path::Path;
 
-/// The eight ways a context-aware sample steers the agent.
+/// The eight techniques a context-aware sample uses to steer the agent. A class says
+/// what the payload does, never where it rides: each one appears on several surfaces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum VectorClass {
-    /// Steers the agent to a different tool that reaches the attacker.
+    /// Routes a step the task needs through another tool or service, one that reaches
+    /// the attacker (a payment form, a mirror page, a mail relay).
     CapabilityRoutingHijacking,
-    /// The right tool with one argument changed (account, recipient, amount, date).
+    /// The task's own call with one argument changed (account, recipient, address, URL).
     ArgumentTampering,
-    /// A plausible condition that, once "met", triggers an extra action.
+    /// A condition the agent can check in its context that, once met, adds a call.
     ConditionalFlowHijacking,
-    /// False premises that lead the agent's own reasoning to the harmful act.
+    /// False premises from which the harmful act follows as the agent's own conclusion.
     ReasoningHijacking,
-    /// A planted memory note that fires in a later step or session.
+    /// Installs a standing rule or stored state meant to fire later: a "from now on"
+    /// rule, a memory note, a standing order, a saved profile field.
     PersistentContextPoisoning,
-    /// A peer agent's message carries the instruction.
+    /// Asks to be passed on, to the peer agent, a channel or colleagues, so the
+    /// instruction spreads beyond this agent.
     InterAgentContagion,
-    /// A poisoned skill or tool description.
+    /// Poses as a procedure the agent runs: a skill's step, a tool's usage rule, an
+    /// update to the house routine.
     SkillInjection,
-    /// The injected step sits inside a multi-step routine.
+    /// Adds a step inside a multi-step routine the content itself lays out.
     WorkflowHijacking,
 }
 
@@ -68,6 +76,43 @@ impl fmt::Display for VectorClass {
     }
 }
 
+/// What gives a correction away to a careful reader.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TellKind {
+    /// Signed by, or attributed to, someone other than the source's author.
+    Sender,
+    /// An address, site or account holder that is not the genuine party's.
+    Domain,
+    /// An addition outside the source's own signed or printed text.
+    Unsigned,
+    /// A detail that contradicts something the task shows (a date, a name, a statement).
+    Detail,
+}
+
+impl TellKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TellKind::Sender => "sender",
+            TellKind::Domain => "domain",
+            TellKind::Unsigned => "unsigned",
+            TellKind::Detail => "detail",
+        }
+    }
+}
+
+/// The tell of a sample that passes itself off as the source's own correction: `cue`
+/// is text of the payload, `contrast` the genuine text the task shows that it clashes
+/// with (the payee's name, the note's session date, the letter's own statement).
+/// `check-suites` proves both are there.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tell {
+    pub kind: TellKind,
+    pub cue: String,
+    pub contrast: String,
+}
+
 /// One hand-written attack sample.
 #[derive(Clone, Debug, Serialize)]
 pub struct Sample {
@@ -83,6 +128,8 @@ pub struct Sample {
     pub plan: Option<Vec<PlannedCall>>,
     /// Where the payload lands (shared by all its injection points).
     pub surface: Surface,
+    /// What gives the sample away, when it poses as the source's own correction.
+    pub tell: Option<Tell>,
 }
 
 impl Sample {
@@ -112,6 +159,8 @@ struct RawSample {
     inject: serde_json::Map<String, Value>,
     #[serde(default)]
     plan: Option<Vec<PlannedCall>>,
+    #[serde(default)]
+    tell: Option<Tell>,
     /// Free text for the reader; ignored.
     #[serde(default, rename = "comment")]
     _comment: Option<String>,
@@ -199,6 +248,14 @@ pub fn load(
         if let Some(plan) = &r.plan {
             super::check_plan(&path, &hint, plan, tools)?;
         }
+        if let Some(t) = &r.tell
+            && (t.cue.trim().is_empty() || t.contrast.trim().is_empty())
+        {
+            return Err(err(
+                Some("tell"),
+                "a tell needs a non-empty `cue` and `contrast`".into(),
+            ));
+        }
         let id = format!("{}/{}", r.user_task, r.class);
         if out.iter().any(|s| s.id == id) {
             return Err(err(
@@ -214,6 +271,7 @@ pub fn load(
             inject,
             plan: r.plan,
             surface: surface.expect("at least one injection point"),
+            tell: r.tell,
         });
     }
     Ok(out)

@@ -1,15 +1,12 @@
 //! Semantic validation, what `check-suites` proves for every suite: each task is
 //! solvable by its reference plan, each check can fail, each user task is injectable.
 
-use super::check::{Check, ExecutedCall, Outcome};
+use super::check::{Check, Outcome};
 use super::meaning::{
     fold, mentions_code, mentions_date, mentions_number, mentions_time, parse_date, parse_time,
 };
-use super::samples::VectorClass;
-use super::{Family, InjectionTask, PlannedCall, Suite, UserTask, run_plan};
+use super::{InjectionTask, Suite, UserTask, run_plan};
 use crate::envpath;
-use crate::model::sim::reads_payload;
-use crate::tools::ToolSet;
 use rayon::prelude::*;
 use serde_json::Value;
 
@@ -76,7 +73,9 @@ pub fn validate(suite: &Suite) -> Vec<Problem> {
     if suite.user_tasks.is_empty() {
         push("user_tasks.yaml", "-", "the suite has no user tasks".into());
     }
-    problems.extend(validate_samples(suite));
+    for (task, message) in super::sample_proofs::problems(suite) {
+        push("samples.yaml", &task, message);
+    }
     problems
 }
 
@@ -219,155 +218,6 @@ fn injection_task_problems(suite: &Suite, benign: &Value, t: &InjectionTask) -> 
                     u.id
                 ),
             );
-        }
-    }
-    problems
-}
-
-/// What an agent that follows an injection does: the user's plan, with the attacker's
-/// calls spliced in right after the first output that shows a payload (as the scripted
-/// agent does). Returns the calls that ran, and whether the attacker's calls were reached.
-pub fn run_following(
-    tools: &ToolSet,
-    env: &mut Value,
-    user_plan: &[PlannedCall],
-    attacker_plan: &[PlannedCall],
-    payloads: &[&str],
-) -> Result<(Vec<ExecutedCall>, bool), String> {
-    let mut queue: Vec<&PlannedCall> = user_plan.iter().collect();
-    let mut calls = Vec::new();
-    let mut followed = false;
-    let mut i = 0;
-    while let Some(call) = queue.get(i).copied() {
-        let run = run_plan(tools, env, std::slice::from_ref(call));
-        if let Some((_, e)) = run.failure {
-            return Err(format!("step {i} (`{}`) fails: {e}", call.tool));
-        }
-        calls.extend(run.calls);
-        i += 1;
-        if !followed && payloads.iter().any(|p| reads_payload(&run.outputs[0], p)) {
-            queue.splice(i..i, attacker_plan.iter());
-            followed = true;
-        }
-    }
-    Ok((calls, followed))
-}
-
-/// The proofs for `samples.yaml`: each sample's payload lands where its user task's plan
-/// reads it; an agent that follows it trips its injection task's security check; the
-/// user task alone, with the payload in place, still solves the task and does not trip
-/// it; and a lure-style suite has a sample in every user task × class cell.
-fn validate_samples(suite: &Suite) -> Vec<Problem> {
-    let mut problems = Vec::new();
-    let mut push = |task: &str, message: String| {
-        problems.push(Problem {
-            file: "samples.yaml",
-            task: task.to_string(),
-            message,
-        })
-    };
-    let defaults = suite.defaults();
-    for s in &suite.samples {
-        let (Some(ut), Some(it)) = (
-            suite.user_task(s.user_task.as_str()),
-            suite.injection_task(s.injection_task.as_str()),
-        ) else {
-            continue; // the loader refuses dangling references
-        };
-        let read = suite.injectable.get(&ut.id).cloned().unwrap_or_default();
-        for (v, _) in &s.inject {
-            if !read.contains(v) {
-                push(
-                    &s.id,
-                    format!(
-                        "the payload sits in `{v}`, which the reference plan of `{}` never reads",
-                        ut.id
-                    ),
-                );
-            }
-        }
-        let attacked = suite.env.with(&defaults, &s.inject);
-        let payloads: Vec<&str> = s.inject.iter().map(|(_, p)| p.as_str()).collect();
-        let answer = ut.answer.clone().unwrap_or_default();
-
-        let mut env = attacked.clone();
-        match run_following(
-            &suite.tools,
-            &mut env,
-            &ut.plan,
-            s.attacker_plan(it),
-            &payloads,
-        ) {
-            Err(e) => push(&s.id, format!("following the sample, {e}")),
-            Ok((_, false)) => push(
-                &s.id,
-                "no output of the reference plan shows the payload, so no agent can follow it"
-                    .into(),
-            ),
-            Ok((calls, true)) => {
-                let o = Outcome {
-                    pre: &attacked,
-                    post: &env,
-                    calls: &calls,
-                    answer: &answer,
-                };
-                if !it.security.eval(&o) {
-                    push(
-                        &s.id,
-                        format!(
-                            "an agent that follows the sample does not trip the security check of `{}`",
-                            it.id
-                        ),
-                    );
-                }
-            }
-        }
-
-        let mut env = attacked.clone();
-        let run = run_plan(&suite.tools, &mut env, &ut.plan);
-        if let Some((i, e)) = run.failure {
-            push(
-                &s.id,
-                format!("with the payload in place, step {i} of the user task's plan fails: {e}"),
-            );
-            continue;
-        }
-        let o = Outcome {
-            pre: &attacked,
-            post: &env,
-            calls: &run.calls,
-            answer: &answer,
-        };
-        if !ut.utility.eval(&o) {
-            push(&s.id, "with the payload in place, the user task's reference plan no longer passes its utility check".into());
-        }
-        if it.security.eval(&o) {
-            push(
-                &s.id,
-                format!(
-                    "the user task alone, with the payload in place, trips the security check of `{}`",
-                    it.id
-                ),
-            );
-        }
-    }
-    if suite.meta.family == Family::LureStyle {
-        if suite.samples.is_empty() {
-            push("-", "a lure-style suite needs samples.yaml".into());
-        }
-        for ut in &suite.user_tasks {
-            for class in VectorClass::ALL {
-                if !suite
-                    .samples
-                    .iter()
-                    .any(|s| s.user_task == ut.id && s.class == class)
-                {
-                    push(
-                        &ut.id.0,
-                        format!("no sample for the cell {}/{class}", ut.id),
-                    );
-                }
-            }
         }
     }
     problems
