@@ -4,8 +4,7 @@
 //! separators, a name ignoring case and accents), never by searching the environment.
 
 use super::meaning::{
-    fold, mentions_code, mentions_date, mentions_number, mentions_time, numbers_in, parse_date,
-    parse_time,
+    fold, mentions_code, mentions_date, mentions_time, numbers_in, parse_date, parse_time,
 };
 use regex::Regex;
 use serde_json::Value;
@@ -32,6 +31,8 @@ pub struct View {
     folded: String,
     /// Every whole number written as a token of its own ("06" in "2026-05-06" is 6).
     integers: HashSet<u64>,
+    /// Every number written in the text (`meaning::numbers_in`), read once.
+    numbers: Vec<f64>,
 }
 
 impl View {
@@ -52,6 +53,7 @@ impl View {
             format!("{text}\n{}", starts.join("\n"))
         };
         View {
+            numbers: numbers_in(&text),
             text,
             folded,
             integers,
@@ -161,7 +163,7 @@ pub fn shows_in(view: &View, value: &Value) -> bool {
             view.has_words(s) || mentions_code(&view.text, s)
         }
         Value::Number(n) => n.as_f64().is_some_and(|n| {
-            mentions_number(&view.text, n, None)
+            view.numbers.iter().any(|m| (m - n).abs() <= 1e-9)
                 || (n.fract() == 0.0 && n >= 0.0 && view.integers.contains(&(n as u64)))
         }),
         Value::Array(items) => items.iter().all(|i| shows_in(view, i)),
