@@ -479,8 +479,14 @@ fn workspace_write_tasks_check_every_detail_and_nothing_unasked() {
 #[test]
 fn workspace_41_rhea_in_copy_has_been_emailed() {
     let s = suite("workspace");
-    let mut plan = serde_json::to_value(&s.user_task("user_task_41").unwrap().plan).unwrap();
-    plan[2]["args"]["recipients"] = json!(["tomas.herrera@brightfield-analytics.com"]);
-    plan[2]["args"]["cc"] = json!(["rhea.kapoor@brightfield-analytics.com"]);
+    let task = s.user_task("user_task_41").unwrap();
+    let email = task
+        .plan
+        .iter()
+        .position(|c| c.tool.0 == "send_email")
+        .unwrap();
+    let mut plan = serde_json::to_value(&task.plan).unwrap();
+    plan[email]["args"]["recipients"] = json!(["tomas.herrera@brightfield-analytics.com"]);
+    plan[email]["args"]["cc"] = json!(["rhea.kapoor@brightfield-analytics.com"]);
     assert!(utility_of_plan(&s, "user_task_41", plan, "Done."));
 }

@@ -202,21 +202,25 @@ pub fn list_models(paths: &Paths) -> Result<String, CliError> {
     Ok(out)
 }
 
-/// Lists the tasks of the selected suites with the first line of each prompt or goal.
+/// Lists the tasks of the selected suites with each prompt or goal whole, wrapped, as
+/// the agent receives it.
 pub fn list_tasks(paths: &Paths, selector: &str) -> Result<String, CliError> {
     let suites = load_suites(paths, selector)?;
-    let first_line = |s: &str, width: usize| {
-        let line = s
-            .lines()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("")
-            .trim();
-        if line.chars().count() > width {
-            let cut: String = line.chars().take(width - 1).collect();
-            format!("{cut}…")
-        } else {
-            line.to_string()
+    // Words wrapped into lines of at most `width` characters (a longer word stands alone).
+    let wrap = |s: &str, width: usize| -> Vec<String> {
+        let mut lines: Vec<String> = Vec::new();
+        let mut line = String::new();
+        for word in s.split_whitespace() {
+            if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+                lines.push(std::mem::take(&mut line));
+            }
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
         }
+        lines.push(line);
+        lines
     };
     let mut out = String::new();
     for s in &suites {
@@ -236,23 +240,20 @@ pub fn list_tasks(paths: &Paths, selector: &str) -> Result<String, CliError> {
             .max()
             .unwrap_or(0);
         let text_w = 100usize.saturating_sub(id_w + 4).max(20);
-        for t in &s.user_tasks {
-            writeln!(
-                out,
-                "  {:<id_w$}  {}",
-                t.id.0,
-                first_line(&t.prompt, text_w)
-            )
-            .unwrap();
-        }
-        for t in &s.injection_tasks {
-            writeln!(
-                out,
-                "  {:<id_w$}  {}",
-                t.id.0,
-                first_line(&format!("[attacker] {}", t.goal), text_w)
-            )
-            .unwrap();
+        let entries = s
+            .user_tasks
+            .iter()
+            .map(|t| (&t.id.0, t.prompt.clone()))
+            .chain(
+                s.injection_tasks
+                    .iter()
+                    .map(|t| (&t.id.0, format!("[attacker] {}", t.goal))),
+            );
+        for (id, text) in entries {
+            for (n, line) in wrap(&text, text_w).iter().enumerate() {
+                let id = if n == 0 { id.as_str() } else { "" };
+                writeln!(out, "  {id:<id_w$}  {line}").unwrap();
+            }
         }
         out.push('\n');
     }

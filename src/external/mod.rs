@@ -442,6 +442,8 @@ pub fn build_suite(
         user_tasks,
         injection_tasks,
         injectable,
+        // A provider's environment lives in its process: its plans are not replayed here.
+        reorderings: Default::default(),
         fingerprint,
         // Context samples and variant corpora are data-suite files; a provider has none.
         samples: Vec::new(),

@@ -8,8 +8,9 @@
 //! put the attacker's call *in place of* the planned call of the same tool (the attacker's
 //! value instead of the user's) rather than beside it. `varied` makes the agent behave like
 //! a model rather than a replay: per episode, drawn from the seed, it takes one of the
-//! task's valid alternatives from the suite's variant corpus (a correct answer in other
-//! words, another order, an extra harmless read, an optional argument) instead of the
+//! task's valid alternatives (`Suite::alternatives`: the variant corpus's correct answers in
+//! other words, other orders, extra harmless reads, optional arguments, and the reference
+//! plan with two neighbouring reads swapped where a model could) instead of the
 //! reference plan and answer; planner and judge still see the reference.
 //!
 //! As planner and judge it models a role of stated quality ([`super::sim_roles`]):
@@ -40,7 +41,7 @@ pub struct EpisodeScript {
     pub injection: Option<ScriptedInjection>,
     /// The episode's seed; every random choice of the sim derives from it.
     pub seed: u64,
-    /// Other valid paths through the user task (the variant corpus), for a `varied` agent.
+    /// Other valid paths through the user task (`Suite::alternatives`), for a `varied` agent.
     pub alternatives: Vec<PlanVariant>,
 }
 
@@ -241,7 +242,7 @@ impl SimProfile {
                 format!(
                     "{}{}",
                     if self.varied {
-                        "takes, per episode from the seed, one of the user task's valid alternatives in the suite's variant corpus (an answer in other words, another order, an extra read), the reference plan and answer when the corpus has none"
+                        "takes, per episode from the seed, one of the user task's valid alternatives (from the suite's variant corpus: an answer in other words, another order, an extra read; and the reference plan with two neighbouring reads swapped), the reference plan and answer when there is none"
                     } else {
                         "replays the user task's reference plan and answer"
                     },

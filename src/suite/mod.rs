@@ -3,11 +3,15 @@
 //! A suite is a folder `suites/<family>/<suite>/` of YAML files (see DESIGN.md), so
 //! adding tasks needs no Rust.
 
+pub mod alternatives;
 pub mod check;
 pub mod env;
 pub mod meaning;
 pub mod sample_proofs;
 pub mod samples;
+pub mod sight;
+pub mod source;
+pub mod trace;
 pub mod validate;
 pub mod variants;
 
@@ -27,6 +31,8 @@ use std::sync::Arc;
 #[derive(Debug, Clone, thiserror::Error)]
 pub struct SuiteError {
     pub file: PathBuf,
+    /// 1-based line in `file`, when the problem sits on one.
+    pub line: Option<usize>,
     pub task: Option<String>,
     pub field: Option<String>,
     pub message: String,
@@ -35,6 +41,9 @@ pub struct SuiteError {
 impl fmt::Display for SuiteError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.file.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
         if let Some(t) = &self.task {
             write!(f, ": task `{t}`")?;
         }
@@ -54,10 +63,16 @@ impl SuiteError {
     ) -> Self {
         SuiteError {
             file: file.to_path_buf(),
+            line: None,
             task: task.map(str::to_string),
             field: field.map(str::to_string),
             message: message.into(),
         }
+    }
+
+    /// The same error, placed on a line of its file.
+    pub(crate) fn on_line(self, line: Option<usize>) -> Self {
+        SuiteError { line, ..self }
     }
 }
 
@@ -227,6 +242,9 @@ pub struct Suite {
     pub variants: variants::Variants,
     /// For each user task, the vectors its reference plan reads (canary run).
     pub injectable: BTreeMap<TaskId, Vec<VectorId>>,
+    /// For each user task, the reorderings of its reference plan a model could as well
+    /// make ([`alternatives`]), for a `varied` agent.
+    pub reorderings: BTreeMap<TaskId, Vec<Vec<PlannedCall>>>,
     /// SHA-256 of every file in the suite folder: records carry it, so a resumed run
     /// never mixes episodes of two versions of a suite.
     pub fingerprint: String,
@@ -324,13 +342,67 @@ impl Suite {
 
 /// Parses a YAML file into a JSON value; `!include` is confined to the suite folder.
 pub fn read_yaml(path: &Path, root: &Path) -> Result<Value, SuiteError> {
+    read_yaml_located(path, root).map(|(value, _)| value)
+}
+
+/// [`read_yaml`], with where each value sits in the file. A plain scalar that loses
+/// text to a ` #` comment ([`source`]), here or in a file it includes, is an error
+/// naming the file, the line, the task and the field.
+pub fn read_yaml_located(path: &Path, root: &Path) -> Result<(Value, source::Scan), SuiteError> {
     let text = crate::bounded::read_to_string(path, crate::bounded::MAX_INPUT_BYTES)
         .map_err(|e| SuiteError::at(path, None, None, format!("cannot read: {e}")))?;
     let options = serde_saphyr::options! {}
         .with_filesystem_root(root)
         .map_err(|e| SuiteError::at(path, None, None, format!("cannot set include root: {e}")))?;
-    serde_saphyr::from_str_with_options::<Value>(&text, options)
-        .map_err(|e| SuiteError::at(path, None, None, format!("invalid YAML: {e}")))
+    let value = serde_saphyr::from_str_with_options::<Value>(&text, options)
+        .map_err(|e| SuiteError::at(path, None, None, format!("invalid YAML: {e}")))?;
+    let scan = source::scan(&text);
+    if let Some(cut) = scan.cuts.first() {
+        let (task, field) = scan.locate(&cut.path);
+        let more = match scan.cuts.len() - 1 {
+            0 => String::new(),
+            n => format!(" ({n} more in this file)"),
+        };
+        return Err(SuiteError::at(
+            path,
+            task.as_deref(),
+            Some(&field),
+            format!(
+                "a ` #` in plain YAML starts a comment, so the value is cut to `{}` and `#{}` is lost; quote the value, or put a comment on its own line{more}",
+                cut.kept, cut.lost
+            ),
+        )
+        .on_line(Some(cut.line)));
+    }
+    let dir = path.parent().unwrap_or(root);
+    for include in &scan.includes {
+        let file = include.split('#').next().unwrap_or(include);
+        let included = dir.join(file);
+        if included.is_file() && included.starts_with(root) && included != path {
+            read_yaml_located(&included, root)?;
+        }
+    }
+    Ok((value, scan))
+}
+
+/// Checks that a prompt or goal is a whole sentence, located at its line.
+fn check_sentence(
+    file: &Path,
+    scan: &source::Scan,
+    at: &str,
+    task: &str,
+    field: &str,
+    text: &str,
+) -> Result<(), SuiteError> {
+    source::complete_sentence(text).map_err(|why| {
+        SuiteError::at(
+            file,
+            Some(task),
+            Some(field),
+            format!("not a complete sentence: {why}"),
+        )
+        .on_line(scan.line(at))
+    })
 }
 
 fn field<T: DeserializeOwned>(
@@ -493,9 +565,9 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
     let benign = env.benign();
 
     let ut_path = dir.join("user_tasks.yaml");
-    let ut_doc = read_yaml(&ut_path, dir)?;
+    let (ut_doc, ut_scan) = read_yaml_located(&ut_path, dir)?;
     let mut user_tasks = Vec::new();
-    for (id, map) in task_maps(&ut_path, &ut_doc)? {
+    for (i, (id, map)) in task_maps(&ut_path, &ut_doc)?.into_iter().enumerate() {
         reject_unknown(
             &ut_path,
             &id,
@@ -512,8 +584,13 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
             utility: field(&ut_path, &id, map, "utility", true)?.unwrap(),
             derived: field(&ut_path, &id, map, "derived", false)?.unwrap_or_default(),
         };
+        let at = format!("tasks[{i}].prompt");
+        check_sentence(&ut_path, &ut_scan, &at, &id, "prompt", &task.prompt)?;
         for key in task.derived.keys() {
             let known = key.split_once('.').is_some_and(|(step, arg)| {
+                if step == "answer" {
+                    return task.answer.as_deref().is_some_and(|a| a.contains(arg));
+                }
                 step.parse::<usize>()
                     .ok()
                     .and_then(|i| task.plan.get(i))
@@ -525,7 +602,7 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
                     Some(&id),
                     Some("derived"),
                     format!(
-                        "`{key}` names no argument of the plan; write `<step>.<argument>`, steps counted from 0"
+                        "`{key}` names no argument of the plan and no value of the answer; write `<step>.<argument>` (steps counted from 0) or `answer.<value as the answer writes it>`"
                     ),
                 ));
             }
@@ -538,9 +615,9 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
     }
 
     let it_path = dir.join("injection_tasks.yaml");
-    let it_doc = read_yaml(&it_path, dir)?;
+    let (it_doc, it_scan) = read_yaml_located(&it_path, dir)?;
     let mut injection_tasks = Vec::new();
-    for (id, map) in task_maps(&it_path, &it_doc)? {
+    for (i, (id, map)) in task_maps(&it_path, &it_doc)?.into_iter().enumerate() {
         reject_unknown(
             &it_path,
             &id,
@@ -566,6 +643,8 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
             tags: field(&it_path, &id, map, "tags", false)?.unwrap_or_default(),
             designed_for: field(&it_path, &id, map, "designed_for", false)?.unwrap_or_default(),
         };
+        let at = format!("tasks[{i}].goal");
+        check_sentence(&it_path, &it_scan, &at, &id, "goal", &task.goal)?;
         if let Some(bad) = task
             .designed_for
             .iter()
@@ -627,6 +706,7 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
         samples,
         variants,
         injectable: BTreeMap::new(),
+        reorderings: BTreeMap::new(),
         fingerprint: fingerprint(dir).map_err(|e| {
             SuiteError::at(
                 dir,
@@ -642,6 +722,7 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
         .iter()
         .map(|t| (t.id.clone(), suite.vectors_read_by(&t.plan)))
         .collect();
+    suite.reorderings = alternatives::of_suite(&suite);
     Ok(suite)
 }
 

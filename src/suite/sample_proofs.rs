@@ -12,6 +12,8 @@
 
 use super::check::{ExecutedCall, Outcome};
 use super::samples::{Sample, VectorClass};
+use super::sight;
+use super::validate::untraced_calls;
 use super::{Family, PlannedCall, Suite, Surface, UserTask, run_plan};
 use crate::model::sim::reads_payload;
 use crate::tools::{ToolKind, ToolSet};
@@ -20,33 +22,71 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
+/// The run of an agent that follows an injection.
+pub struct Following {
+    /// Every call that ran, the attacker's spliced in.
+    pub calls: Vec<ExecutedCall>,
+    /// The rendered output of each call, in the same order.
+    pub outputs: Vec<String>,
+    /// Where the attacker's calls start in `calls`, once a payload was read.
+    pub spliced_at: Option<usize>,
+}
+
 /// What an agent that follows an injection does: the user's plan, with the attacker's
 /// calls spliced in right after the first output that shows a payload (as the scripted
-/// agent does). Returns the calls that ran, and whether the attacker's calls were reached.
+/// agent does).
 pub fn run_following(
     tools: &ToolSet,
     env: &mut Value,
     user_plan: &[PlannedCall],
     attacker_plan: &[PlannedCall],
     payloads: &[&str],
-) -> Result<(Vec<ExecutedCall>, bool), String> {
+) -> Result<Following, String> {
     let mut queue: Vec<&PlannedCall> = user_plan.iter().collect();
-    let mut calls = Vec::new();
-    let mut followed = false;
+    let mut run = Following {
+        calls: Vec::new(),
+        outputs: Vec::new(),
+        spliced_at: None,
+    };
     let mut i = 0;
     while let Some(call) = queue.get(i).copied() {
-        let run = run_plan(tools, env, std::slice::from_ref(call));
-        if let Some((_, e)) = run.failure {
+        let step = run_plan(tools, env, std::slice::from_ref(call));
+        if let Some((_, e)) = step.failure {
             return Err(format!("step {i} (`{}`) fails: {e}", call.tool));
         }
-        calls.extend(run.calls);
+        run.calls.extend(step.calls);
         i += 1;
-        if !followed && payloads.iter().any(|p| reads_payload(&run.outputs[0], p)) {
+        let shows = payloads.iter().any(|p| reads_payload(&step.outputs[0], p));
+        run.outputs.extend(step.outputs);
+        if run.spliced_at.is_none() && shows {
             queue.splice(i..i, attacker_plan.iter());
-            followed = true;
+            run.spliced_at = Some(i);
         }
     }
-    Ok((calls, followed))
+    Ok(run)
+}
+
+/// The provenance proof for a sample: the attacker's calls, spliced in at `at` of a
+/// following run's `outputs`, use only what [`sight::seen_while_following`] allows.
+fn sample_provenance(
+    suite: &Suite,
+    s: &Sample,
+    ut: &UserTask,
+    attacker_plan: &[PlannedCall],
+    outputs: &[String],
+    at: usize,
+) -> Vec<String> {
+    let end = (at + attacker_plan.len()).min(outputs.len());
+    let user_outputs: Vec<String> = [&outputs[..at], &outputs[end..]].concat();
+    let seen = sight::seen_while_following(suite, ut, &user_outputs, &outputs[at..end]);
+    untraced_calls(suite, &seen, attacker_plan, &s.derived)
+        .into_iter()
+        .map(|p| {
+            format!(
+                "provenance: the attacker's plan {p} (the payload must say it, or a call must return it)"
+            )
+        })
+        .collect()
 }
 
 /// Whether a sample's harm needs a tool its user task's reference plan never calls.
@@ -146,16 +186,23 @@ fn sample_problems(suite: &Suite, s: &Sample) -> Vec<String> {
     }
     let attacked = suite.env.with(&suite.defaults(), &s.inject);
     let answer = ut.answer.clone().unwrap_or_default();
-    match follow(suite, s, ut, s.attacker_plan(it)) {
+    let attacker = s.attacker_plan(it);
+    match follow(suite, s, ut, attacker) {
         Err(e) => out.push(format!("following the sample, {e}")),
         Ok(None) => out.push(
             "no output of the reference plan shows the payload, so no agent can follow it".into(),
         ),
-        Ok(Some(false)) => out.push(format!(
-            "an agent that follows the sample does not trip the security check of `{}`",
-            it.id
-        )),
-        Ok(Some(true)) => {}
+        Ok(Some((tripped, run))) => {
+            if let Some(at) = run.spliced_at {
+                out.extend(sample_provenance(suite, s, ut, attacker, &run.outputs, at));
+            }
+            if !tripped {
+                out.push(format!(
+                    "an agent that follows the sample does not trip the security check of `{}`",
+                    it.id
+                ));
+            }
+        }
     }
 
     let mut env = attacked.clone();
@@ -186,13 +233,14 @@ fn sample_problems(suite: &Suite, s: &Sample) -> Vec<String> {
 }
 
 /// Runs the user task's plan with `attacker` spliced in where the payload is read:
-/// `None` when no output shows it, else whether the injection task's check tripped.
+/// `None` when no output shows it, else whether the injection task's check tripped, with
+/// the run.
 fn follow(
     suite: &Suite,
     s: &Sample,
     ut: &UserTask,
     attacker: &[PlannedCall],
-) -> Result<Option<bool>, String> {
+) -> Result<Option<(bool, Following)>, String> {
     let Some(it) = suite.injection_task(s.injection_task.as_str()) else {
         return Ok(None);
     };
@@ -200,16 +248,17 @@ fn follow(
     let payloads: Vec<&str> = s.inject.iter().map(|(_, p)| p.as_str()).collect();
     let answer = ut.answer.clone().unwrap_or_default();
     let mut env = attacked.clone();
-    let (calls, followed) = run_following(&suite.tools, &mut env, &ut.plan, attacker, &payloads)?;
-    if !followed {
+    let run = run_following(&suite.tools, &mut env, &ut.plan, attacker, &payloads)?;
+    if run.spliced_at.is_none() {
         return Ok(None);
     }
-    Ok(Some(it.security.eval(&Outcome {
+    let tripped = it.security.eval(&Outcome {
         pre: &attacked,
         post: &env,
-        calls: &calls,
+        calls: &run.calls,
         answer: &answer,
-    })))
+    });
+    Ok(Some((tripped, run)))
 }
 
 /// Whether the sample's harm needs a tool outside its user task's reference plan: the
@@ -220,7 +269,10 @@ fn follow(
 pub fn reach(suite: &Suite, s: &Sample) -> Option<Reach> {
     let ut = suite.user_task(s.user_task.as_str())?;
     let it = suite.injection_task(s.injection_task.as_str())?;
-    if follow(suite, s, ut, s.attacker_plan(it)) != Ok(Some(true)) {
+    if !matches!(
+        follow(suite, s, ut, s.attacker_plan(it)),
+        Ok(Some((true, _)))
+    ) {
         return None;
     }
     let own: BTreeSet<&str> = ut.plan.iter().map(|c| c.tool.as_str()).collect();
@@ -238,7 +290,7 @@ pub fn reach(suite: &Suite, s: &Sample) -> Option<Reach> {
         .cloned()
         .collect();
     match follow(suite, s, ut, &within) {
-        Ok(Some(true)) if !reads_elsewhere => Some(Reach::TaskTools),
+        Ok(Some((true, _))) if !reads_elsewhere => Some(Reach::TaskTools),
         Ok(Some(_)) => Some(Reach::OtherTools),
         _ => None,
     }

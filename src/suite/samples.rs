@@ -14,6 +14,7 @@ use super::{InjectionTask, PlannedCall, SuiteError, Surface, UserTask, Vector};
 use crate::ids::{TaskId, VectorId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
@@ -130,6 +131,10 @@ pub struct Sample {
     pub surface: Surface,
     /// What gives the sample away, when it poses as the source's own correction.
     pub tell: Option<Tell>,
+    /// Values of the attacker's plan the agent works out rather than reads (a share, a
+    /// difference), as `<step>.<argument>` → how: the provenance proof accepts them.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub derived: BTreeMap<String, String>,
 }
 
 impl Sample {
@@ -161,6 +166,8 @@ struct RawSample {
     plan: Option<Vec<PlannedCall>>,
     #[serde(default)]
     tell: Option<Tell>,
+    #[serde(default)]
+    derived: BTreeMap<String, String>,
     /// Free text for the reader; ignored.
     #[serde(default, rename = "comment")]
     _comment: Option<String>,
@@ -256,6 +263,23 @@ pub fn load(
                 "a tell needs a non-empty `cue` and `contrast`".into(),
             ));
         }
+        for key in r.derived.keys() {
+            let plan = r.plan.as_deref().unwrap_or_default();
+            let known = key.split_once('.').is_some_and(|(step, arg)| {
+                step.parse::<usize>()
+                    .ok()
+                    .and_then(|i| plan.get(i))
+                    .is_some_and(|c| c.args.get(arg).is_some())
+            });
+            if !known {
+                return Err(err(
+                    Some("derived"),
+                    format!(
+                        "`{key}` names no argument of the sample's own `plan`; write `<step>.<argument>` (steps counted from 0)"
+                    ),
+                ));
+            }
+        }
         let id = format!("{}/{}", r.user_task, r.class);
         if out.iter().any(|s| s.id == id) {
             return Err(err(
@@ -272,6 +296,7 @@ pub fn load(
             plan: r.plan,
             surface: surface.expect("at least one injection point"),
             tell: r.tell,
+            derived: r.derived,
         });
     }
     Ok(out)

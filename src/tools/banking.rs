@@ -1,4 +1,6 @@
-//! Banking domain: AgentDojo's eleven banking tools over an in-memory account.
+//! Banking domain: AgentDojo's eleven banking tools over an in-memory account, and
+//! `list_files`, which AgentDojo's banking lacks (its prompts name every file; a suite
+//! whose prompts do not offers it, so the agent can find what it must read).
 //!
 //! Environment layout:
 //! `bank_account.{iban, balance, transactions[], scheduled_transactions[]}`,
@@ -206,6 +208,13 @@ fn read_file(env: &mut Value, a: ReadFile) -> Result<Value, ToolError> {
         .ok_or_else(|| ToolError::not_found(format!("no file named `{}`", a.file_path)))
 }
 
+fn list_files(env: &Value) -> Result<Value, ToolError> {
+    crate::envpath::get(env, "filesystem.files")
+        .and_then(Value::as_object)
+        .map(|files| Value::Array(files.keys().map(|k| json!(k)).collect()))
+        .ok_or_else(|| ToolError::not_found("the user has no documents"))
+}
+
 fn user_info(env: &Value) -> Result<Value, ToolError> {
     let u = crate::envpath::get(env, "user_account")
         .and_then(Value::as_object)
@@ -305,6 +314,13 @@ pub fn tools() -> Vec<Tool> {
             read_file,
         ),
         Tool::new(
+            "list_files",
+            "Lists the names of the files in the user's documents.",
+            Read,
+            0.1,
+            |env, _: NoArgs| list_files(env),
+        ),
+        Tool::new(
             "get_user_info",
             "Returns the user's name and address.",
             Read,
@@ -359,6 +375,17 @@ mod tests {
             .unwrap();
         assert_eq!(e["bank_account"]["transactions"][1]["id"], json!(3));
         assert_eq!(e["bank_account"]["balance"], json!(90.0));
+    }
+
+    #[test]
+    fn list_files_names_every_document_and_reads_nothing_else() {
+        let mut e = env();
+        let before = e.clone();
+        let listed = tool("list_files").call(&mut e, &json!({})).unwrap();
+        assert_eq!(listed, json!(["bill.txt"]));
+        assert_eq!(e, before);
+        e["filesystem"] = json!({});
+        assert!(tool("list_files").call(&mut e, &json!({})).is_err());
     }
 
     #[test]

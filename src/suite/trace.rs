@@ -1,0 +1,254 @@
+//! Whether a fact shows in what the agent has read: the one test the provenance proof
+//! and the reorderings a varied agent may make both apply. Facts are compared as a model
+//! would recognise them (a date in any written form, a code with or without its
+//! separators, a name ignoring case and accents), never by searching the environment.
+
+use super::meaning::{
+    fold, mentions_code, mentions_date, mentions_time, numbers_in, parse_date, parse_time,
+};
+use regex::Regex;
+use serde_json::Value;
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
+/// A range of days within one month, "14-17 September": its first day is a date a
+/// reader sees as much as its last.
+static DAY_RANGE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b(\d{1,2})\s*(?:-|–|to)\s*\d{1,2}(?:st|nd|rd|th)?\s+([A-Za-z]{3,9})\b")
+        .expect("valid range pattern")
+});
+
+/// An account number written in groups of four, as IBANs are printed
+/// ("GB24 PNDR 6004 1531 2066 88").
+static GROUPED_CODE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b[A-Z]{2}\d{2}(?: [A-Z0-9]{4}){2,}(?: [A-Z0-9]{1,3})?\b")
+        .expect("valid code pattern")
+});
+
+/// Text the agent has read, searched as it is and folded, built once per step.
+pub struct View {
+    text: String,
+    folded: String,
+    /// Every whole number written as a token of its own ("06" in "2026-05-06" is 6).
+    integers: HashSet<u64>,
+    /// Every number written in the text (`meaning::numbers_in`), read once.
+    numbers: Vec<f64>,
+}
+
+impl View {
+    pub fn new(text: String) -> View {
+        let folded = format!(" {} ", fold(&text));
+        let integers = folded
+            .split(' ')
+            .filter_map(|t| t.parse::<u64>().ok())
+            .collect();
+        // The first day of a written range, as a date of its own.
+        let starts: Vec<String> = DAY_RANGE
+            .captures_iter(&text)
+            .map(|c| format!("{} {}", &c[1], &c[2]))
+            .collect();
+        let text = if starts.is_empty() {
+            text
+        } else {
+            format!("{text}\n{}", starts.join("\n"))
+        };
+        View {
+            numbers: numbers_in(&text),
+            text,
+            folded,
+            integers,
+        }
+    }
+
+    /// Whether the folded words of `s` occur in the view as whole words.
+    fn has_words(&self, s: &str) -> bool {
+        let f = fold(s);
+        f.is_empty() || self.folded.contains(&format!(" {f} "))
+    }
+}
+
+/// The facts a value states, as the provenance proof traces them. A value without
+/// whitespace (an IBAN, a channel, a file name, a date) is one fact; free text the agent
+/// composes (a message body, a subject) is not traced as a whole, but the codes and
+/// numbers written in it are: an account, an address, a reference or an amount in a
+/// message is as much a fact as one given alone.
+pub fn facts_of(value: &Value) -> Vec<Value> {
+    match value {
+        Value::String(s) if is_prose(s) => text_facts(s),
+        // An address with a query or a list joined by commas is composed of its parts.
+        Value::String(s) if s.contains(['?', '&', '=', ',']) => s
+            .split(['?', '&', '=', ','])
+            .filter(|p| !p.trim().is_empty())
+            .map(|p| Value::String(p.trim().to_string()))
+            .collect(),
+        Value::Array(items) => items.iter().flat_map(facts_of).collect(),
+        Value::Object(map) => map.values().flat_map(facts_of).collect(),
+        Value::Bool(_) | Value::Null => Vec::new(),
+        v => vec![v.clone()],
+    }
+}
+
+/// Whether a string is text the agent composes rather than one fact: it has spaces
+/// ("Half of the vet bill"), or is one word closing a sentence ("Attached.").
+fn is_prose(s: &str) -> bool {
+    let t = s.trim();
+    t.contains(char::is_whitespace)
+        || (t.ends_with(['.', '!', '?']) && !t.contains(|c: char| c.is_ascii_digit()))
+}
+
+/// The codes and numbers written in free text: a token with a digit and a letter, an
+/// `@`, or a dot or slash between letters or digits (an address, a file, a URL) is a
+/// code; every numeral is a number.
+pub fn text_facts(text: &str) -> Vec<Value> {
+    // An account number written in groups is one code.
+    let mut grouped: Vec<Value> = Vec::new();
+    let text = GROUPED_CODE.replace_all(text, |c: &regex::Captures| {
+        grouped.push(Value::String(c[0].replace(' ', "")));
+        " ".repeat(c[0].len())
+    });
+    let text = text.as_ref();
+    let is_code = |t: &str| {
+        let chars: Vec<char> = t.chars().collect();
+        let inner_mark = chars
+            .windows(3)
+            .any(|w| matches!(w[1], '.' | '/') && w[0].is_alphanumeric() && w[2].is_alphanumeric());
+        let digit = t.chars().any(|c| c.is_ascii_digit());
+        let letter = t.chars().any(char::is_alphabetic);
+        // "1st", "28th": a day of a date, read as its number.
+        let lower = t.to_lowercase();
+        let ordinal = ["st", "nd", "rd", "th"].iter().any(|s| {
+            lower
+                .strip_suffix(s)
+                .is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
+        });
+        if ordinal {
+            return false;
+        }
+        (digit && letter) || t.contains('@') || (inner_mark && letter)
+    };
+    let mut out: Vec<Value> = grouped;
+    out.extend(
+        text.split_whitespace()
+            .map(|t| t.trim_matches(|c: char| !c.is_alphanumeric()))
+            .filter(|t| is_code(t))
+            .map(|t| Value::String(t.to_string())),
+    );
+    let in_codes = |n: f64| {
+        out.iter()
+            .any(|c| c.as_str().is_some_and(|c| numbers_in(c).contains(&n)))
+    };
+    let numbers: Vec<Value> = numbers_in(text)
+        .into_iter()
+        .filter(|n| !in_codes(*n))
+        .filter_map(|n| serde_json::Number::from_f64(n).map(Value::Number))
+        .collect();
+    out.extend(numbers);
+    out
+}
+
+/// Whether the fact `value` shows in `view`: a date or time in any written form, a code
+/// with or without its separators, a name as whole folded words, a number as a number
+/// (or, for a whole number, as a token of its own, the day in "2026-10-20").
+pub fn shows_in(view: &View, value: &Value) -> bool {
+    match value {
+        Value::String(s) => {
+            if let Ok(d) = parse_date(s) {
+                let time_ok = s
+                    .trim()
+                    .get(11..)
+                    .and_then(|t| parse_time(t).ok())
+                    .is_none_or(|t| mentions_time(&view.text, t));
+                return (mentions_date(&view.text, d) || view.has_words(s)) && time_ok;
+            }
+            view.has_words(s) || mentions_code(&view.text, s)
+        }
+        Value::Number(n) => n.as_f64().is_some_and(|n| {
+            view.numbers.iter().any(|m| (m - n).abs() <= 1e-9)
+                || (n.fract() == 0.0 && n >= 0.0 && view.integers.contains(&(n as u64)))
+        }),
+        Value::Array(items) => items.iter().all(|i| shows_in(view, i)),
+        Value::Object(map) => map.values().all(|v| shows_in(view, v)),
+        Value::Bool(_) | Value::Null => true,
+    }
+}
+
+/// Shows a fact as the suite file writes it.
+pub fn show(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn free_text_is_traced_by_the_codes_and_numbers_in_it() {
+        let facts = text_facts(
+            "Urgent ticket 8812: see brightloom.dev/incidents/2026-10-09, mail ops@x.io, pay 1,015.00 to GB33BUKB20201555555555 or GB24 PNDR 6004 1531 2066 88.",
+        );
+        for want in [
+            json!("brightloom.dev/incidents/2026-10-09"),
+            json!("ops@x.io"),
+            json!("GB33BUKB20201555555555"),
+            json!("GB24PNDR60041531206688"),
+            json!(8812.0),
+            json!(1015.0),
+        ] {
+            assert!(facts.contains(&want), "{want} not in {facts:?}");
+        }
+        assert!(text_facts("Thanks, see you at lunch.").is_empty());
+    }
+
+    #[test]
+    fn a_fact_shows_as_a_model_would_read_it_and_not_inside_other_words() {
+        let view = View::new(
+            "Release 4.2 ships on 20 October 2026. Pay GB33 BUKB 2020 1555 5555 55, ref DSP-4471. Channel #launch."
+                .into(),
+        );
+        for shown in [
+            json!("2026-10-20"),
+            json!("GB33BUKB20201555555555"),
+            json!("dsp-4471"),
+            json!("launch"),
+            json!(4.2),
+            json!(20),
+        ] {
+            assert!(shows_in(&view, &shown), "{shown}");
+        }
+        for hidden in [
+            json!("lunch"),
+            json!("2026-10-21"),
+            json!("DSP-447"),
+            json!(4.3),
+        ] {
+            assert!(!shows_in(&view, &hidden), "{hidden}");
+        }
+        // A day written zero-padded inside a date is that day; a range shows its first day.
+        let view = View::new("Paid on 2026-05-06. Porto 14-17 September.".into());
+        assert!(shows_in(&view, &json!(6)));
+        assert!(shows_in(&view, &json!("2026-09-14")));
+        assert!(shows_in(&view, &json!("2026-09-17")));
+        assert!(!shows_in(&view, &json!("2026-09-15")));
+    }
+
+    #[test]
+    fn an_address_with_a_query_is_traced_by_its_parts() {
+        let facts = facts_of(&json!("site.io/check?members=Dana,Arjun"));
+        assert_eq!(
+            facts,
+            vec![
+                json!("site.io/check"),
+                json!("members"),
+                json!("Dana"),
+                json!("Arjun")
+            ]
+        );
+        let view =
+            View::new("Open site.io/check?members= with the names. Members: Dana, Arjun.".into());
+        assert!(facts.iter().all(|f| shows_in(&view, f)));
+    }
+}
