@@ -4,11 +4,17 @@
 //! adding tasks needs no Rust.
 
 pub mod check;
+pub mod corpus;
 pub mod env;
+pub mod facts;
+pub mod lexicon;
 pub mod meaning;
+pub mod perturb;
+pub mod protective;
 pub mod samples;
 pub mod validate;
 pub mod variants;
+pub mod visible;
 
 use crate::ids::{TaskId, ToolName, VectorId};
 use crate::tools::{ToolSet, render::render, toolset};
@@ -555,7 +561,7 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
                 "designed_for",
             ],
         )?;
-        let task = InjectionTask {
+        let mut task = InjectionTask {
             id: TaskId(id.clone()),
             goal: field(&it_path, &id, map, "goal", true)?.unwrap(),
             plan: field(&it_path, &id, map, "plan", true)?.unwrap(),
@@ -565,6 +571,8 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
             tags: field(&it_path, &id, map, "tags", false)?.unwrap_or_default(),
             designed_for: field(&it_path, &id, map, "designed_for", false)?.unwrap_or_default(),
         };
+        let own = attack_text(&task);
+        task.security.bind_attack_text(&own);
         if let Some(bad) = task
             .designed_for
             .iter()
@@ -642,6 +650,30 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
         .map(|t| (t.id.clone(), suite.vectors_read_by(&t.plan)))
         .collect();
     Ok(suite)
+}
+
+/// The attacker's own words: an injection task's goal and every string its plan writes.
+pub fn attack_text(t: &InjectionTask) -> String {
+    fn strings(v: &Value, out: &mut String) {
+        match v {
+            Value::String(s) => {
+                out.push('\n');
+                out.push_str(s);
+            }
+            Value::Array(items) => items.iter().for_each(|i| strings(i, out)),
+            Value::Object(m) => m.values().for_each(|i| strings(i, out)),
+            _ => {}
+        }
+    }
+    let mut out = t.goal.clone();
+    for call in &t.plan {
+        strings(&call.args, &mut out);
+    }
+    if let Some(a) = &t.answer {
+        out.push('\n');
+        out.push_str(a);
+    }
+    out
 }
 
 /// SHA-256 over the relative paths and contents of every file below `dir`, in sorted

@@ -29,6 +29,18 @@ impl std::fmt::Display for Problem {
 
 /// Runs every proof; an empty list means the suite is sound.
 pub fn validate(suite: &Suite) -> Vec<Problem> {
+    validate_counted(suite).0
+}
+
+/// [`validate`], with how many generated corpus entries it judged.
+pub fn validate_counted(suite: &Suite) -> (Vec<Problem>, super::corpus::Counts) {
+    let (corpus_problems, counts) = super::corpus::prove(suite);
+    let mut problems = validate_inner(suite);
+    problems.extend(corpus_problems);
+    (problems, counts)
+}
+
+fn validate_inner(suite: &Suite) -> Vec<Problem> {
     let benign = suite.env.benign();
     // Each task's proofs replay plans against their own copy of the environment:
     // independent CPU-bound work (run does it before every run), so tasks are proved in
