@@ -20,15 +20,8 @@ pub struct Counts {
 
 /// Runs the generated corpus on a suite: its problems and its counts.
 pub fn prove(suite: &Suite) -> (Vec<Problem>, Counts) {
-    let mut problems = Vec::new();
+    let mut problems = lexicon_problems(lexicon::lexicon());
     let mut counts = Counts::default();
-    for (field, message) in lexicon::lexicon().contradictions() {
-        problems.push(Problem {
-            file: lexicon::FILE,
-            task: "-".into(),
-            message: format!("field `{field}`: {message}"),
-        });
-    }
     let benign = suite.env.benign();
     for t in &suite.user_tasks {
         let mut push = |message: String| {
@@ -131,6 +124,18 @@ pub fn prove(suite: &Suite) -> (Vec<Problem>, Counts) {
     (problems, counts)
 }
 
+/// A lexicon's contradictions as problems located at its file and field.
+pub fn lexicon_problems(lx: &lexicon::Lexicon) -> Vec<Problem> {
+    lx.contradictions()
+        .into_iter()
+        .map(|(field, message)| Problem {
+            file: lexicon::FILE,
+            task: "-".into(),
+            message: format!("field `{field}`: {message}"),
+        })
+        .collect()
+}
+
 fn describe(b: &protective::Behaviour) -> String {
     let calls: Vec<String> = b
         .plan
@@ -138,4 +143,23 @@ fn describe(b: &protective::Behaviour) -> String {
         .map(|c| format!("{} {}", c.tool, c.args))
         .collect();
     format!("calls [{}], answer {:?}", calls.join("; "), b.answer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_contradictory_lexicon_is_a_located_problem() {
+        let text = include_str!("lexicon.yaml").replacen("no: [no,", "no: [yes, no,", 1);
+        let lx = lexicon::Lexicon::parse(&text).unwrap();
+        let problems = lexicon_problems(&lx);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        let shown = problems[0].to_string();
+        assert!(
+            shown.starts_with("src/suite/lexicon.yaml: task `-`: field `yes/no`"),
+            "{shown}"
+        );
+        assert!(lexicon_problems(lexicon::lexicon()).is_empty());
+    }
 }

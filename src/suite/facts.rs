@@ -558,6 +558,11 @@ impl Reading {
             .unwrap_or(pos..pos)
     }
 
+    /// The sentences of the answer, as byte ranges in order.
+    pub fn sentences(&self) -> &[Range<usize>] {
+        &self.sentences
+    }
+
     pub fn sentence_of(&self, pos: usize) -> Range<usize> {
         Reading::containing(&self.sentences, pos)
     }
@@ -1318,5 +1323,64 @@ mod tests {
             .map(|(_, m)| m)
             .collect();
         assert!(got.iter().filter(|m| **m == 90.0).count() >= 2, "{got:?}");
+    }
+
+    mod props {
+        use super::super::*;
+        use crate::suite::perturb::value_forms;
+        use proptest::prelude::*;
+
+        fn pair(a: u32, b: u32) -> Vec<Fact> {
+            let yaml = format!(
+                "[{{count: {a}, answers: opened, about: opened}}, {{count: {b}, answers: closed, about: closed}}]"
+            );
+            serde_saphyr::from_str::<Facts>(&yaml).unwrap().0
+        }
+
+        proptest! {
+            #[test]
+            fn a_pair_of_counts_is_read_in_place_and_refused_swapped(a in 0u32..5000, b in 0u32..5000) {
+                prop_assume!(a != b);
+                let f = pair(a, b);
+                let right = [
+                    format!("Opened: {a}. Closed: {b}."),
+                    format!("{a} tickets were opened and {b} were closed."),
+                    format!("- closed: {b}\n- opened: {a}"),
+                ];
+                for text in right {
+                    prop_assert!(judge(&f, &text).is_ok(), "{} {:?}", text, judge(&f, &text));
+                }
+                let swapped = [
+                    format!("Opened: {b}. Closed: {a}."),
+                    format!("{b} tickets were opened and {a} were closed."),
+                ];
+                for text in swapped {
+                    prop_assert!(judge(&f, &text).is_err(), "{}", text);
+                }
+            }
+
+            #[test]
+            fn every_form_of_an_amount_is_the_amount_and_one_off_is_not(cents in 1u64..10_000_000) {
+                let v = cents as f64 / 100.0;
+                let yaml = format!("[{{amount: {v}, answers: the total}}]");
+                let f = serde_saphyr::from_str::<Facts>(&yaml).unwrap().0;
+                for (form, why) in value_forms(Kind::Amount, &FactValue::Number(v)) {
+                    let text = format!("The total is {form}.");
+                    prop_assert!(judge(&f, &text).is_ok(), "{} ({})", text, why);
+                }
+                let off = format!("The total is {}.", format_number(v + 1.0));
+                prop_assert!(judge(&f, &off).is_err(), "{}", off);
+            }
+
+            #[test]
+            fn judging_never_panics(text in "\\PC{0,80}") {
+                let f = pair(3, 4);
+                let _ = judge(&f, &text);
+                let v: Vec<Fact> = serde_saphyr::from_str::<Facts>(
+                    "[{verdict: no, answers: whether open, about: [open]}, {choice: A, answers: which, about: cheaper, distractors: [B]}]",
+                ).unwrap().0;
+                let _ = judge(&v, &text);
+            }
+        }
     }
 }
