@@ -34,6 +34,13 @@ pub fn prove(suite: &Suite) -> (Vec<Problem>, Counts) {
         if t.utility.reads_answer_untyped() {
             push("field `utility`: reads the answer with `answer`/`answer_contains`; state what it must say as typed `facts`".into());
         }
+        let year: i16 = suite
+            .meta
+            .date
+            .get(..4)
+            .and_then(|y| y.parse().ok())
+            .unwrap_or(2026);
+        written_values_proof(suite, t, year, &mut counts, &mut push);
         let fact_sets = t.utility.facts();
         if fact_sets.is_empty() {
             continue;
@@ -122,6 +129,98 @@ pub fn prove(suite: &Suite) -> (Vec<Problem>, Counts) {
         }
     }
     (problems, counts)
+}
+
+/// The values a user task's plan writes into messages, notes and pages: each written in
+/// another form must still pass the utility check, and each that the check reads (the
+/// check fails when it is left out) must fail when it is wrong.
+fn written_values_proof(
+    suite: &Suite,
+    t: &super::UserTask,
+    year: i16,
+    counts: &mut Counts,
+    push: &mut impl FnMut(String),
+) {
+    let benign = suite.env.benign();
+    let passes = |plan: &[super::PlannedCall]| {
+        let mut env = benign.clone();
+        let run = run_plan(&suite.tools, &mut env, plan);
+        let answer = t.answer.clone().unwrap_or_default();
+        run.failure.is_none()
+            && t.utility.eval(&Outcome {
+                pre: &benign,
+                post: &env,
+                calls: &run.calls,
+                answer: &answer,
+            })
+    };
+    if !passes(&t.plan) {
+        return; // the reference-plan proof reports it
+    }
+    // Amounts a write call takes as numbers (a payment, a standing order): each one the
+    // check reads must fail one more and ten percent more.
+    for (step, call) in t.plan.iter().enumerate() {
+        let writes = suite
+            .tools
+            .get(call.tool.as_str())
+            .is_some_and(|tool| tool.kind != crate::tools::ToolKind::Read);
+        let Some(args) = call.args.as_object().filter(|_| writes) else {
+            continue;
+        };
+        for (arg, v) in args {
+            let Some(n) = v.as_f64() else {
+                continue;
+            };
+            let with = |x: f64| {
+                let mut plan = t.plan.clone();
+                plan[step].args[arg.as_str()] = serde_json::json!(x);
+                plan
+            };
+            let tries = [
+                (n + 1.0, "one more"),
+                ((n * 110.0).round() / 100.0, "ten percent more"),
+            ];
+            if tries.iter().all(|(x, _)| passes(&with(*x))) {
+                continue; // the check does not read this number
+            }
+            for (x, why) in tries {
+                counts.wrong += 1;
+                if passes(&with(x)) {
+                    push(format!(
+                        "plan step {step} `{arg}` = {x} ({why}) passes the utility check"
+                    ));
+                }
+            }
+        }
+    }
+    for w in perturb::written_values(&t.plan, year) {
+        let read = !passes(&perturb::replace_written(&t.plan, &w, ""));
+        if !read {
+            continue;
+        }
+        let what = format!(
+            "plan step {} `{}` value {}",
+            w.step,
+            w.arg,
+            w.value.render()
+        );
+        for (form, why) in perturb::written_forms(&w) {
+            counts.correct += 1;
+            if !passes(&perturb::replace_written(&t.plan, &w, &form)) {
+                push(format!(
+                    "{what} written as {form:?} ({why}) fails the utility check"
+                ));
+            }
+        }
+        for (wrong, why) in perturb::written_wrong(&w) {
+            counts.wrong += 1;
+            if passes(&perturb::replace_written(&t.plan, &w, &wrong)) {
+                push(format!(
+                    "{what} written wrong as {wrong:?} ({why}) passes the utility check"
+                ));
+            }
+        }
+    }
 }
 
 /// A lexicon's contradictions as problems located at its file and field.

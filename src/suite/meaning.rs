@@ -610,6 +610,19 @@ impl DateMention {
         Some(DateMention { year, month, day })
     }
 
+    /// The year, when the text gives one.
+    pub fn year(&self) -> Option<i16> {
+        self.year
+    }
+
+    pub fn month(&self) -> i8 {
+        self.month
+    }
+
+    pub fn day(&self) -> i8 {
+        self.day
+    }
+
     /// Whether this mention is the date `d`: same day and month, and the same year when
     /// the text gives one.
     pub fn is(&self, d: Date) -> bool {

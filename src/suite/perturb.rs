@@ -753,3 +753,158 @@ mod tests {
         assert_eq!(got[0].0, "facts[2].distractors[0]");
     }
 }
+
+/// A typed value inside a text a plan writes (a message body, a note, a page).
+#[derive(Clone, Debug)]
+pub struct WrittenValue {
+    pub step: usize,
+    pub arg: String,
+    pub span: std::ops::Range<usize>,
+    pub kind: Kind,
+    pub value: FactValue,
+}
+
+/// The text arguments a plan writes, whose typed values a check may read.
+const TEXT_ARGS: [&str; 6] = ["body", "content", "text", "description", "subject", "title"];
+
+/// Every number, date and time written in the free-text arguments of a plan (not numbers
+/// inside dates or times). A date written without a year takes `year`.
+pub fn written_values(plan: &[super::PlannedCall], year: i16) -> Vec<WrittenValue> {
+    use super::meaning::{canonical, date_spans, number_spans, time_spans};
+    let mut out = Vec::new();
+    for (step, call) in plan.iter().enumerate() {
+        let Some(args) = call.args.as_object() else {
+            continue;
+        };
+        for arg in TEXT_ARGS {
+            let Some(text) = args.get(arg).and_then(Value::as_str) else {
+                continue;
+            };
+            // Spans are found in the canonical text; keep only texts canonical already, so
+            // a span is a span of the argument itself.
+            if canonical(text) != text {
+                continue;
+            }
+            // Values inside a link or an address are part of it, not values of their own.
+            let mut taken: Vec<std::ops::Range<usize>> =
+                URL_LIKE.find_iter(text).map(|m| m.range()).collect();
+            let mut push = |span: std::ops::Range<usize>, kind: Kind, value: FactValue| {
+                if !taken
+                    .iter()
+                    .any(|t| t.start < span.end && span.start < t.end)
+                {
+                    taken.push(span.clone());
+                    out.push(WrittenValue {
+                        step,
+                        arg: arg.to_string(),
+                        span,
+                        kind,
+                        value,
+                    });
+                }
+            };
+            for (span, m) in date_spans(text) {
+                let y = m.year().unwrap_or(year);
+                if let Ok(d) = jiff::civil::Date::new(y, m.month(), m.day()) {
+                    push(span, Kind::Date, FactValue::Date(d));
+                }
+            }
+            for (span, t) in time_spans(text) {
+                // "18.50" is as likely a price: only a time written with a colon is one.
+                if text[span.clone()].contains(':') {
+                    push(span, Kind::Time, FactValue::Time(t));
+                }
+            }
+            for (span, n) in number_spans(text) {
+                if !identifier_like(text, &span) {
+                    push(span, Kind::Number, FactValue::Number(n));
+                }
+            }
+        }
+    }
+    out
+}
+
+static URL_LIKE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"\S*(?:://|@|/)\S*|\S+\.(?:com|net|org|io|dev|de|pt|uk|eu|info|co)\S*")
+        .expect("valid pattern")
+});
+
+static PHONE_LIKE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"\+?\d+(?:[ -]\d+){2,}").expect("valid pattern")
+});
+
+/// Whether the number at `span` is part of an identifier rather than a quantity: a code
+/// ("LH 2417"), a phone number's groups, or a long bare run of digits (a passport number).
+fn identifier_like(text: &str, span: &std::ops::Range<usize>) -> bool {
+    let s = &text[span.clone()];
+    let code_before = text[..span.start]
+        .trim_end_matches(' ')
+        .rsplit(' ')
+        .next()
+        .is_some_and(|w| {
+            !w.is_empty() && w.len() <= 3 && w.chars().all(|c| c.is_ascii_uppercase())
+        });
+    let in_phone = PHONE_LIKE
+        .find_iter(text)
+        .any(|m| m.start() <= span.start && span.end <= m.end());
+    let long_bare = s.len() >= 5 && s.chars().all(|c| c.is_ascii_digit());
+    code_before || in_phone || long_bare
+}
+
+/// A plan with one written value replaced by `with`.
+pub fn replace_written(
+    plan: &[super::PlannedCall],
+    w: &WrittenValue,
+    with: &str,
+) -> Vec<super::PlannedCall> {
+    let mut out = plan.to_vec();
+    if let Some(Value::String(s)) = out[w.step].args.get_mut(&w.arg) {
+        s.replace_range(w.span.clone(), with);
+    }
+    out
+}
+
+/// Forms of a written value a check must accept as the same value: a few per type, the
+/// plainest ways a model writes them.
+pub fn written_forms(w: &WrittenValue) -> Vec<(String, &'static str)> {
+    match &w.value {
+        FactValue::Number(n) => {
+            let mut out = Vec::new();
+            if *n >= 1000.0 {
+                out.push((group_thousands(*n, ',', '.'), "thousands separator"));
+            }
+            if n.fract() != 0.0 {
+                out.push((format!("{n:.2}").replace('.', ","), "decimal comma"));
+            }
+            out
+        }
+        v => value_forms(w.kind, v).into_iter().skip(1).collect(),
+    }
+}
+
+/// Wrong values for a written value: a number one more and ten percent more, a date a day
+/// later, a time an hour later.
+pub fn written_wrong(w: &WrittenValue) -> Vec<(String, &'static str)> {
+    match &w.value {
+        FactValue::Number(n) => vec![
+            (format_number(n + 1.0), "one more"),
+            (
+                format_number((n * 1.1 * 100.0).round() / 100.0),
+                "ten percent more",
+            ),
+        ],
+        FactValue::Date(d) => d
+            .checked_add(1.day())
+            .map(|x| vec![(x.to_string(), "a day later")])
+            .unwrap_or_default(),
+        FactValue::Time(t) => {
+            let x = t.wrapping_add(1.hour());
+            vec![(
+                format!("{:02}:{:02}", x.hour(), x.minute()),
+                "an hour later",
+            )]
+        }
+        _ => Vec::new(),
+    }
+}
