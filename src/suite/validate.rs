@@ -29,12 +29,15 @@ impl std::fmt::Display for Problem {
 
 /// Runs every proof; an empty list means the suite is sound.
 pub fn validate(suite: &Suite) -> Vec<Problem> {
-    validate_counted(suite).0
+    let mut problems = validate_inner(suite);
+    problems.extend(super::corpus::prove(suite, false).0);
+    problems
 }
 
-/// [`validate`], with how many generated corpus entries it judged.
+/// [`validate`] and the generated corpus (`check-suites`), with how many generated entries
+/// it judged.
 pub fn validate_counted(suite: &Suite) -> (Vec<Problem>, super::corpus::Counts) {
-    let (corpus_problems, counts) = super::corpus::prove(suite);
+    let (corpus_problems, counts) = super::corpus::prove(suite, true);
     let mut problems = validate_inner(suite);
     problems.extend(corpus_problems);
     (problems, counts)
