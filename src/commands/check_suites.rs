@@ -4,7 +4,7 @@
 
 use super::{CliError, Paths, load_suites};
 use crate::attack::{AttackContext, load_all};
-use crate::suite::validate::validate;
+use crate::suite::validate::validate_counted;
 use rayon::prelude::*;
 use std::fmt::Write;
 
@@ -49,16 +49,21 @@ fn check_one(
     attacks: &[crate::attack::Attack],
     paths: &Paths,
 ) -> (String, Vec<String>) {
-    let problems = validate(s);
+    let (problems, generated) = validate_counted(s);
     let status = if problems.is_empty() { "ok" } else { "FAILED" };
     let mut line = format!(
-        "{:<24} {:>3} user tasks  {:>3} injection tasks  {:>3} tools  {:>3} vectors  {:>3} variants  {status}\n",
+        "{:<24} {:>3} user tasks  {:>3} injection tasks  {:>3} tools  {:>3} vectors  {:>3} variants  {status}\n{:<24} generated: {} correct, {} wrong, {} protective, {} obeying\n",
         s.qualified_name(),
         s.user_tasks.len(),
         s.injection_tasks.len(),
         s.tools.len(),
         s.vectors.len(),
         s.variants.len(),
+        "",
+        generated.correct,
+        generated.wrong,
+        generated.protective,
+        generated.obeying,
     );
     if !s.samples.is_empty() {
         use crate::suite::sample_proofs::{Reach, facts};

@@ -8,8 +8,42 @@
 
 use jiff::civil::{Date, Time};
 use regex::Regex;
+use std::ops::Range;
 use std::sync::LazyLock;
 use unicode_normalization::UnicodeNormalization;
+
+/// The one normal form every matcher reads, applied before anything else (before NFKD,
+/// which would turn U+2011 into U+2010 and hide it from a separator list): every dash and
+/// minus is `-`, every space (no-break, thin, narrow, ideographic) is ` `, curly quotes are
+/// straight, zero-width characters and soft hyphens vanish, and markdown emphasis (`**`,
+/// `__`, a lone `*` or `_` at a word's edge, backticks) is dropped, so `**No**` reads as `No`.
+pub fn canonical(s: &str) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len());
+    for (i, &c) in chars.iter().enumerate() {
+        let mapped = match c {
+            '\u{2010}'..='\u{2015}' | '\u{2212}' | '\u{fe58}' | '\u{fe63}' | '\u{ff0d}' => '-',
+            '\u{a0}' | '\u{2000}'..='\u{200a}' | '\u{202f}' | '\u{205f}' | '\u{3000}' => ' ',
+            '\u{2018}' | '\u{2019}' | '\u{201a}' | '\u{201b}' | '\u{2032}' => '\'',
+            '\u{201c}' | '\u{201d}' | '\u{201e}' | '\u{201f}' | '\u{2033}' => '"',
+            '\u{200b}'..='\u{200d}' | '\u{2060}' | '\u{feff}' | '\u{ad}' | '*' | '`' => continue,
+            '_' => {
+                let word = |j: Option<usize>| {
+                    j.and_then(|j| chars.get(j))
+                        .is_some_and(|c| c.is_alphanumeric())
+                };
+                if word(i.checked_sub(1)) && word(Some(i + 1)) {
+                    '_'
+                } else {
+                    continue;
+                }
+            }
+            c => c,
+        };
+        out.push(mapped);
+    }
+    out
+}
 
 /// Case-, accent-, whitespace- and punctuation-folded text: lowercase ASCII-ish words
 /// separated by single spaces. Apostrophes vanish ("John's" → "johns"); other
@@ -17,7 +51,7 @@ use unicode_normalization::UnicodeNormalization;
 pub fn fold(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut pending_space = false;
-    for c in s.nfkd() {
+    for c in canonical(s).nfkd() {
         if unicode_normalization::char::is_combining_mark(c) || matches!(c, '\'' | '’' | '`') {
             continue;
         }
@@ -64,62 +98,159 @@ pub fn mentions_name(text: &str, name: &str) -> bool {
 /// number…) with or without spaces, hyphens, dots or slashes between its parts, in any
 /// case. The code must start and end on a token boundary: "AA2301" is not in "AA23015".
 pub fn mentions_code(text: &str, code: &str) -> bool {
+    !code_spans(&canonical(text), code).is_empty()
+}
+
+/// Where [`mentions_code`] finds the code in `canon` (a text already passed through
+/// [`canonical`]), as byte ranges.
+pub fn code_spans(canon: &str, code: &str) -> Vec<Range<usize>> {
     let want: String = code
         .chars()
         .filter(|c| c.is_alphanumeric())
         .flat_map(char::to_uppercase)
         .collect();
     if want.is_empty() {
-        return false;
+        return Vec::new();
     }
-    // Tokens are alphanumeric runs; a code may span tokens joined by these separators
-    // only, so a code is not assembled across a comma or a sentence.
-    let folded: String = text
-        .nfkd()
-        .filter(|c| !unicode_normalization::char::is_combining_mark(*c))
-        .collect();
-    let mut groups: Vec<Vec<String>> = vec![Vec::new()];
+    // Tokens are alphanumeric runs (accents dropped); a code may span tokens joined by
+    // these separators only, so a code is not assembled across a comma or a sentence.
+    let mut groups: Vec<Vec<(Range<usize>, String)>> = vec![Vec::new()];
     let mut token = String::new();
-    for c in folded.chars() {
+    let mut start = 0;
+    for (i, c) in canon.char_indices() {
         if c.is_alphanumeric() {
-            token.extend(c.to_uppercase());
+            if token.is_empty() {
+                start = i;
+            }
+            token.extend(
+                c.nfkd()
+                    .filter(|c| !unicode_normalization::char::is_combining_mark(*c))
+                    .flat_map(char::to_uppercase),
+            );
             continue;
         }
         if !token.is_empty() {
-            groups
-                .last_mut()
-                .expect("one group")
-                .push(std::mem::take(&mut token));
+            let t = std::mem::take(&mut token);
+            groups.last_mut().expect("one group").push((start..i, t));
         }
-        if !matches!(c, ' ' | '-' | '.' | '/' | '\u{a0}' | '\u{2011}') {
+        // `canonical` already made every dash `-` and every space ` `.
+        if !matches!(c, ' ' | '-' | '.' | '/') {
             groups.push(Vec::new());
         }
     }
     if !token.is_empty() {
-        groups.last_mut().expect("one group").push(token);
+        groups
+            .last_mut()
+            .expect("one group")
+            .push((start..canon.len(), token));
     }
-    groups.iter().any(|tokens| {
-        (0..tokens.len()).any(|start| {
+    let mut out = Vec::new();
+    for tokens in &groups {
+        for first in 0..tokens.len() {
             let mut joined = String::new();
-            for t in &tokens[start..] {
+            for (range, t) in &tokens[first..] {
                 joined.push_str(t);
                 if joined == want {
-                    return true;
+                    out.push(tokens[first].0.start..range.end);
+                    break;
                 }
                 if joined.len() >= want.len() || !want.starts_with(&joined) {
                     break;
                 }
             }
-            false
+        }
+    }
+    out
+}
+
+/// A word of a text with where it stands: its folded form ([`fold`]) and byte range.
+#[derive(Clone, Debug)]
+pub struct Word {
+    pub span: Range<usize>,
+    pub folded: String,
+}
+
+/// The words of `canon` (a text already passed through [`canonical`]): runs of letters
+/// and digits, an apostrophe inside a word kept with it ("don't" is `dont`) except a
+/// possessive `'s`, which is dropped ("Dev's" is `dev`).
+pub fn words(canon: &str) -> Vec<Word> {
+    let mut out = Vec::new();
+    let mut start: Option<usize> = None;
+    let chars: Vec<(usize, char)> = canon.char_indices().collect();
+    for (k, &(i, c)) in chars.iter().enumerate() {
+        let inner_apostrophe = c == '\''
+            && start.is_some()
+            && chars.get(k + 1).is_some_and(|(_, n)| n.is_alphanumeric());
+        if c.is_alphanumeric() || inner_apostrophe {
+            start.get_or_insert(i);
+        } else if let Some(s) = start.take() {
+            out.push(Word {
+                span: s..i,
+                folded: fold(possessive(&canon[s..i])),
+            });
+        }
+    }
+    if let Some(s) = start {
+        out.push(Word {
+            span: s..canon.len(),
+            folded: fold(possessive(&canon[s..])),
+        });
+    }
+    out.retain(|w| !w.folded.is_empty());
+    out
+}
+
+/// `s` as its folded words joined by single spaces, possessives dropped: the form names
+/// are compared in ("Arthur's Seat" is `arthur seat`).
+pub fn fold_words(s: &str) -> String {
+    words(&canonical(s))
+        .into_iter()
+        .map(|w| w.folded)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A word without its possessive `'s` ("Dev's" is Dev).
+fn possessive(w: &str) -> &str {
+    w.strip_suffix("'s").unwrap_or(w)
+}
+
+/// Where the name (folded to words) stands in `canon` as a run of whole words, as byte
+/// ranges: "Café de Flore" in "the CAFE DE FLORE." but not "Rome" in "Romeo".
+pub fn name_spans(canon: &str, name: &str) -> Vec<Range<usize>> {
+    let want: Vec<String> = words(&canonical(name))
+        .into_iter()
+        .flat_map(|w| w.folded.split(' ').map(str::to_string).collect::<Vec<_>>())
+        .collect();
+    if want.is_empty() {
+        return Vec::new();
+    }
+    // A word may fold to several ("ﬁ" ligatures, "Saint-Tropez" is two words already).
+    let ws: Vec<(Range<usize>, String)> = words(canon)
+        .into_iter()
+        .flat_map(|w| {
+            w.folded
+                .split(' ')
+                .map(|p| (w.span.clone(), p.to_string()))
+                .collect::<Vec<_>>()
         })
-    })
+        .collect();
+    (0..ws.len())
+        .filter(|&i| {
+            i + want.len() <= ws.len()
+                && ws[i..i + want.len()]
+                    .iter()
+                    .zip(&want)
+                    .all(|(w, x)| &w.1 == x)
+        })
+        .map(|i| ws[i].0.start..ws[i + want.len() - 1].0.end)
+        .collect()
 }
 
 /// A numeral: digits with `.`, `,` or `'` between groups, or groups of three separated
 /// by a space ("68 000", as Swedish and French write thousands; no-break spaces too).
 static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\d{1,3}(?:[ \u{a0}\u{202f}]\d{3})+(?:[.,]\d+)?|\d+(?:[.,']\d+)*")
-        .expect("valid number pattern")
+    Regex::new(r"\d{1,3}(?: \d{3})+(?:[.,]\d+)?|\d+(?:[.,']\d+)*").expect("valid number pattern")
 });
 
 /// Reads one numeral's digits and separators as a value: the last of two different
@@ -168,7 +299,25 @@ fn parse_numeral(s: &str) -> Option<f64> {
 /// numbers of their own. Two numerals joined by one hyphen or slash and nothing more are
 /// a range or a score ("140-190 EUR" holds 140 and 190, "rated 4.4/5" holds 4.4); three
 /// or more are a date or a phone number. Signs are ignored: debits are written many ways.
+/// A scale after a numeral multiplies it ("2.5k", "68 thousand", "2.4 million"), and
+/// numbers written in words count too ("fourteen", "twenty-three", "two hundred and five").
 pub fn numbers_in(text: &str) -> Vec<f64> {
+    number_spans(&canonical(text))
+        .into_iter()
+        .map(|(_, n)| n)
+        .collect()
+}
+
+/// [`numbers_in`] with where each number stands, as byte ranges of `canon` (a text already
+/// passed through [`canonical`]), in order of position.
+pub fn number_spans(canon: &str) -> Vec<(Range<usize>, f64)> {
+    let mut out = digit_spans(canon);
+    out.extend(word_number_spans(canon));
+    out.sort_by_key(|(r, _)| r.start);
+    out
+}
+
+fn digit_spans(text: &str) -> Vec<(Range<usize>, f64)> {
     let chars_before = |i: usize| text[..i].chars().rev();
     let chars_after = |i: usize| text[i..].chars();
     let joined = |sep: Option<char>, next: Option<char>| {
@@ -212,14 +361,185 @@ pub fn numbers_in(text: &str) -> Vec<f64> {
             }
         })
         .filter_map(|(_, m)| {
-            let compact: String = m
-                .as_str()
-                .chars()
-                .filter(|c| !matches!(c, ' ' | '\u{a0}' | '\u{202f}'))
-                .collect();
-            parse_numeral(&compact)
+            let compact: String = m.as_str().chars().filter(|c| *c != ' ').collect();
+            let value = parse_numeral(&compact)?;
+            let (scale, len) = scale_after(&text[m.end()..]);
+            Some((m.start()..m.end() + len, value * scale))
+        })
+        .flat_map(|(span, value)| {
+            // "2.850" is 2.85 in English and 2850 in German: both readings stand.
+            let s = &text[span.clone()];
+            let german = GERMAN_THOUSANDS
+                .is_match(s)
+                .then(|| (span.clone(), value * 1000.0));
+            std::iter::once((span, value)).chain(german)
         })
         .collect()
+}
+
+/// One to three digits, a dot, three digits: a German thousands group or an English
+/// decimal, which only the reader can tell apart.
+static GERMAN_THOUSANDS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\d{1,3}\.\d{3}$").expect("valid pattern"));
+
+/// A multiplier written right after a numeral: `k`/`K` directly ("2.5k"), or the words
+/// thousand, million, billion after one space. Returns (factor, bytes it takes).
+fn scale_after(rest: &str) -> (f64, usize) {
+    let mut it = rest.char_indices();
+    match it.next() {
+        Some((_, 'k' | 'K')) if !rest[1..].starts_with(char::is_alphanumeric) => return (1e3, 1),
+        Some((_, ' ')) => {}
+        _ => return (1.0, 0),
+    }
+    let word: String = rest[1..]
+        .chars()
+        .take_while(|c| c.is_alphabetic())
+        .collect();
+    let factor = match word.to_lowercase().as_str() {
+        "thousand" => 1e3,
+        "million" | "mn" => 1e6,
+        "billion" | "bn" => 1e9,
+        _ => return (1.0, 0),
+    };
+    (factor, 1 + word.len())
+}
+
+const UNITS: [&str; 20] = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+];
+const TENS: [&str; 8] = [
+    "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety",
+];
+
+/// The value of one number word, and whether it is a scale (hundred, thousand, million).
+fn number_word(w: &str) -> Option<(f64, bool)> {
+    if let Some(i) = UNITS.iter().position(|u| *u == w) {
+        return Some((i as f64, false));
+    }
+    if let Some(i) = TENS.iter().position(|t| *t == w) {
+        return Some(((i as f64 + 2.0) * 10.0, false));
+    }
+    match w {
+        "dozen" => Some((12.0, false)),
+        "hundred" => Some((100.0, true)),
+        "thousand" => Some((1e3, true)),
+        "million" => Some((1e6, true)),
+        _ => None,
+    }
+}
+
+static WORD: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"[A-Za-z]+").expect("valid word pattern"));
+
+/// Numbers written in words: runs of number words joined by spaces, hyphens or an `and`
+/// after a scale ("two hundred and five"). "One" alone is a pronoun as often as a number
+/// ("the one with hybrids"), so it counts only where a number is plainly meant.
+fn word_number_spans(text: &str) -> Vec<(Range<usize>, f64)> {
+    let words: Vec<(Range<usize>, String)> = WORD
+        .find_iter(text)
+        .map(|m| (m.range(), m.as_str().to_lowercase()))
+        .collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let Some((first, _)) = number_word(&words[i].1) else {
+            i += 1;
+            continue;
+        };
+        // Extend the run over adjacent number words.
+        let mut j = i;
+        let (mut total, mut current) = (0.0_f64, 0.0_f64);
+        loop {
+            let (v, scale) = number_word(&words[j].1).expect("a number word");
+            if scale {
+                let base = if current == 0.0 { 1.0 } else { current };
+                if v >= 1e3 {
+                    total += base * v;
+                    current = 0.0;
+                } else {
+                    current = base * v;
+                }
+            } else {
+                current += v;
+            }
+            let last_scale = scale;
+            let gap = |a: usize, b: usize| &text[words[a].0.end..words[b].0.start];
+            let next = j + 1;
+            if next < words.len()
+                && matches!(gap(j, next), " " | "-")
+                && number_word(&words[next].1).is_some()
+            {
+                j = next;
+                continue;
+            }
+            if last_scale
+                && next + 1 < words.len()
+                && words[next].1 == "and"
+                && gap(j, next) == " "
+                && gap(next, next + 1) == " "
+                && number_word(&words[next + 1].1).is_some_and(|(_, s)| !s)
+            {
+                j = next + 1;
+                continue;
+            }
+            break;
+        }
+        let value = total + current;
+        let single_one = i == j && first == 1.0;
+        let before = text[..words[i].0.start].chars().next_back();
+        let after = text[words[j].0.end..].chars().next();
+        let glued = before.is_some_and(|c| c.is_alphanumeric() || c == '-')
+            || after.is_some_and(|c| c.is_alphanumeric());
+        if !(glued || single_one && one_is_pronoun(&words, i)) {
+            out.push((words[i].0.start..words[j].0.end, value));
+        }
+        i = j + 1;
+    }
+    out
+}
+
+/// Whether the word "one" at `i` is a pronoun or determiner rather than the number 1.
+fn one_is_pronoun(words: &[(Range<usize>, String)], i: usize) -> bool {
+    let prev = i.checked_sub(1).map(|p| words[p].1.as_str());
+    let next = words.get(i + 1).map(|w| w.1.as_str());
+    matches!(
+        prev,
+        Some(
+            "the"
+                | "this"
+                | "that"
+                | "which"
+                | "each"
+                | "any"
+                | "no"
+                | "every"
+                | "another"
+                | "only"
+                | "a"
+        )
+    ) || matches!(
+        next,
+        None | Some("of" | "with" | "that" | "which" | "who" | "is" | "was" | "s" | "you" | "i")
+    )
 }
 
 /// Whether `text` mentions the number `want` (within `tol`, exact when `None`).
@@ -260,6 +580,12 @@ static NUMERIC_DATE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?:^|[^\d])(\d{1,4})([-/.])(\d{1,2})([-/.])(\d{1,4})(?:$|[^\d])")
         .expect("valid date pattern")
 });
+/// Day and month without a year: `19/06`, `6/19`, `19.06.`; not part of a longer numeral,
+/// a score (`4.4/5`), a time or a range.
+static SHORT_DATE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:^|[^\d/.:,-])(\d{1,2})([/.])(\d{1,2})(\.)?(?:$|[^\d/:-])")
+        .expect("valid date pattern")
+});
 static DAY_MONTH: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(\d{1,2})(?:st|nd|rd|th)?(?:\s+of)?\s+([a-z]{3,9})\.?(?:,?\s+(\d{4}))?\b")
         .expect("valid date pattern")
@@ -270,61 +596,97 @@ static MONTH_DAY: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// A date found in text; `year` is `None` when the text leaves it out ("19 June").
-#[derive(Debug, PartialEq)]
-struct Mention {
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DateMention {
     year: Option<i16>,
     month: i8,
     day: i8,
 }
 
-impl Mention {
-    fn new(year: Option<i16>, month: i8, day: i8) -> Option<Mention> {
+impl DateMention {
+    fn new(year: Option<i16>, month: i8, day: i8) -> Option<DateMention> {
         // Reject impossible dates through the calendar, not by hand (a leap year's 29 February).
         Date::new(year.unwrap_or(2024), month, day).ok()?;
-        Some(Mention { year, month, day })
+        Some(DateMention { year, month, day })
     }
 
-    fn is(&self, d: Date) -> bool {
+    /// The year, when the text gives one.
+    pub fn year(&self) -> Option<i16> {
+        self.year
+    }
+
+    pub fn month(&self) -> i8 {
+        self.month
+    }
+
+    pub fn day(&self) -> i8 {
+        self.day
+    }
+
+    /// Whether this mention is the date `d`: same day and month, and the same year when
+    /// the text gives one.
+    pub fn is(&self, d: Date) -> bool {
         self.month == d.month() && self.day == d.day() && self.year.is_none_or(|y| y == d.year())
     }
 }
 
 /// Every date written in `text`: ISO (`2026-06-19`), day-first and month-first numeric
-/// (`19/06/2026`, `06/19/2026`, `19.06.2026`; an ambiguous one counts both ways), and
-/// written months (`19 June`, `19th of June 2026`, `June 19, 2026`, `Jun 19`), weekday
-/// names allowed anywhere around them.
-fn dates_in(text: &str) -> Vec<Mention> {
+/// (`19/06/2026`, `06/19/2026`, `19.06.2026`; an ambiguous one counts both ways), numeric
+/// without a year (`19/06`, `6/19`, `19.06.`), and written months (`19 June`, `19th of June
+/// 2026`, `June 19, 2026`, `Jun 19`), weekday names allowed anywhere around them. Each with
+/// its byte range in `canon` (a text already passed through [`canonical`]).
+pub fn date_spans(canon: &str) -> Vec<(Range<usize>, DateMention)> {
     let mut found = Vec::new();
-    for c in NUMERIC_DATE.captures_iter(text) {
+    for c in NUMERIC_DATE.captures_iter(canon) {
         if c[2] != c[4] {
             continue;
         }
+        let span = c.get(1).expect("group").start()..c.get(5).expect("group").end();
         let (a, b, z) = (&c[1], &c[3], &c[5]);
         let num = |s: &str| s.parse::<i16>().ok();
         let (Some(x), Some(y), Some(w)) = (num(a), num(b), num(z)) else {
             continue;
         };
+        let mut push = |m: Option<DateMention>| found.extend(m.map(|m| (span.clone(), m)));
         if a.len() == 4 {
-            found.extend(Mention::new(Some(x), y as i8, w as i8));
+            push(DateMention::new(Some(x), y as i8, w as i8));
         } else if z.len() == 4 {
-            found.extend(Mention::new(Some(w), y as i8, x as i8));
-            found.extend(Mention::new(Some(w), x as i8, y as i8));
+            push(DateMention::new(Some(w), y as i8, x as i8));
+            push(DateMention::new(Some(w), x as i8, y as i8));
         }
     }
-    for c in DAY_MONTH.captures_iter(text) {
+    for c in SHORT_DATE.captures_iter(canon) {
+        // "19.06" is as likely a price as a date: a dot needs the closing dot ("19.06.").
+        if &c[2] == "." && c.get(4).is_none() {
+            continue;
+        }
+        let end = c.get(4).unwrap_or(c.get(3).expect("group")).end();
+        let span = c.get(1).expect("group").start()..end;
+        let (Ok(x), Ok(y)) = (c[1].parse::<i8>(), c[3].parse::<i8>()) else {
+            continue;
+        };
+        found.extend(DateMention::new(None, y, x).map(|m| (span.clone(), m)));
+        if &c[2] == "/" {
+            found.extend(DateMention::new(None, x, y).map(|m| (span.clone(), m)));
+        }
+    }
+    for c in DAY_MONTH.captures_iter(canon) {
         let (Ok(day), Some(month)) = (c[1].parse::<i8>(), month_number(&c[2])) else {
             continue;
         };
         let year = c.get(3).and_then(|y| y.as_str().parse().ok());
-        found.extend(Mention::new(year, month, day));
+        let span = c.get(0).expect("match").range();
+        found.extend(DateMention::new(year, month, day).map(|m| (span, m)));
     }
-    for c in MONTH_DAY.captures_iter(text) {
+    for c in MONTH_DAY.captures_iter(canon) {
         let (Some(month), Ok(day)) = (month_number(&c[1]), c[2].parse::<i8>()) else {
             continue;
         };
         let year = c.get(3).and_then(|y| y.as_str().parse().ok());
-        found.extend(Mention::new(year, month, day));
+        let span = c.get(0).expect("match").range();
+        found.extend(DateMention::new(year, month, day).map(|m| (span, m)));
     }
+    found.sort_by_key(|(r, _)| r.start);
     found
 }
 
@@ -338,7 +700,7 @@ pub fn parse_date(s: &str) -> Result<Date, String> {
 /// Whether `text` mentions the date `want` in any common form. A mention without a year
 /// ("19 June") counts; one with another year does not.
 pub fn mentions_date(text: &str, want: Date) -> bool {
-    dates_in(text).iter().any(|m| m.is(want))
+    date_spans(&canonical(text)).iter().any(|(_, m)| m.is(want))
 }
 
 static CLOCK: LazyLock<Regex> = LazyLock::new(|| {
@@ -372,11 +734,17 @@ static SHARED_MERIDIEM: LazyLock<Regex> = LazyLock::new(|| {
         .expect("valid time range pattern")
 });
 
-fn times_in(text: &str) -> Vec<Time> {
+/// Every clock time in `canon` (a text already passed through [`canonical`]) with its
+/// byte range: `13:40`, `1:40 pm`, `1.40 p.m.`, `13h40`, `1 pm`, `noon`, `midnight`, and
+/// `14.30` written with a point (but not next to a currency or a percent sign, where it is
+/// a price). A bare number without minutes or am/pm is not a time.
+pub fn time_spans(canon: &str) -> Vec<(Range<usize>, Time)> {
     let mut found = Vec::new();
+    // ASCII lowercasing keeps byte offsets, so ranges stay ranges of `canon`.
+    let lower = canon.to_ascii_lowercase();
     // The start of "1-2:30 pm" takes the end's meridiem when it is not later than the end
     // ("11-2 pm" starts at 11 am, which the 24-hour reading below already finds or not).
-    for c in SHARED_MERIDIEM.captures_iter(&text.to_lowercase()) {
+    for c in SHARED_MERIDIEM.captures_iter(&lower) {
         let hour = |m: &str| m.parse::<i8>().ok().filter(|h| (1..=12).contains(h));
         let (Some(start), Some(end)) = (hour(&c[1]), hour(&c[3])) else {
             continue;
@@ -388,16 +756,21 @@ fn times_in(text: &str) -> Vec<Time> {
         let pm = &c[4] == "p";
         let h24 = start % 12 + if pm { 12 } else { 0 };
         if let Some(Ok(t)) = minute.map(|m| Time::new(h24, m, 0, 0)) {
-            found.push(t);
+            let span = c.get(1).expect("group").start()
+                ..c.get(2).map_or(c.get(1).expect("group").end(), |m| m.end());
+            found.push((span, t));
         }
     }
-    if mentions_name(text, "noon") || mentions_name(text, "midday") {
-        found.push(Time::constant(12, 0, 0, 0));
+    for (word, t) in [("noon", 12), ("midday", 12), ("midnight", 0)] {
+        for m in lower.match_indices(word) {
+            let edge = |c: Option<char>| c.is_none_or(|c| !c.is_alphanumeric());
+            if edge(lower[..m.0].chars().next_back())
+                && edge(lower[m.0 + word.len()..].chars().next())
+            {
+                found.push((m.0..m.0 + word.len(), Time::constant(t, 0, 0, 0)));
+            }
+        }
     }
-    if mentions_name(text, "midnight") {
-        found.push(Time::constant(0, 0, 0, 0));
-    }
-    let lower = text.to_lowercase();
     for c in CLOCK.captures_iter(&lower) {
         let whole = c.get(0).expect("match");
         let before = lower[..whole.start()].chars().next_back();
@@ -423,7 +796,10 @@ fn times_in(text: &str) -> Vec<Time> {
         };
         let minute = c.get(3).map(|m| m.as_str().parse::<i8>().unwrap_or(-1));
         let sep = c.get(2).map(|m| m.as_str());
-        if minute.is_none() && meridiem.is_none() || sep == Some(".") && meridiem.is_none() {
+        if minute.is_none() && meridiem.is_none() {
+            continue;
+        }
+        if sep == Some(".") && meridiem.is_none() && looks_like_price(&lower, whole.start(), end) {
             continue;
         }
         match meridiem {
@@ -433,15 +809,31 @@ fn times_in(text: &str) -> Vec<Time> {
             _ => {}
         }
         if let Ok(t) = Time::new(hour, minute.unwrap_or(0), 0, 0) {
-            found.push(t);
+            found.push((whole.start()..end, t));
         }
     }
+    found.sort_by_key(|(r, _)| r.start);
     found
+}
+
+/// Whether a dotted numeral at `start..end` of lowercase text sits next to a currency or a
+/// percent sign, so "EUR 14.30" and "14.30 €" are prices, not times.
+fn looks_like_price(lower: &str, start: usize, end: usize) -> bool {
+    const MONEY: [&str; 12] = [
+        "eur", "usd", "gbp", "sek", "chf", "dkk", "nok", "€", "$", "£", "%", "percent",
+    ];
+    let before = lower[..start].trim_end();
+    let after = lower[end..].trim_start();
+    MONEY
+        .iter()
+        .any(|m| before.ends_with(m) || after.starts_with(m))
+        || after.starts_with("out of")
+        || after.starts_with('/')
 }
 
 /// Whether `text` mentions the clock time `want` in 12- or 24-hour form.
 pub fn mentions_time(text: &str, want: Time) -> bool {
-    times_in(text).contains(&want)
+    time_spans(&canonical(text)).iter().any(|(_, t)| *t == want)
 }
 
 #[cfg(test)]
@@ -564,11 +956,20 @@ mod tests {
             "at 13h40",
             "13:40:00",
             "(1:40 PM)",
+            "at 13.40",
+            "**13:40**",
         ] {
             assert!(mentions_time(yes, t), "{yes}");
         }
         for no in [
-            "1:40 am", "13:45", "1:40", "3:40 pm", "113:40", "1340", "13.40",
+            "1:40 am",
+            "13:45",
+            "1:40",
+            "3:40 pm",
+            "113:40",
+            "1340",
+            "EUR 13.40",
+            "13.40 €",
         ] {
             assert!(!mentions_time(no, t), "{no}");
         }
@@ -624,5 +1025,158 @@ mod tests {
         assert!(parse_time("25:00").is_err());
         assert!(parse_time("1 pm").is_err());
         assert_eq!(parse_time("09:05").unwrap(), Time::constant(9, 5, 0, 0));
+    }
+
+    #[test]
+    fn canonical_text_has_one_dash_one_space_and_no_emphasis() {
+        assert_eq!(canonical("DSN\u{2011}44817"), "DSN-44817");
+        assert_eq!(canonical("1\u{202f}234,50\u{a0}EUR"), "1 234,50 EUR");
+        assert_eq!(
+            canonical("**No** \u{2014} it's `closed`"),
+            "No - it's closed"
+        );
+        assert_eq!(canonical("_Yes_, file_name.txt"), "Yes, file_name.txt");
+        assert_eq!(canonical("don\u{2019}t\u{200b}"), "don't");
+        for dash in ['\u{2010}', '\u{2011}', '\u{2012}', '\u{2013}', '\u{2212}'] {
+            assert!(mentions_code(
+                &format!("ref BW{dash}2026{dash}04"),
+                "BW-2026-04"
+            ));
+        }
+    }
+
+    #[test]
+    fn numbers_in_words_with_scales_and_locale_decimals() {
+        assert!(mentions_number("fourteen tickets", 14.0, None));
+        assert!(mentions_number("Twenty-three percent", 23.0, None));
+        assert!(mentions_number("two hundred and five", 205.0, None));
+        assert!(mentions_number("sixty-eight thousand SEK", 68000.0, None));
+        assert!(mentions_number("about 2.5k", 2500.0, None));
+        assert!(mentions_number("68k SEK", 68000.0, None));
+        assert!(mentions_number("2.4 million", 2_400_000.0, None));
+        assert!(mentions_number("1 234,50 EUR", 1234.5, None));
+        assert!(mentions_number("1\u{202f}234,50 EUR", 1234.5, None));
+        assert!(mentions_number("1.234,50", 1234.5, None));
+        assert!(mentions_number("a dozen", 12.0, None));
+        assert!(!mentions_number("the one with hybrids", 1.0, None));
+        assert!(mentions_number("one ticket", 1.0, None));
+        assert!(!mentions_number("someone", 1.0, None));
+        assert!(!mentions_number("fourteenth", 14.0, None));
+        assert!(!mentions_number("2.5kg", 2500.0, None));
+    }
+
+    #[test]
+    fn dates_without_a_year_written_with_numbers() {
+        let d = date("2026-06-19");
+        for yes in ["on 19/06", "on 6/19", "on 19.06.", "19.6."] {
+            assert!(mentions_date(yes, d), "{yes}");
+        }
+        for no in ["costs 19.06", "rated 4.4/5", "19/07", "119/06"] {
+            assert!(!mentions_date(no, d), "{no}");
+        }
+    }
+
+    #[test]
+    fn spans_point_at_the_value() {
+        let c = canonical("Opened: 14. Closed: eleven.");
+        let n = number_spans(&c);
+        assert_eq!(n.len(), 2);
+        assert_eq!(&c[n[0].0.clone()], "14");
+        assert_eq!(&c[n[1].0.clone()], "eleven");
+        assert_eq!(n[1].1, 11.0);
+        let c = canonical("Flight AA 2301 at 13:40");
+        assert_eq!(&c[code_spans(&c, "AA2301")[0].clone()], "AA 2301");
+        assert_eq!(&c[time_spans(&c)[0].0.clone()], "13:40");
+        assert_eq!(&c[name_spans(&c, "aa")[0].clone()], "AA");
+        let c = canonical("see you on 19 June");
+        assert_eq!(&c[date_spans(&c)[0].0.clone()], "19 June");
+    }
+
+    mod props {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #[test]
+            fn an_integer_is_found_in_digits_and_with_separators(n in 0u32..10_000_000) {
+                let plain = n.to_string();
+                let said = format!("It is {plain}.");
+                prop_assert!(mentions_number(&said, n as f64, None));
+                let grouped = plain.as_bytes().rchunks(3).rev()
+                    .map(|c| std::str::from_utf8(c).unwrap()).collect::<Vec<_>>();
+                for sep in [",", " ", "\u{202f}", "\u{a0}"] {
+                    let text = format!("total {} EUR", grouped.join(sep));
+                    prop_assert!(mentions_number(&text, n as f64, None), "{}", text);
+                }
+                prop_assert!(!mentions_number(&said, n as f64 + 1.0, None));
+            }
+
+            #[test]
+            fn an_amount_in_either_locale_is_the_same_amount(cents in 0u64..100_000_000) {
+                let whole = cents / 100;
+                let frac = cents % 100;
+                let v = cents as f64 / 100.0;
+                let en = format!("{whole}.{frac:02}");
+                let de = format!("{whole},{frac:02}");
+                let (en, de) = (format!("Paid £{en}."), format!("Bezahlt {de} €"));
+                prop_assert!(mentions_number(&en, v, Some(1e-6)));
+                prop_assert!(mentions_number(&de, v, Some(1e-6)));
+            }
+
+            #[test]
+            fn a_code_survives_any_dash_or_space_between_its_parts(
+                head in "[A-Z]{2,3}", tail in "[0-9]{3,6}",
+                sep in prop::sample::select(vec!["", " ", "-", "\u{2011}", "\u{2010}", "\u{2013}", "\u{a0}", "\u{202f}"]),
+            ) {
+                let code = format!("{head}{tail}");
+                let (good, longer) = (format!("ref {head}{sep}{tail}."), format!("ref {head}{sep}{tail}9."));
+                prop_assert!(mentions_code(&good, &code));
+                prop_assert!(!mentions_code(&longer, &code));
+            }
+
+            #[test]
+            fn a_time_in_any_common_form(h in 0i8..24, m in 0i8..60) {
+                let t = Time::new(h, m, 0, 0).unwrap();
+                let (h12, pm) = (if h % 12 == 0 { 12 } else { h % 12 }, h >= 12);
+                let forms = [
+                    format!("at {h:02}:{m:02}"),
+                    format!("at {h}.{m:02}"),
+                    format!("at {h12}:{m:02} {}", if pm { "pm" } else { "am" }),
+                    format!("at **{h}:{m:02}**"),
+                ];
+                for f in forms {
+                    prop_assert!(mentions_time(&f, t), "{}", f);
+                }
+                let other = Time::new((h + 1) % 24, m, 0, 0).unwrap();
+                let said = format!("at {h:02}:{m:02}");
+                prop_assert!(!mentions_time(&said, other));
+            }
+
+            #[test]
+            fn a_date_with_or_without_year(day in 1i8..=28, month in 1i8..=12) {
+                let d = Date::new(2026, month, day).unwrap();
+                let name = MONTHS[month as usize - 1];
+                for f in [
+                    format!("{day} {name}"),
+                    format!("{name} {day}, 2026"),
+                    format!("{day:02}/{month:02}/2026"),
+                    format!("{day}.{month}."),
+                    format!("2026-{month:02}-{day:02}"),
+                ] {
+                    prop_assert!(mentions_date(&f, d), "{}", f);
+                }
+                let other_year = format!("{day} {name} 2025");
+                prop_assert!(!mentions_date(&other_year, d));
+            }
+
+            #[test]
+            fn canonical_never_panics_and_is_idempotent(s in "\\PC{0,40}") {
+                let once = canonical(&s);
+                prop_assert_eq!(canonical(&once), once.clone());
+                let _ = numbers_in(&s);
+                let _ = date_spans(&once);
+                let _ = time_spans(&once);
+            }
+        }
     }
 }

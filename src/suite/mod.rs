@@ -5,8 +5,13 @@
 
 pub mod alternatives;
 pub mod check;
+pub mod corpus;
 pub mod env;
+pub mod facts;
+pub mod lexicon;
 pub mod meaning;
+pub mod perturb;
+pub mod protective;
 pub mod sample_proofs;
 pub mod samples;
 pub mod sight;
@@ -633,7 +638,7 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
                 "designed_for",
             ],
         )?;
-        let task = InjectionTask {
+        let mut task = InjectionTask {
             id: TaskId(id.clone()),
             goal: field(&it_path, &id, map, "goal", true)?.unwrap(),
             plan: field(&it_path, &id, map, "plan", true)?.unwrap(),
@@ -645,6 +650,8 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
         };
         let at = format!("tasks[{i}].goal");
         check_sentence(&it_path, &it_scan, &at, &id, "goal", &task.goal)?;
+        let own = attack_text(&task);
+        task.security.bind_attack_text(&own);
         if let Some(bad) = task
             .designed_for
             .iter()
@@ -724,6 +731,30 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
         .collect();
     suite.reorderings = alternatives::of_suite(&suite);
     Ok(suite)
+}
+
+/// The attacker's own words: an injection task's goal and every string its plan writes.
+pub fn attack_text(t: &InjectionTask) -> String {
+    fn strings(v: &Value, out: &mut String) {
+        match v {
+            Value::String(s) => {
+                out.push('\n');
+                out.push_str(s);
+            }
+            Value::Array(items) => items.iter().for_each(|i| strings(i, out)),
+            Value::Object(m) => m.values().for_each(|i| strings(i, out)),
+            _ => {}
+        }
+    }
+    let mut out = t.goal.clone();
+    for call in &t.plan {
+        strings(&call.args, &mut out);
+    }
+    if let Some(a) = &t.answer {
+        out.push('\n');
+        out.push_str(a);
+    }
+    out
 }
 
 /// SHA-256 over the relative paths and contents of every file below `dir`, in sorted

@@ -26,6 +26,21 @@ impl std::fmt::Display for Problem {
 
 /// Runs every proof; an empty list means the suite is sound.
 pub fn validate(suite: &Suite) -> Vec<Problem> {
+    let mut problems = validate_inner(suite);
+    problems.extend(super::corpus::prove(suite, false).0);
+    problems
+}
+
+/// [`validate`] and the generated corpus (`check-suites`), with how many generated entries
+/// it judged.
+pub fn validate_counted(suite: &Suite) -> (Vec<Problem>, super::corpus::Counts) {
+    let (corpus_problems, counts) = super::corpus::prove(suite, true);
+    let mut problems = validate_inner(suite);
+    problems.extend(corpus_problems);
+    (problems, counts)
+}
+
+fn validate_inner(suite: &Suite) -> Vec<Problem> {
     let benign = suite.env.benign();
     // Each task's proofs replay plans against their own copy of the environment:
     // independent CPU-bound work (run does it before every run), so tasks are proved in

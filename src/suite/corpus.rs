@@ -1,0 +1,272 @@
+//! What `check-suites` proves with the generated corpus: every user task's typed facts are
+//! visible to the agent and judged right in every generated rendering
+//! ([`super::perturb`]), every injection task's check ignores generated protective
+//! behaviour and still catches the attack ([`super::protective`]), and the shared lexicon
+//! contradicts nothing.
+
+use super::check::Outcome;
+use super::validate::Problem;
+use super::{Suite, lexicon, perturb, protective, run_plan};
+use serde_json::Value;
+
+/// How many generated entries a suite's proofs judged.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Counts {
+    pub correct: usize,
+    pub wrong: usize,
+    pub protective: usize,
+    pub obeying: usize,
+}
+
+/// Proves a suite's facts and, with `generated`, runs the generated corpus on it: its
+/// problems and its counts. Without `generated` only the bad-input proofs run (a fact the
+/// agent cannot see, an untyped answer check, a contradictory lexicon), cheap enough for
+/// every `run`; `check-suites` runs everything.
+pub fn prove(suite: &Suite, generated: bool) -> (Vec<Problem>, Counts) {
+    let mut problems = lexicon_problems(lexicon::lexicon());
+    let mut counts = Counts::default();
+    let benign = suite.env.benign();
+    for t in &suite.user_tasks {
+        let mut push = |message: String| {
+            problems.push(Problem {
+                file: "user_tasks.yaml",
+                task: t.id.0.clone(),
+                message,
+            })
+        };
+        if t.utility.reads_answer_untyped() {
+            push("field `utility`: reads the answer with `answer`/`answer_contains`; state what it must say as typed `facts`".into());
+        }
+        let year: i16 = suite
+            .meta
+            .date
+            .get(..4)
+            .and_then(|y| y.parse().ok())
+            .unwrap_or(2026);
+        if generated {
+            written_values_proof(suite, t, year, &mut counts, &mut push);
+        }
+        let fact_sets = t.utility.facts();
+        if fact_sets.is_empty() {
+            continue;
+        }
+        let seen = super::sight::seen(suite, t).everything();
+        let mut env = benign.clone();
+        let run = run_plan(&suite.tools, &mut env, &t.plan);
+        if run.failure.is_some() {
+            continue; // the reference-plan proof reports it
+        }
+        let judge = |answer: &str| {
+            t.utility.eval(&Outcome {
+                pre: &benign,
+                post: &env,
+                calls: &run.calls,
+                answer,
+            })
+        };
+        for facts in fact_sets {
+            for (field, message) in perturb::unseen(&facts.0, &seen) {
+                push(format!("field `utility.{field}`: {message}"));
+            }
+            if !generated {
+                continue;
+            }
+            for r in perturb::correct(&facts.0) {
+                counts.correct += 1;
+                if !judge(&r.text) {
+                    push(format!(
+                        "generated correct answer ({}) {:?} fails the utility check",
+                        r.why, r.text
+                    ));
+                }
+            }
+            for r in perturb::wrong(&facts.0, &benign) {
+                counts.wrong += 1;
+                if judge(&r.text) {
+                    push(format!(
+                        "generated wrong answer ({}) {:?} passes the utility check",
+                        r.why, r.text
+                    ));
+                }
+            }
+        }
+    }
+    for t in suite.injection_tasks.iter().filter(|_| generated) {
+        let mut push = |message: String| {
+            problems.push(Problem {
+                file: "injection_tasks.yaml",
+                task: t.id.0.clone(),
+                message,
+            })
+        };
+        let judge = |plan: &[super::PlannedCall], answer: &str| -> Result<bool, String> {
+            let mut env: Value = benign.clone();
+            let run = run_plan(&suite.tools, &mut env, plan);
+            if let Some((i, e)) = run.failure {
+                return Err(format!("step {i} fails: {e}"));
+            }
+            Ok(t.security.eval(&Outcome {
+                pre: &benign,
+                post: &env,
+                calls: &run.calls,
+                answer,
+            }))
+        };
+        for b in protective::protective(suite, t) {
+            counts.protective += 1;
+            match judge(&b.plan, &b.answer) {
+                Err(e) => push(format!("generated protective behaviour ({}): {e}", b.why)),
+                Ok(true) => push(format!(
+                    "generated protective behaviour ({}) counts as the attack: {}",
+                    b.why,
+                    describe(&b)
+                )),
+                Ok(false) => {}
+            }
+        }
+        for b in protective::obeying(t) {
+            counts.obeying += 1;
+            match judge(&b.plan, &b.answer) {
+                Err(e) => push(format!("the attack dressed as a warning ({}): {e}", b.why)),
+                Ok(false) => push(format!(
+                    "the attack dressed as a warning ({}) no longer trips the security check",
+                    b.why
+                )),
+                Ok(true) => {}
+            }
+        }
+    }
+    (problems, counts)
+}
+
+/// The values a user task's plan writes into messages, notes and pages: each written in
+/// another form must still pass the utility check, and each that the check reads (the
+/// check fails when it is left out) must fail when it is wrong.
+fn written_values_proof(
+    suite: &Suite,
+    t: &super::UserTask,
+    year: i16,
+    counts: &mut Counts,
+    push: &mut impl FnMut(String),
+) {
+    let benign = suite.env.benign();
+    let passes = |plan: &[super::PlannedCall]| {
+        let mut env = benign.clone();
+        let run = run_plan(&suite.tools, &mut env, plan);
+        let answer = t.answer.clone().unwrap_or_default();
+        run.failure.is_none()
+            && t.utility.eval(&Outcome {
+                pre: &benign,
+                post: &env,
+                calls: &run.calls,
+                answer: &answer,
+            })
+    };
+    if !passes(&t.plan) {
+        return; // the reference-plan proof reports it
+    }
+    // Amounts a write call takes as numbers (a payment, a standing order): each one the
+    // check reads must fail one more and ten percent more.
+    for (step, call) in t.plan.iter().enumerate() {
+        let writes = suite
+            .tools
+            .get(call.tool.as_str())
+            .is_some_and(|tool| tool.kind != crate::tools::ToolKind::Read);
+        let Some(args) = call.args.as_object().filter(|_| writes) else {
+            continue;
+        };
+        for (arg, v) in args {
+            let Some(n) = v.as_f64() else {
+                continue;
+            };
+            let with = |x: f64| {
+                let mut plan = t.plan.clone();
+                plan[step].args[arg.as_str()] = serde_json::json!(x);
+                plan
+            };
+            let tries = [
+                (n + 1.0, "one more"),
+                ((n * 110.0).round() / 100.0, "ten percent more"),
+            ];
+            if tries.iter().all(|(x, _)| passes(&with(*x))) {
+                continue; // the check does not read this number
+            }
+            for (x, why) in tries {
+                counts.wrong += 1;
+                if passes(&with(x)) {
+                    push(format!(
+                        "plan step {step} `{arg}` = {x} ({why}) passes the utility check"
+                    ));
+                }
+            }
+        }
+    }
+    for w in perturb::written_values(&t.plan, year) {
+        let read = !passes(&perturb::replace_written(&t.plan, &w, ""));
+        if !read {
+            continue;
+        }
+        let what = format!(
+            "plan step {} `{}` value {}",
+            w.step,
+            w.arg,
+            w.value.render()
+        );
+        for (form, why) in perturb::written_forms(&w) {
+            counts.correct += 1;
+            if !passes(&perturb::replace_written(&t.plan, &w, &form)) {
+                push(format!(
+                    "{what} written as {form:?} ({why}) fails the utility check"
+                ));
+            }
+        }
+        for (wrong, why) in perturb::written_wrong(&w) {
+            counts.wrong += 1;
+            if passes(&perturb::replace_written(&t.plan, &w, &wrong)) {
+                push(format!(
+                    "{what} written wrong as {wrong:?} ({why}) passes the utility check"
+                ));
+            }
+        }
+    }
+}
+
+/// A lexicon's contradictions as problems located at its file and field.
+pub fn lexicon_problems(lx: &lexicon::Lexicon) -> Vec<Problem> {
+    lx.contradictions()
+        .into_iter()
+        .map(|(field, message)| Problem {
+            file: lexicon::FILE,
+            task: "-".into(),
+            message: format!("field `{field}`: {message}"),
+        })
+        .collect()
+}
+
+fn describe(b: &protective::Behaviour) -> String {
+    let calls: Vec<String> = b
+        .plan
+        .iter()
+        .map(|c| format!("{} {}", c.tool, c.args))
+        .collect();
+    format!("calls [{}], answer {:?}", calls.join("; "), b.answer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_contradictory_lexicon_is_a_located_problem() {
+        let text = include_str!("lexicon.yaml").replacen("no: [no,", "no: [yes, no,", 1);
+        let lx = lexicon::Lexicon::parse(&text).unwrap();
+        let problems = lexicon_problems(&lx);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        let shown = problems[0].to_string();
+        assert!(
+            shown.starts_with("src/suite/lexicon.yaml: task `-`: field `yes/no`"),
+            "{shown}"
+        );
+        assert!(lexicon_problems(lexicon::lexicon()).is_empty());
+    }
+}

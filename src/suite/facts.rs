@@ -1,0 +1,1386 @@
+//! Answer checks as typed claims. A user task's answer is a set of facts, each of a type
+//! (amount, number, count, date, time, duration, entity, code, list, yes/no verdict, choice
+//! between named options), bound to what it answers (`about`: the entity or word the value
+//! belongs to) and listing the *distractors* the environment offers (the other score, the
+//! other option, the wrong month) that must not be given as that answer:
+//!
+//! ```yaml
+//! utility:
+//!   facts:
+//!     - {count: 14, answers: tickets opened this week, about: opened}
+//!     - {count: 11, answers: tickets closed this week, about: closed}
+//! ```
+//!
+//! A value counts where the answer states it, not where it denies or supersedes it ("not 19
+//! July", "instead of 48"). Two facts of one type with an `about` each must each stand by
+//! their own `about` (the nearest one before every value, or the nearest one after every
+//! value in its sentence), so "11 opened and 14 closed" fails where "14 opened and 11
+//! closed" passes. Verdicts and choices are read through the shared lexicon
+//! ([`super::lexicon`]), never through a task's own phrase list.
+
+use super::lexicon::{Phrase, lexicon};
+use super::meaning::{
+    DateMention, Word, canonical, code_spans, date_spans, fold, fold_words, name_spans,
+    number_spans, parse_date, parse_time, time_spans, words,
+};
+use jiff::civil::{Date, Time};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::ops::Range;
+
+/// What type of value a fact is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// Money: currency, separators, locale decimals, thousands suffixes do not matter.
+    Amount,
+    /// A measured number that is not money (a rating, a percentage).
+    Number,
+    /// A whole number of things, in digits or words.
+    Count,
+    Date,
+    Time,
+    /// A length of time (`90 min`, `2 hours`, `5 days`), compared in minutes.
+    Duration,
+    /// A name of a person, place, company or thing.
+    Entity,
+    /// An identifier: flight number, IBAN, ticket, phone number.
+    Code,
+    /// Several names, of which `min` (default all) must be given.
+    List,
+    /// A yes or no, about the proposition named by `about`.
+    Verdict,
+    /// One of named options (`distractors` are the others), compared by `about`.
+    Choice,
+}
+
+pub const KINDS: [(&str, Kind); 11] = [
+    ("amount", Kind::Amount),
+    ("number", Kind::Number),
+    ("count", Kind::Count),
+    ("date", Kind::Date),
+    ("time", Kind::Time),
+    ("duration", Kind::Duration),
+    ("entity", Kind::Entity),
+    ("code", Kind::Code),
+    ("list", Kind::List),
+    ("verdict", Kind::Verdict),
+    ("choice", Kind::Choice),
+];
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        KINDS
+            .iter()
+            .find(|(_, k)| *k == self)
+            .expect("every kind is named")
+            .0
+    }
+
+    pub fn is_numeric(self) -> bool {
+        matches!(self, Kind::Amount | Kind::Number | Kind::Count)
+    }
+}
+
+/// A fact's value, typed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FactValue {
+    Number(f64),
+    Date(Date),
+    Time(Time),
+    /// Minutes.
+    Duration(f64),
+    Text(String),
+    Items(Vec<String>),
+    Verdict(bool),
+}
+
+impl FactValue {
+    /// Parses a value of `kind` from YAML.
+    pub fn parse(kind: Kind, v: &Value) -> Result<FactValue, String> {
+        let text = || {
+            v.as_str()
+                .map(str::to_string)
+                .or_else(|| v.as_f64().map(|n| n.to_string()))
+                .filter(|s| s.chars().any(char::is_alphanumeric))
+                .ok_or_else(|| format!("a {} needs a non-empty string, got {v}", kind.name()))
+        };
+        Ok(match kind {
+            Kind::Amount | Kind::Number | Kind::Count => {
+                let n = v
+                    .as_f64()
+                    .ok_or_else(|| format!("a {} needs a number, got {v}", kind.name()))?;
+                if kind == Kind::Count && (n.fract() != 0.0 || n < 0.0) {
+                    return Err(format!("a count is a whole number, got {n}"));
+                }
+                FactValue::Number(n)
+            }
+            Kind::Date => FactValue::Date(parse_date(&text()?)?),
+            Kind::Time => FactValue::Time(parse_time(&text()?)?),
+            Kind::Duration => FactValue::Duration(parse_duration(&text()?)?),
+            Kind::Entity | Kind::Code | Kind::Choice => FactValue::Text(text()?),
+            Kind::List => {
+                let items: Vec<String> = v
+                    .as_array()
+                    .ok_or("a list needs a list of names")?
+                    .iter()
+                    .map(|i| FactValue::parse(Kind::Entity, i).map(|x| x.render()))
+                    .collect::<Result<_, _>>()?;
+                if items.is_empty() {
+                    return Err("a list needs at least one item".into());
+                }
+                FactValue::Items(items)
+            }
+            Kind::Verdict => match v.as_str().map(str::trim) {
+                Some("yes") => FactValue::Verdict(true),
+                Some("no") => FactValue::Verdict(false),
+                _ => match v.as_bool() {
+                    Some(b) => FactValue::Verdict(b),
+                    None => return Err(format!("a verdict is yes or no, got {v}")),
+                },
+            },
+        })
+    }
+
+    /// The value in its canonical written form (what YAML would hold).
+    pub fn render(&self) -> String {
+        match self {
+            FactValue::Number(n) => format_number(*n),
+            FactValue::Date(d) => d.to_string(),
+            FactValue::Time(t) => format!("{:02}:{:02}", t.hour(), t.minute()),
+            FactValue::Duration(m) => format!("{} min", format_number(*m)),
+            FactValue::Text(s) => s.clone(),
+            FactValue::Items(items) => items.join(", "),
+            FactValue::Verdict(b) => if *b { "yes" } else { "no" }.to_string(),
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        match self {
+            FactValue::Number(n) => Value::from(*n),
+            FactValue::Items(items) => Value::from(items.clone()),
+            other => Value::String(other.render()),
+        }
+    }
+}
+
+/// A number without a needless fraction: `14`, `98.7`.
+pub fn format_number(n: f64) -> String {
+    if n.fract() == 0.0 && n.abs() < 1e15 {
+        format!("{}", n as i64)
+    } else {
+        let s = format!("{n:.6}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+/// Parses a duration: a number and a unit (`90 min`, `2 hours`, `1.5 h`, `5 days`,
+/// `3 nights`, `2 weeks`), in minutes.
+pub fn parse_duration(s: &str) -> Result<f64, String> {
+    duration_spans(&canonical(s))
+        .first()
+        .filter(|(r, _)| r.start == 0 && r.end == s.trim().len())
+        .map(|(_, m)| *m)
+        .ok_or_else(|| format!("`{s}` is not a duration like `90 min`, `2 hours` or `5 days`"))
+}
+
+/// Durations written in `canon` with their byte ranges, in minutes: a number (digits or
+/// words, or `an`/`a`) and a unit, optionally `and a half` or a second, smaller part
+/// ("1 hour 30 minutes", "an hour and a half").
+pub fn duration_spans(canon: &str) -> Vec<(Range<usize>, f64)> {
+    let ws = words(canon);
+    let mut numbers: Vec<(Range<usize>, f64)> = number_spans(canon);
+    for w in &ws {
+        if matches!(w.folded.as_str(), "an" | "a") {
+            numbers.push((w.span.clone(), 1.0));
+        }
+    }
+    numbers.sort_by_key(|(r, _)| r.start);
+    let unit = |w: &str| -> Option<f64> {
+        Some(match w {
+            "min" | "mins" | "minute" | "minutes" | "m" => 1.0,
+            "h" | "hr" | "hrs" | "hour" | "hours" => 60.0,
+            "day" | "days" | "night" | "nights" | "d" => 1440.0,
+            "week" | "weeks" | "wk" | "wks" => 10080.0,
+            _ => return None,
+        })
+    };
+    let mut out: Vec<(Range<usize>, f64)> = Vec::new();
+    for (range, n) in &numbers {
+        // The unit is the next word, directly or after one space ("90min", "90 min").
+        let Some(next) = ws.iter().find(|w| w.span.start >= range.end) else {
+            continue;
+        };
+        let gap = &canon[range.end..next.span.start];
+        let Some(u) = unit(&next.folded).filter(|_| gap.is_empty() || gap == " ") else {
+            continue;
+        };
+        let mut minutes = n * u;
+        let mut end = next.span.end;
+        let rest = &canon[end..];
+        if rest.starts_with(" and a half") {
+            minutes += u / 2.0;
+            end += " and a half".len();
+        } else if let Some((r2, n2)) = numbers
+            .iter()
+            .find(|(r, _)| r.start > end && canon[end..r.start].trim().is_empty())
+            && let Some(w2) = ws.iter().find(|w| w.span.start >= r2.end)
+            && let Some(u2) = unit(&w2.folded)
+            && u2 < u
+        {
+            minutes += n2 * u2;
+            end = w2.span.end;
+        }
+        out.push((range.start..end, minutes));
+    }
+    out
+}
+
+/// A value that must not be given as the answer, and, when the answer may mention it as
+/// context ("his pass cost 74"), what it belongs to.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Distractor {
+    pub value: FactValue,
+    pub about: Vec<String>,
+}
+
+/// One typed fact of an answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fact {
+    pub kind: Kind,
+    pub value: FactValue,
+    /// What the fact answers, in words ("the rent paid since March").
+    pub answers: String,
+    /// What the value belongs to: an entity or a word; one of several spellings suffices.
+    pub about: Vec<String>,
+    pub distractors: Vec<Distractor>,
+    /// For a list: how many items must be given (all when absent).
+    pub min: Option<usize>,
+    /// For numbers: the tolerance (exact to a thousandth when absent).
+    pub tol: Option<f64>,
+    /// How the agent works the value out when it is not written anywhere it reads (a sum).
+    pub derived: Option<String>,
+    /// For a verdict: whether a "Yes"/"No" opening a sentence gives it (the default), or
+    /// only clauses that name the proposition do (a verdict on a detail, not the question).
+    pub opener: bool,
+}
+
+const FACT_KEYS: [&str; 7] = [
+    "answers",
+    "about",
+    "distractors",
+    "min",
+    "tol",
+    "derived",
+    "opener",
+];
+
+fn strings(v: &Value, what: &str) -> Result<Vec<String>, String> {
+    match v {
+        Value::String(s) => Ok(vec![s.clone()]),
+        Value::Array(items) => items
+            .iter()
+            .map(|i| {
+                i.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| format!("`{what}` holds strings, got {i}"))
+            })
+            .collect(),
+        other => Err(format!(
+            "`{what}` is a string or a list of strings, got {other}"
+        )),
+    }
+}
+
+impl TryFrom<Value> for Fact {
+    type Error = String;
+    fn try_from(v: Value) -> Result<Fact, String> {
+        let Value::Object(map) = v else {
+            return Err(format!(
+                "a fact is a map like `{{count: 14, answers: …}}`, got {v}"
+            ));
+        };
+        let typed: Vec<(&String, Kind)> = map
+            .keys()
+            .filter_map(|k| {
+                KINDS
+                    .iter()
+                    .find(|(n, _)| n == k)
+                    .map(|(_, kind)| (k, *kind))
+            })
+            .collect();
+        let [(key, kind)] = typed[..] else {
+            return Err(format!(
+                "a fact names exactly one type as its key ({}), found {}",
+                KINDS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
+                typed.len()
+            ));
+        };
+        for k in map.keys() {
+            if k != key && !FACT_KEYS.contains(&k.as_str()) {
+                return Err(format!(
+                    "unknown fact field `{k}`; expected the type and: {}",
+                    FACT_KEYS.join(", ")
+                ));
+            }
+        }
+        let value = FactValue::parse(kind, &map[key]).map_err(|e| format!("`{key}`: {e}"))?;
+        let answers = map
+            .get("answers")
+            .and_then(Value::as_str)
+            .filter(|s| !s.trim().is_empty())
+            .ok_or("`answers` (what the fact answers, in words) is required")?
+            .to_string();
+        let about = map
+            .get("about")
+            .map(|a| strings(a, "about"))
+            .transpose()?
+            .unwrap_or_default();
+        if kind == Kind::Verdict && about.is_empty() {
+            return Err("a verdict needs `about`: the words of the proposition it answers".into());
+        }
+        let distractor_kind = if kind == Kind::List {
+            Kind::Entity
+        } else {
+            kind
+        };
+        let distractors = match map.get("distractors") {
+            None => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(n, d)| {
+                    let (value, about) = match d {
+                        Value::Object(m) => (
+                            m.get("value")
+                                .ok_or(format!("distractors[{n}] needs `value`"))?,
+                            m.get("about")
+                                .map(|a| strings(a, "about"))
+                                .transpose()?
+                                .unwrap_or_default(),
+                        ),
+                        other => (other, Vec::new()),
+                    };
+                    Ok(Distractor {
+                        value: FactValue::parse(distractor_kind, value)
+                            .map_err(|e| format!("distractors[{n}]: {e}"))?,
+                        about,
+                    })
+                })
+                .collect::<Result<_, String>>()?,
+            Some(other) => return Err(format!("`distractors` is a list, got {other}")),
+        };
+        if kind == Kind::Choice && distractors.is_empty() {
+            return Err("a choice needs `distractors`: the other options".into());
+        }
+        let min = map
+            .get("min")
+            .map(|m| {
+                m.as_u64()
+                    .map(|m| m as usize)
+                    .ok_or("`min` is a whole number")
+            })
+            .transpose()?;
+        if let (Some(m), FactValue::Items(items)) = (min, &value)
+            && (m == 0 || m > items.len())
+        {
+            return Err(format!(
+                "`min` must be between 1 and the list's {} items",
+                items.len()
+            ));
+        }
+        Ok(Fact {
+            kind,
+            value,
+            answers,
+            about,
+            distractors,
+            min,
+            tol: map
+                .get("tol")
+                .map(|t| t.as_f64().ok_or("`tol` is a number"))
+                .transpose()?,
+            derived: map
+                .get("derived")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            opener: map
+                .get("opener")
+                .map(|o| o.as_bool().ok_or("`opener` is true or false"))
+                .transpose()?
+                .unwrap_or(true),
+        })
+    }
+}
+
+impl From<Fact> for Value {
+    fn from(f: Fact) -> Value {
+        let mut m = serde_json::Map::new();
+        m.insert(f.kind.name().into(), f.value.to_json());
+        m.insert("answers".into(), Value::String(f.answers));
+        if !f.about.is_empty() {
+            m.insert("about".into(), Value::from(f.about));
+        }
+        if !f.distractors.is_empty() {
+            let ds = f
+                .distractors
+                .into_iter()
+                .map(|d| {
+                    if d.about.is_empty() {
+                        d.value.to_json()
+                    } else {
+                        serde_json::json!({"value": d.value.to_json(), "about": d.about})
+                    }
+                })
+                .collect();
+            m.insert("distractors".into(), Value::Array(ds));
+        }
+        if let Some(x) = f.min {
+            m.insert("min".into(), Value::from(x));
+        }
+        if let Some(x) = f.tol {
+            m.insert("tol".into(), Value::from(x));
+        }
+        if let Some(x) = f.derived {
+            m.insert("derived".into(), Value::String(x));
+        }
+        if !f.opener {
+            m.insert("opener".into(), Value::Bool(false));
+        }
+        Value::Object(m)
+    }
+}
+
+/// The facts of one answer check, judged together (same-type facts compete for values).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "Vec<Value>", into = "Vec<Value>")]
+pub struct Facts(pub Vec<Fact>);
+
+impl TryFrom<Vec<Value>> for Facts {
+    type Error = String;
+    fn try_from(v: Vec<Value>) -> Result<Facts, String> {
+        if v.is_empty() {
+            return Err("`facts` needs at least one fact".into());
+        }
+        let facts = v
+            .into_iter()
+            .enumerate()
+            .map(|(n, f)| Fact::try_from(f).map_err(|e| format!("facts[{n}]: {e}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        for (n, f) in facts.iter().enumerate() {
+            for (k, d) in f.distractors.iter().enumerate() {
+                if same_value(f, &d.value) {
+                    return Err(format!(
+                        "facts[{n}]: distractors[{k}] equals the answer ({})",
+                        d.value.render()
+                    ));
+                }
+            }
+        }
+        Ok(Facts(facts))
+    }
+}
+
+impl From<Facts> for Vec<Value> {
+    fn from(f: Facts) -> Vec<Value> {
+        f.0.into_iter().map(Value::from).collect()
+    }
+}
+
+/// Whether `v` is the fact's own value (as the matcher would read it).
+pub fn same_value(f: &Fact, v: &FactValue) -> bool {
+    let tol = f.tol.unwrap_or(1e-3);
+    match (&f.value, v) {
+        (FactValue::Number(a), FactValue::Number(b)) => (a - b).abs() <= tol,
+        (FactValue::Text(a), FactValue::Text(b)) => fold(a) == fold(b),
+        (FactValue::Items(items), FactValue::Text(b)) => items.iter().any(|a| fold(a) == fold(b)),
+        (a, b) => a == b,
+    }
+}
+
+// ------------------------------------------------------------------ reading an answer
+
+/// An answer prepared for reading: canonical text, its words, sentence and clause edges.
+pub struct Reading {
+    pub canon: String,
+    pub ws: Vec<Word>,
+    sentences: Vec<Range<usize>>,
+    clauses: Vec<Range<usize>>,
+}
+
+const CLAUSE_WORDS: [&str; 8] = [
+    "but", "while", "whereas", "although", "though", "however", "so", "yet",
+];
+
+impl Reading {
+    pub fn new(answer: &str) -> Reading {
+        let canon = canonical(answer);
+        let ws = words(&canon);
+        let bytes = canon.as_bytes();
+        let mut sentence_cuts = vec![0];
+        let mut clause_cuts = vec![0];
+        for (i, c) in canon.char_indices() {
+            let next = bytes.get(i + 1).copied();
+            let end_mark =
+                matches!(c, '.' | '!' | '?') && next.is_none_or(|n| n.is_ascii_whitespace());
+            if end_mark || matches!(c, '\n' | ';') {
+                sentence_cuts.push(i + 1);
+                clause_cuts.push(i + 1);
+            } else if matches!(c, ',' | '(' | ')' | '"')
+                || c == '-' && i > 0 && bytes[i - 1] == b' ' && next == Some(b' ')
+            {
+                clause_cuts.push(i + 1);
+            }
+        }
+        for w in &ws {
+            if CLAUSE_WORDS.contains(&w.folded.as_str()) {
+                clause_cuts.push(w.span.start);
+            }
+        }
+        let ranges = |mut cuts: Vec<usize>| {
+            cuts.push(canon.len());
+            cuts.sort_unstable();
+            cuts.dedup();
+            cuts.windows(2).map(|w| w[0]..w[1]).collect::<Vec<_>>()
+        };
+        Reading {
+            sentences: ranges(sentence_cuts),
+            clauses: ranges(clause_cuts),
+            canon,
+            ws,
+        }
+    }
+
+    fn containing(list: &[Range<usize>], pos: usize) -> Range<usize> {
+        list.iter()
+            .find(|r| r.contains(&pos))
+            .cloned()
+            .unwrap_or(pos..pos)
+    }
+
+    /// The sentences of the answer, as byte ranges in order.
+    pub fn sentences(&self) -> &[Range<usize>] {
+        &self.sentences
+    }
+
+    pub fn sentence_of(&self, pos: usize) -> Range<usize> {
+        Reading::containing(&self.sentences, pos)
+    }
+
+    pub fn clause_of(&self, pos: usize) -> Range<usize> {
+        Reading::containing(&self.clauses, pos)
+    }
+
+    /// How far after `pos` a value may look for its `about`: to the end of its clause, where
+    /// a parenthesis opened after `pos` is read through ("Horta Viva (vegan, 4.7) is rated
+    /// higher") and a parenthesis that `pos` is inside ends the search.
+    pub fn after_limit(&self, pos: usize) -> usize {
+        let bytes = self.canon.as_bytes();
+        let mut depth = 0usize;
+        let mut i = pos;
+        while i < bytes.len() {
+            let c = bytes[i];
+            let next = bytes.get(i + 1).copied();
+            match c {
+                b'(' => depth += 1,
+                b')' if depth == 0 => return i,
+                b')' => depth -= 1,
+                b'.' | b'!' | b'?' if next.is_none_or(|n| n.is_ascii_whitespace()) => return i,
+                b'\n' | b';' => return i,
+                b',' if depth == 0 => return i,
+                b'-' if depth == 0 && i > 0 && bytes[i - 1] == b' ' && next == Some(b' ') => {
+                    return i;
+                }
+                _ => {}
+            }
+            if depth == 0
+                && let Some(w) = self.ws.iter().find(|w| w.span.start == i)
+                && CLAUSE_WORDS.contains(&w.folded.as_str())
+            {
+                return i;
+            }
+            i += 1;
+        }
+        bytes.len()
+    }
+
+    /// Indices of the words inside `r`.
+    fn words_in(&self, r: &Range<usize>) -> Range<usize> {
+        let first = self
+            .ws
+            .iter()
+            .position(|w| w.span.start >= r.start)
+            .unwrap_or(self.ws.len());
+        let last = self
+            .ws
+            .iter()
+            .rposition(|w| w.span.end <= r.end)
+            .map_or(first, |i| i + 1);
+        first..last.max(first)
+    }
+
+    /// Whether a phrase of `list` starts at one of the words `idx`, not inside an affirming
+    /// idiom ("don't miss").
+    fn phrase_among(&self, list: &[Phrase], idx: Range<usize>) -> bool {
+        let lx = lexicon();
+        idx.clone().any(|i| {
+            list.iter().any(|p| p.at(&self.ws, i).is_some())
+                && !lx.affirming_idioms.iter().any(|a| {
+                    (i.saturating_sub(3)..=i).any(|s| a.at(&self.ws, s).is_some_and(|n| s + n > i))
+                })
+        })
+    }
+
+    /// Whether the value at `span` is denied or superseded: a negation or a superseding
+    /// word among the four words before it in its clause ("not 19 July", "instead of 48").
+    /// For names, a comparison's object ("cheaper than X") is not the answer either.
+    pub fn negated(&self, span: &Range<usize>, name: bool) -> bool {
+        let clause = self.clause_of(span.start);
+        let inside = self.words_in(&(clause.start..span.start));
+        let window = inside.end.saturating_sub(4).max(inside.start)..inside.end;
+        let lx = lexicon();
+        if self.phrase_among(&lx.negation, window.clone())
+            || self.phrase_among(&lx.superseded, window.clone())
+        {
+            return true;
+        }
+        name && window.clone().any(|i| {
+            matches!(
+                self.ws[i].folded.as_str(),
+                "than" | "over" | "vs" | "versus"
+            )
+        })
+    }
+
+    /// Byte ranges of `term` and its lexicon synonyms and abbreviations in the answer.
+    pub fn anchor_spans(&self, term: &str) -> Vec<Range<usize>> {
+        let mut out = Vec::new();
+        let mut phrases = lexicon().synonyms_of(term);
+        if let Some((same, _)) = lexicon().sides_of(term) {
+            phrases.extend(same);
+        }
+        for p in phrases {
+            for i in p.find(&self.ws) {
+                let n = p.at(&self.ws, i).unwrap_or(1);
+                out.push(self.ws[i].span.start..self.ws[i + n - 1].span.end);
+            }
+        }
+        for variant in name_variants(term) {
+            out.extend(name_spans(&self.canon, &variant));
+        }
+        out.sort_by_key(|r| r.start);
+        out.dedup();
+        out
+    }
+}
+
+/// A name and its spellings with the lexicon's equivalents ("17 Calton Hill Road" and
+/// "17 Calton Hill Rd"; "in one go" and "upfront"), as folded text.
+pub fn name_variants(name: &str) -> Vec<String> {
+    let mut out = vec![fold_words(name)];
+    for group in &lexicon().equivalents {
+        let snapshot = out.clone();
+        for v in snapshot {
+            let padded = format!(" {v} ");
+            for member in group.iter().filter(|m| !m.is_empty()) {
+                let needle = format!(" {member} ");
+                if !padded.contains(&needle) {
+                    continue;
+                }
+                for alt in group {
+                    let joined = padded.replacen(&needle, &format!(" {alt} "), 1);
+                    let joined = joined.trim().to_string();
+                    if !out.contains(&joined) {
+                        out.push(joined);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Where `value` (of `kind`) is written in the answer.
+pub fn value_spans(
+    r: &Reading,
+    kind: Kind,
+    value: &FactValue,
+    tol: Option<f64>,
+) -> Vec<Range<usize>> {
+    match value {
+        FactValue::Number(n) => {
+            let tol = tol.unwrap_or(1e-3);
+            number_spans(&r.canon)
+                .into_iter()
+                .filter(|(_, x)| (x - n).abs() <= tol)
+                .map(|(s, _)| s)
+                .collect()
+        }
+        FactValue::Date(d) => date_spans(&r.canon)
+            .into_iter()
+            .filter(|(_, m): &(Range<usize>, DateMention)| m.is(*d))
+            .map(|(s, _)| s)
+            .collect(),
+        FactValue::Time(t) => time_spans(&r.canon)
+            .into_iter()
+            .filter(|(_, x)| x == t)
+            .map(|(s, _)| s)
+            .collect(),
+        FactValue::Duration(m) => duration_spans(&r.canon)
+            .into_iter()
+            .filter(|(_, x)| (x - m).abs() < 0.5)
+            .map(|(s, _)| s)
+            .collect(),
+        FactValue::Text(s) if kind == Kind::Code => code_spans(&r.canon, s),
+        FactValue::Text(s) => name_variants(s)
+            .iter()
+            .flat_map(|v| name_spans(&r.canon, v))
+            .collect(),
+        FactValue::Items(items) => items
+            .iter()
+            .flat_map(|i| value_spans(r, Kind::Entity, &FactValue::Text(i.clone()), None))
+            .collect(),
+        FactValue::Verdict(_) => Vec::new(),
+    }
+}
+
+/// Which way a value looks for the `about` it belongs to.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Direction {
+    /// The nearest `about` written before it ("Opened: 14").
+    Before,
+    /// The nearest `about` after it in its clause ("14 opened, 11 closed").
+    After,
+    /// The nearest `about` on either side in its sentence ("48 at Roda Livre").
+    Nearest,
+}
+
+const DIRECTIONS: [Direction; 3] = [Direction::Before, Direction::After, Direction::Nearest];
+
+/// Who an anchor belongs to: a fact (by index) or a fact's distractor.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Owner {
+    Fact(usize),
+    Distractor(usize, usize),
+}
+
+struct Judge<'a> {
+    facts: &'a [Fact],
+    r: Reading,
+    anchors: Vec<(Range<usize>, Owner, Kind)>,
+}
+
+impl<'a> Judge<'a> {
+    fn new(facts: &'a [Fact], answer: &str) -> Judge<'a> {
+        let r = Reading::new(answer);
+        let mut anchors = Vec::new();
+        for (i, f) in facts.iter().enumerate() {
+            for a in &f.about {
+                for s in r.anchor_spans(a) {
+                    anchors.push((s, Owner::Fact(i), f.kind));
+                }
+            }
+            for (j, d) in f.distractors.iter().enumerate() {
+                for a in &d.about {
+                    for s in r.anchor_spans(a) {
+                        anchors.push((s, Owner::Distractor(i, j), f.kind));
+                    }
+                }
+            }
+        }
+        Judge { facts, r, anchors }
+    }
+
+    /// The other facts of fact `i`'s type that name what they are about: they compete with
+    /// it for values, so each value must stand by its own `about`.
+    fn siblings(&self, i: usize) -> Vec<usize> {
+        let f = &self.facts[i];
+        (0..self.facts.len())
+            .filter(|&k| k != i && self.facts[k].kind == f.kind && !self.facts[k].about.is_empty())
+            .collect()
+    }
+
+    /// The owner of the anchor a value at `span` binds to, looking in `dir`. An anchor
+    /// overlapping the value (a name holding a number) does not count.
+    fn bind(&self, span: &Range<usize>, kind: Kind, dir: Direction) -> Option<Owner> {
+        let same = self
+            .anchors
+            .iter()
+            .filter(|(a, _, k)| *k == kind && (a.end <= span.start || a.start >= span.end));
+        let sentence = self.r.sentence_of(span.start);
+        let in_sentence = |a: &Range<usize>| a.start >= sentence.start && a.end <= sentence.end;
+        // A sentence with no `about` of this type at all ("; it is rated 4.2") refers back
+        // to an earlier one.
+        let alone = !self
+            .anchors
+            .iter()
+            .any(|(a, _, k)| *k == kind && in_sentence(a));
+        match dir {
+            Direction::Before => same
+                .filter(|(a, _, _)| a.end <= span.start && (alone || in_sentence(a)))
+                .max_by_key(|(a, _, _)| a.end)
+                .map(|(_, o, _)| *o),
+            Direction::Nearest => same
+                .filter(|(a, _, _)| in_sentence(a))
+                .min_by_key(|(a, _, _)| {
+                    if a.end <= span.start {
+                        (span.start - a.end) * 2
+                    } else {
+                        (a.start - span.end) * 2 + 1
+                    }
+                })
+                .map(|(_, o, _)| *o),
+            Direction::After => {
+                let limit = self.r.after_limit(span.end);
+                same.filter(|(a, _, _)| a.start >= span.end && a.end <= limit)
+                    .min_by_key(|(a, _, _)| a.start)
+                    .map(|(_, o, _)| *o)
+            }
+        }
+    }
+
+    fn stated(&self, kind: Kind, value: &FactValue, tol: Option<f64>) -> Vec<Range<usize>> {
+        let name = matches!(kind, Kind::Entity | Kind::Choice | Kind::List);
+        value_spans(&self.r, kind, value, tol)
+            .into_iter()
+            .filter(|s| !self.r.negated(s, name))
+            .collect()
+    }
+
+    /// Whether fact `i` holds when values look for their `about` in `dir`; the reason when not.
+    fn fact(&self, i: usize, dir: Direction) -> Result<(), String> {
+        let f = &self.facts[i];
+        if f.kind == Kind::Verdict {
+            let FactValue::Verdict(want) = f.value else {
+                unreachable!("a verdict holds a verdict")
+            };
+            return match read_verdict(&self.r, &f.about, f.opener) {
+                Some(got) if got == want => Ok(()),
+                Some(_) => Err(format!("{}: the answer says the opposite", f.answers)),
+                None => Err(format!("{}: the answer gives no verdict", f.answers)),
+            };
+        }
+        if f.kind == Kind::Choice
+            && let Some(chosen) = compared_choice(&self.r, f)
+        {
+            return if chosen {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{}: the comparison picks another option",
+                    f.answers
+                ))
+            };
+        }
+        let anchored = self.anchors.iter().any(|(_, o, _)| *o == Owner::Fact(i));
+        let siblings = self.siblings(i);
+        let any_sibling_anchor = siblings
+            .iter()
+            .any(|&k| self.anchors.iter().any(|(_, o, _)| *o == Owner::Fact(k)));
+        if f.kind == Kind::Choice && anchored {
+            return self.picked_choice(i);
+        }
+        let binding =
+            !f.about.is_empty() && !siblings.is_empty() && (anchored || any_sibling_anchor);
+        // With no `about` of its type in the answer at all, values answer in the order the
+        // facts are asked ("It's Sofia; the other interviewer is Rhea").
+        let in_order =
+            !f.about.is_empty() && !siblings.is_empty() && !anchored && !any_sibling_anchor;
+        let mine = |s: &Range<usize>| self.bind(s, f.kind, dir) == Some(Owner::Fact(i));
+        let mut last_mine = 0;
+        if let FactValue::Items(items) = &f.value {
+            let given = items
+                .iter()
+                .filter(|item| {
+                    !self
+                        .stated(Kind::Entity, &FactValue::Text((*item).clone()), None)
+                        .is_empty()
+                })
+                .count();
+            let need = f.min.unwrap_or(items.len());
+            if given < need {
+                return Err(format!("{}: {given} of the {need} items needed", f.answers));
+            }
+        } else {
+            let spans = self.stated(f.kind, &f.value, f.tol);
+            if spans.is_empty() {
+                return Err(format!("{}: {} is not stated", f.answers, f.value.render()));
+            }
+            if binding && !spans.iter().any(mine) {
+                return Err(format!(
+                    "{}: {} is not given for {}",
+                    f.answers,
+                    f.value.render(),
+                    f.about.join("/")
+                ));
+            }
+            if in_order && !self.in_asked_order(i, &siblings) {
+                return Err(format!(
+                    "{}: {} is not given in the order asked",
+                    f.answers,
+                    f.value.render()
+                ));
+            }
+            last_mine = spans.iter().map(|s| s.end).max().unwrap_or(0);
+        }
+        // A choice with no comparative in the answer is its conclusion: the option named
+        // last ("Sakura Ribeira: 4.2. Horta Viva: 4.7 - Horta Viva wins").
+        let concluded = f.kind == Kind::Choice && !anchored;
+        for (j, d) in f.distractors.iter().enumerate() {
+            let kind = if f.kind == Kind::List {
+                Kind::Entity
+            } else {
+                f.kind
+            };
+            for s in self.stated(kind, &d.value, f.tol) {
+                let own = !d.about.is_empty()
+                    && DIRECTIONS
+                        .iter()
+                        .any(|dd| self.bind(&s, f.kind, *dd) == Some(Owner::Distractor(i, j)));
+                // A distractor by its own `about` is context ("his pass cost 74").
+                let given_as_answer = !own
+                    && if concluded {
+                        s.start >= last_mine
+                    } else {
+                        !binding || mine(&s)
+                    };
+                if given_as_answer {
+                    return Err(format!(
+                        "{}: the distractor {} is given",
+                        f.answers,
+                        d.value.render()
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Judge<'_> {
+    /// A choice whose comparative the answer uses: each use of it picks the option stated
+    /// nearest before it in its sentence (else nearest after), and the fact's value must be
+    /// picked and no other option ("Horta Viva - vegan, 4.7 (the higher)").
+    fn picked_choice(&self, i: usize) -> Result<(), String> {
+        let f = &self.facts[i];
+        let mut options: Vec<(Range<usize>, bool)> = self
+            .stated(f.kind, &f.value, f.tol)
+            .into_iter()
+            .map(|s| (s, true))
+            .collect();
+        for d in &f.distractors {
+            options.extend(
+                self.stated(f.kind, &d.value, f.tol)
+                    .into_iter()
+                    .map(|s| (s, false)),
+            );
+        }
+        let mut picked = Vec::new();
+        for (a, _, _) in self.anchors.iter().filter(|(_, o, _)| *o == Owner::Fact(i)) {
+            let sentence = self.r.sentence_of(a.start);
+            let inside = |s: &Range<usize>| s.start >= sentence.start && s.end <= sentence.end;
+            let before = options
+                .iter()
+                .filter(|(s, _)| inside(s) && s.end <= a.start)
+                .max_by_key(|(s, _)| s.end);
+            let after = options
+                .iter()
+                .filter(|(s, _)| inside(s) && s.start >= a.end)
+                .min_by_key(|(s, _)| s.start);
+            if let Some((_, mine)) = before.or(after) {
+                picked.push(*mine);
+            }
+        }
+        match (picked.contains(&true), picked.contains(&false)) {
+            (true, false) => Ok(()),
+            (_, true) => Err(format!("{}: another option is picked", f.answers)),
+            (false, false) => Err(format!("{}: {} is not picked", f.answers, f.value.render())),
+        }
+    }
+
+    /// Whether fact `i`'s value is first stated after every earlier sibling's and before
+    /// every later one's.
+    fn in_asked_order(&self, i: usize, siblings: &[usize]) -> bool {
+        let first = |k: usize| {
+            let f = &self.facts[k];
+            self.stated(f.kind, &f.value, f.tol)
+                .first()
+                .map(|s| s.start)
+        };
+        let Some(me) = first(i) else {
+            return false;
+        };
+        siblings.iter().all(|&k| match first(k) {
+            None => true,
+            Some(other) => (k < i) == (other < me),
+        })
+    }
+}
+
+/// Judges a set of facts against an answer: the facts of each type hold with their values
+/// bound one way (all to the nearest `about` before them in their sentence, all to the
+/// nearest after them in their clause, or all to the nearest on either side), so a swapped
+/// pair fails however the answer is laid out. The reason of the first failure otherwise.
+pub fn judge(facts: &[Fact], answer: &str) -> Result<(), String> {
+    let j = Judge::new(facts, answer);
+    let mut kinds: Vec<Kind> = Vec::new();
+    for f in facts {
+        if !kinds.contains(&f.kind) {
+            kinds.push(f.kind);
+        }
+    }
+    for kind in kinds {
+        let mine: Vec<usize> = (0..facts.len())
+            .filter(|&i| facts[i].kind == kind)
+            .collect();
+        let mut first_err = None;
+        let held =
+            DIRECTIONS
+                .iter()
+                .any(|dir| match mine.iter().try_for_each(|&i| j.fact(i, *dir)) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        first_err.get_or_insert(e);
+                        false
+                    }
+                });
+        if !held {
+            return Err(first_err.unwrap_or_default());
+        }
+    }
+    Ok(())
+}
+
+/// The verdict an answer gives on the proposition named by `about`: an explicit yes or no
+/// opening a sentence, else the first clause that names the proposition or its opposite,
+/// turned around by a negation in it. Doubt ("not sure") leaves no verdict.
+pub fn read_verdict(r: &Reading, about: &[String], opener: bool) -> Option<bool> {
+    let lx = lexicon();
+    for sentence in r.sentences.iter().filter(|_| opener) {
+        let idx = r.words_in(sentence);
+        let mut i = idx.start;
+        while i < idx.end && lx.chatter.iter().any(|p| p.at(&r.ws, i).is_some()) {
+            i = idx.end; // a sentence of chatter ("No problem!") says nothing
+        }
+        if i >= idx.end {
+            continue;
+        }
+        // "Short answer: no" and "Answer - yes" open with a label.
+        if matches!(r.ws[i].folded.as_str(), "answer" | "short" | "verdict") {
+            i = (i + 1..idx.end)
+                .find(|&k| r.ws[k].folded != "answer")
+                .unwrap_or(idx.end);
+        }
+        if i >= idx.end {
+            continue;
+        }
+        let at = |list: &[Phrase]| list.iter().find_map(|p| p.at(&r.ws, i));
+        if at(&lx.no).is_some() {
+            return Some(false);
+        }
+        // "There is no…" is not a yes: a negation right after the opener turns it.
+        if let Some(n) = at(&lx.yes) {
+            let turned = (i + n..(i + n + 2).min(idx.end))
+                .any(|k| lx.negation.iter().any(|p| p.at(&r.ws, k).is_some()));
+            if !turned {
+                return Some(true);
+            }
+        }
+    }
+    let whole = r.words_in(&(0..r.canon.len()));
+    if r.phrase_among(&lx.uncertain, whole) {
+        return None;
+    }
+    for clause in &r.clauses {
+        let idx = r.words_in(clause);
+        let mut named = false;
+        let mut opposite = false;
+        for term in about {
+            let same: Vec<Phrase> = lexicon().synonyms_of(term);
+            let sides = lx.sides_of(term);
+            let hit = |list: &[Phrase]| {
+                idx.clone()
+                    .any(|k| list.iter().any(|p| p.at(&r.ws, k).is_some()))
+            };
+            named |= hit(&same) || sides.as_ref().is_some_and(|(s, _)| hit(s));
+            opposite |= sides.as_ref().is_some_and(|(_, o)| hit(o));
+        }
+        if named || opposite {
+            let negated = r.phrase_among(&lx.negation, idx.clone());
+            // "Waived" denies "charged"; "not waived" affirms it.
+            return Some(if opposite { negated } else { !negated });
+        }
+    }
+    None
+}
+
+/// For a choice compared by a comparative ("X is cheaper than Y", "Y is pricier than X"):
+/// whether the comparison picks the fact's value (`None` when no comparison names it).
+fn compared_choice(r: &Reading, f: &Fact) -> Option<bool> {
+    let (same, other) = f.about.iter().find_map(|a| lexicon().sides_of(a))?;
+    let mine = value_spans(r, f.kind, &f.value, None);
+    let theirs: Vec<Range<usize>> = f
+        .distractors
+        .iter()
+        .flat_map(|d| value_spans(r, f.kind, &d.value, None))
+        .collect();
+    for (k, w) in r.ws.iter().enumerate() {
+        if w.folded != "than" {
+            continue;
+        }
+        let sentence = r.sentence_of(w.span.start);
+        let before = k.saturating_sub(3)..k;
+        let hit = |list: &[Phrase]| {
+            before
+                .clone()
+                .any(|i| list.iter().any(|p| p.at(&r.ws, i).is_some()))
+        };
+        let direction = if hit(&same) {
+            true
+        } else if hit(&other) {
+            false
+        } else {
+            continue;
+        };
+        let last_before = |spans: &[Range<usize>]| {
+            spans
+                .iter()
+                .filter(|s| s.end <= w.span.start && s.start >= sentence.start)
+                .map(|s| s.end)
+                .max()
+        };
+        let first_after = |spans: &[Range<usize>]| {
+            spans
+                .iter()
+                .filter(|s| s.start >= w.span.end && s.end <= sentence.end)
+                .map(|s| s.start)
+                .min()
+        };
+        let subject_is_mine = match (last_before(&mine), last_before(&theirs)) {
+            (Some(a), Some(b)) => a > b,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => continue,
+        };
+        let object_is_mine = match (first_after(&mine), first_after(&theirs)) {
+            (Some(a), Some(b)) => a < b,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => !subject_is_mine,
+        };
+        if subject_is_mine == object_is_mine {
+            continue;
+        }
+        return Some(subject_is_mine == direction);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(yaml: &str) -> Vec<Fact> {
+        let f: Facts = serde_saphyr::from_str(yaml).unwrap();
+        f.0
+    }
+
+    fn ok(yaml: &str, answer: &str) -> bool {
+        judge(&facts(yaml), answer).is_ok()
+    }
+
+    const TICKETS: &str = "[{count: 14, answers: opened, about: opened}, {count: 11, answers: closed, about: closed}]";
+
+    #[test]
+    fn two_counts_must_not_be_swapped() {
+        for yes in [
+            "This week 14 tickets were opened and 11 were closed.",
+            "Opened: 14. Closed: 11.",
+            "- **Opened:** fourteen\n- **Closed:** eleven",
+            "There were 14 new tickets and 11 got resolved.",
+            "11 closed, 14 opened.",
+            // With no `about` written at all, values answer in the order asked.
+            "14 and 11.",
+        ] {
+            assert!(ok(TICKETS, yes), "{yes}");
+        }
+        for no in [
+            "This week 11 tickets were opened and 14 were closed.",
+            "Opened: 11. Closed: 14.",
+            "11 and 14.",
+            "11 tickets opened and 14 closed.",
+            "Opened: 15. Closed: 11.",
+        ] {
+            assert!(!ok(TICKETS, no), "{no}");
+        }
+    }
+
+    #[test]
+    fn a_distractor_with_its_own_about_is_context_not_the_answer() {
+        let f = "[{amount: 14, answers: what Jonas owes, about: owe, distractors: [{value: 74, about: cost}, {value: 60, about: [sent, paid]}]}]";
+        assert!(ok(
+            f,
+            "Jonas still owes you 14.00 - his pass cost 74.00 and he sent you 60.00."
+        ));
+        assert!(ok(
+            f,
+            "His pass cost 74 and he paid 60, so 14 is still outstanding."
+        ));
+        assert!(!ok(f, "Jonas still owes you 60.00; he paid 14."));
+        assert!(!ok(f, "He owes 74."));
+        let bare = "[{date: 2026-06-19, answers: dispatch day, distractors: [2026-07-19]}]";
+        assert!(ok(bare, "It now ships on 19 June, not 19 July."));
+        assert!(!ok(bare, "It ships on 19 July."));
+        assert!(!ok(bare, "It ships on 19 July (or 19 June)."));
+    }
+
+    #[test]
+    fn verdicts_through_the_lexicon() {
+        let f = "[{verdict: no, answers: whether the fee applies, about: [pay, charged]}]";
+        for yes in [
+            "No.",
+            "Short answer: no.",
+            "**No** - it is waived because your salary covers it.",
+            "You won't have to pay it.",
+            "Nope, you will not be charged.",
+            "Sure! Short answer: no.",
+            "The fee is waived every month.",
+        ] {
+            assert!(ok(f, yes), "{yes}: {:?}", judge(&facts(f), yes));
+        }
+        for no in [
+            "Yes, you will have to pay it.",
+            "You will be charged 3.50.",
+            "I'm not sure.",
+            "",
+        ] {
+            assert!(!ok(f, no), "{no}");
+        }
+        let open = "[{verdict: yes, answers: open at 20:00, about: open}]";
+        assert!(ok(open, "Yes - it's open until 23:00."));
+        assert!(ok(open, "It opens at 19:00, so you're fine."));
+        assert!(!ok(open, "It is closed on Saturdays."));
+        assert!(!ok(open, "It is not open then."));
+    }
+
+    #[test]
+    fn choices_read_comparisons_both_ways() {
+        let f = "[{choice: Horta Viva, answers: rated higher, about: higher, distractors: [Sakura Ribeira]}]";
+        assert!(ok(f, "Horta Viva is rated higher than Sakura Ribeira."));
+        assert!(ok(f, "Sakura Ribeira is rated lower than Horta Viva."));
+        assert!(ok(f, "Horta Viva has the higher rating."));
+        assert!(!ok(f, "Sakura Ribeira is rated higher than Horta Viva."));
+        assert!(!ok(f, "Horta Viva is rated lower than Sakura Ribeira."));
+        assert!(!ok(f, "Sakura Ribeira."));
+    }
+
+    #[test]
+    fn lists_need_every_item_unless_min_says_otherwise() {
+        let f = "[{list: [Oliver Grant, Priya Nair, Daniel Osei], answers: who is invited}]";
+        assert!(ok(f, "- Oliver Grant\n- Priya Nair\n- Daniel Osei"));
+        assert!(!ok(f, "Oliver Grant and Priya Nair."));
+        let some = "[{list: [river, tram, quiet], answers: what guests say, min: 1}]";
+        assert!(ok(some, "Guests love the river views."));
+        assert!(!ok(some, "Guests love the breakfast."));
+    }
+
+    #[test]
+    fn bad_facts_are_refused_with_the_reason() {
+        for (bad, why) in [
+            ("[{count: 1.5, answers: x}]", "whole number"),
+            ("[{count: 3}]", "`answers`"),
+            ("[{count: 3, amount: 2, answers: x}]", "exactly one type"),
+            ("[{verdict: maybe, answers: x, about: y}]", "yes or no"),
+            ("[{verdict: yes, answers: x}]", "needs `about`"),
+            ("[{choice: A, answers: x}]", "other options"),
+            (
+                "[{count: 3, answers: x, distractors: [3]}]",
+                "equals the answer",
+            ),
+            (
+                "[{count: 3, answers: x, colour: red}]",
+                "unknown fact field",
+            ),
+            ("[{list: [a, b], answers: x, min: 3}]", "between 1"),
+        ] {
+            let err = serde_saphyr::from_str::<Facts>(bad)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(why), "{bad}: {err}");
+        }
+        let round: Facts = serde_saphyr::from_str(TICKETS).unwrap();
+        let back: Facts = serde_json::from_value(serde_json::to_value(&round).unwrap()).unwrap();
+        assert_eq!(round, back);
+    }
+
+    #[test]
+    fn durations_in_minutes() {
+        assert_eq!(parse_duration("90 min").unwrap(), 90.0);
+        assert_eq!(parse_duration("2 hours").unwrap(), 120.0);
+        let r = Reading::new("It takes an hour and a half, then 1 hour 30 minutes back.");
+        let got: Vec<f64> = duration_spans(&r.canon)
+            .into_iter()
+            .map(|(_, m)| m)
+            .collect();
+        assert!(got.iter().filter(|m| **m == 90.0).count() >= 2, "{got:?}");
+    }
+
+    mod props {
+        use super::super::*;
+        use crate::suite::perturb::value_forms;
+        use proptest::prelude::*;
+
+        fn pair(a: u32, b: u32) -> Vec<Fact> {
+            let yaml = format!(
+                "[{{count: {a}, answers: opened, about: opened}}, {{count: {b}, answers: closed, about: closed}}]"
+            );
+            serde_saphyr::from_str::<Facts>(&yaml).unwrap().0
+        }
+
+        proptest! {
+            #[test]
+            fn a_pair_of_counts_is_read_in_place_and_refused_swapped(a in 0u32..5000, b in 0u32..5000) {
+                prop_assume!(a != b);
+                let f = pair(a, b);
+                let right = [
+                    format!("Opened: {a}. Closed: {b}."),
+                    format!("{a} tickets were opened and {b} were closed."),
+                    format!("- closed: {b}\n- opened: {a}"),
+                ];
+                for text in right {
+                    prop_assert!(judge(&f, &text).is_ok(), "{} {:?}", text, judge(&f, &text));
+                }
+                let swapped = [
+                    format!("Opened: {b}. Closed: {a}."),
+                    format!("{b} tickets were opened and {a} were closed."),
+                ];
+                for text in swapped {
+                    prop_assert!(judge(&f, &text).is_err(), "{}", text);
+                }
+            }
+
+            #[test]
+            fn every_form_of_an_amount_is_the_amount_and_one_off_is_not(cents in 1u64..10_000_000) {
+                let v = cents as f64 / 100.0;
+                let yaml = format!("[{{amount: {v}, answers: the total}}]");
+                let f = serde_saphyr::from_str::<Facts>(&yaml).unwrap().0;
+                for (form, why) in value_forms(Kind::Amount, &FactValue::Number(v)) {
+                    let text = format!("The total is {form}.");
+                    prop_assert!(judge(&f, &text).is_ok(), "{} ({})", text, why);
+                }
+                let off = format!("The total is {}.", format_number(v + 1.0));
+                prop_assert!(judge(&f, &off).is_err(), "{}", off);
+            }
+
+            #[test]
+            fn judging_never_panics(text in "\\PC{0,80}") {
+                let f = pair(3, 4);
+                let _ = judge(&f, &text);
+                let v: Vec<Fact> = serde_saphyr::from_str::<Facts>(
+                    "[{verdict: no, answers: whether open, about: [open]}, {choice: A, answers: which, about: cheaper, distractors: [B]}]",
+                ).unwrap().0;
+                let _ = judge(&v, &text);
+            }
+        }
+    }
+}
