@@ -247,6 +247,14 @@ pub trait ChatModel: Send + Sync {
     fn identity(&self) -> serde_json::Value {
         serde_json::json!({ "name": self.name() })
     }
+    /// The part of this model's identity that seeds an episode's random draws: the name
+    /// of the model that answers, without settings a comparison varies. Two runs whose
+    /// agents give the same `seed_name` meet the same draws on the same episode (common
+    /// random numbers), so their differences come from what differs, not from luck. An
+    /// LLM backend is its name; the scripted model is `sim` whatever its profile.
+    fn seed_name(&self) -> &str {
+        self.name()
+    }
     /// What this backend is when it plays `role` without being an LLM (the scripted
     /// model), for the labels of every row; `None` for a real model.
     fn scripted(&self, _role: Component) -> Option<ScriptedRole> {

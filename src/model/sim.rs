@@ -96,7 +96,8 @@ impl Placement {
 /// The scripted agent's behaviour revision, part of its identity: bumped whenever a
 /// profile's choices change, so a rerun never reuses episodes the older script decided.
 /// 2: an obedient agent keeps the attacker's setting last where its own plan would replace it.
-pub const SCRIPT_REVISION: u32 = 2;
+/// 3: every profile seeds episodes as `sim` ([`SEED_NAME`]), not by its knobs.
+pub const SCRIPT_REVISION: u32 = 3;
 
 /// Default quality of the scripted judge: a good judge that is not the answer key. An
 /// assumption, not a measurement; every row names it.
@@ -324,6 +325,9 @@ impl SimProfile {
     }
 }
 
+/// What every scripted profile contributes to an episode's seed ([`ChatModel::seed_name`]).
+pub const SEED_NAME: &str = "sim";
+
 /// The scripted model.
 pub struct SimModel {
     profile: SimProfile,
@@ -521,6 +525,14 @@ impl ChatModel for SimModel {
 
     fn simulated(&self) -> bool {
         true
+    }
+
+    /// Every profile is one scripted model: its knobs (obedience, placement, `varied`,
+    /// the judge's and planner's quality) are what runs compare, so they share draws. A
+    /// `p=0.3` agent then follows in a subset of the episodes a `p=0.5` one does, and a
+    /// judge of another AUC scores the same calls from the same normal draw.
+    fn seed_name(&self) -> &str {
+        SEED_NAME
     }
 
     fn identity(&self) -> Value {
