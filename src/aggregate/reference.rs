@@ -434,8 +434,18 @@ pub fn views(
     let mut per_attack = Vec::new();
     for a in &attacks {
         for (d, m) in &dm {
-            per_attack.extend(pooled(ALL_SUITES, a, d, m, &|r| {
-                !r.attacked() || r.attack.as_ref() == Some(a)
+            // By attack label: the bypass tasks make their own row; clean episodes from
+            // the suites the label reached.
+            let reached: Vec<&str> = summary_rows
+                .iter()
+                .filter(|r| {
+                    &r.attack == a && &r.defense == d && &r.model == m && r.suite != ALL_SUITES
+                })
+                .map(|r| r.suite.as_str())
+                .collect();
+            per_attack.extend(pooled(ALL_SUITES, a, d, m, &|r| match &r.attack {
+                Some(at) if r.attacked() => &attack_label(at, r) == a,
+                _ => !r.attacked() && reached.contains(&r.suite.as_str()),
             }));
         }
     }
