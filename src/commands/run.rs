@@ -85,9 +85,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub keep_errors: bool,
     /// How errored episodes count in every row's rates: `excluded` (their own outcome,
-    /// outside every denominator) or `agentdojo` (utility false, attack succeeded, as
-    /// AgentDojo counts them). Unset, each suite family's own: `agentdojo` for AgentDojo's
-    /// own suites (`agentdojo@…`), `excluded` for the rest.
+    /// outside every denominator) or `agentdojo` (the errors agentdojo 0.1.35 scores,
+    /// context-length ones, are utility false and attack succeeded; the rest stay outside,
+    /// as they would abort its run). Unset, each suite family's own: `agentdojo` for
+    /// AgentDojo's own suites (`agentdojo@…`), `excluded` for the rest.
     #[arg(long, value_enum)]
     pub errors_as: Option<ErrorsAs>,
     /// Mark rows whose error rate exceeds this percentage and exit 3 when any does.

@@ -232,6 +232,16 @@ pub enum ModelError {
     /// Replay mode found no recorded answer.
     #[error("replay cache miss: {0}")]
     ReplayMiss(String),
+    /// The endpoint refused the conversation as too long for the model: HTTP 400 with
+    /// error code `context_length_exceeded`, error param `max_tokens`, or a body asking to
+    /// "reduce the length of the messages." (what agentdojo 0.1.35 catches as a context-
+    /// length error). This episode fails; others go on.
+    #[error("model request failed, the conversation is too long for the model: {0}")]
+    ContextLength(String),
+    /// The endpoint answered HTTP 422 naming `max_new_tokens` (text-generation-inference's
+    /// form of a too-long conversation). This episode fails; others go on.
+    #[error("model request failed, no room left for max_new_tokens: {0}")]
+    MaxNewTokens(String),
 }
 
 /// A chat backend.

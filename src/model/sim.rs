@@ -57,6 +57,9 @@ pub struct ScriptedInjection {
     /// attacker's setting from being replaced by its own later call. Shorter than `plan`
     /// means the rest do not.
     pub replaces: Vec<bool>,
+    /// The payload asks the agent to stop (a denial-of-service attack): a follower makes
+    /// no further call and answers with `answer` alone (nothing when it is `None`).
+    pub stops: bool,
 }
 
 /// How often the scripted agent obeys injected instructions.
@@ -410,6 +413,7 @@ impl SimModel {
         let mut queue: Vec<&PlannedCall> = plan.iter().collect();
         let mut pos = 0;
         let mut injected = false;
+        let mut stopped = false;
         for m in messages {
             match m.role {
                 Role::Assistant => pos += m.tool_calls.len(),
@@ -420,6 +424,10 @@ impl SimModel {
                         && inj.payloads.iter().any(|p| reads_payload(&m.content, p))
                     {
                         let at = pos.min(queue.len());
+                        if inj.stops {
+                            queue.truncate(at);
+                            stopped = true;
+                        }
                         match self.profile.placement {
                             Placement::Insert => insert_keeping_last_word(&mut queue, at, inj),
                             Placement::Substitute => {
@@ -453,6 +461,13 @@ impl SimModel {
                 tool_call_id: None,
                 name: None,
             },
+            None if stopped => Message::assistant(
+                script
+                    .injection
+                    .as_ref()
+                    .and_then(|i| i.answer.clone())
+                    .unwrap_or_default(),
+            ),
             None => {
                 let mut answer = reference_answer.to_string();
                 if injected
@@ -691,6 +706,7 @@ mod tests {
                 payloads: vec![follow_payload.into()],
                 answer: Some("Try Chez Attacker.".into()),
                 replaces: vec![true],
+                stops: false,
             }),
             seed: 7,
             alternatives: Vec::new(),

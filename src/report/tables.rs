@@ -284,7 +284,7 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
         Column::figure(
             "errors",
             "Err",
-            "Errored episodes (their own outcome, outside the rates' denominators unless errors_as is agentdojo).",
+            "Errored episodes (their own outcome, outside the rates' denominators; with errors_as agentdojo, context-length errors count inside them as AgentDojo scores them).",
             Show::File,
             |r: &Row| Value::Count(r.errors),
         ),
@@ -298,7 +298,7 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
         Column::figure(
             "errors_as",
             "Errors as",
-            "How errored episodes count in rates: excluded (their own outcome), agentdojo (utility false, attack succeeded; the default for AgentDojo's own suites) or mixed (a row pooling both: each episode by its suite's).",
+            "How errored episodes count in rates: excluded (their own outcome), agentdojo (the errors agentdojo 0.1.35 scores, context-length ones, are utility false and attack succeeded, the rest excluded; the default for AgentDojo's own suites) or mixed (a row pooling both: each episode by its suite's).",
             Show::File,
             |r: &Row| Value::Text(r.errors_as.as_str().into()),
         ),

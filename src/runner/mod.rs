@@ -121,6 +121,14 @@ impl JobKey {
     }
 }
 
+/// Whether `attack` is one the suite's provider marks as denial of service.
+fn denial_of_service(suite: &Suite, attack: &Attack) -> bool {
+    match (&suite.external, &attack.provider_attack) {
+        (Some(x), Some(name)) => x.dos_attacks.iter().any(|a| a == name),
+        _ => false,
+    }
+}
+
 /// One cell of the matrix.
 #[derive(Clone)]
 pub struct Job {
@@ -195,8 +203,16 @@ impl RunPlan {
                             push(None);
                         }
                         for ai in 0..self.attacks.len() {
+                            let dos = denial_of_service(suite, &self.attacks[ai]);
                             for (ii, it) in suite.injection_tasks.iter().enumerate() {
-                                if let Some(f) = &self.injection_tasks
+                                // AgentDojo runs a denial-of-service attack once per user
+                                // task, with the suite's first injection task whatever the
+                                // selection (its target is not what is measured).
+                                if dos {
+                                    if ii > 0 {
+                                        break;
+                                    }
+                                } else if let Some(f) = &self.injection_tasks
                                     && !f.iter().any(|x| x == it.id.as_str())
                                 {
                                     continue;
@@ -315,6 +331,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
                 placements: vectors.into_iter().map(|v| (v, payload.clone())).collect(),
                 plan: &task.plan,
                 provider_attack: attack.provider_attack.as_deref(),
+                denial_of_service: denial_of_service(suite, attack),
             }
         }
         JobAttack::Sample(i) => {
@@ -328,6 +345,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
                 placements: sample.inject.clone(),
                 plan: sample.attacker_plan(task),
                 provider_attack: None,
+                denial_of_service: false,
             }
         }
     });
@@ -401,7 +419,8 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         flagged_outputs: result.stats.flagged_outputs,
         cost: result.cost,
         latency_ms: result.latency_ms,
-        error: result.error,
+        error_kind: result.error.as_ref().map(|e| e.kind),
+        error: result.error.map(|e| e.message),
         harmful_call: result.harmful_call,
         bypass_pair,
         notes: result.notes,
