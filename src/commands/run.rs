@@ -886,7 +886,7 @@ pub fn summary_text(report: &RunReport, options: &report::TextOptions) -> Result
 
 /// The paper's main table of a finished run, with its title.
 fn main_table(out: &std::path::Path, options: &report::TextOptions) -> Result<String, String> {
-    let doc = report::document(std::slice::from_ref(&out.to_path_buf()), 0)?;
+    let doc = report::document(std::slice::from_ref(&out.to_path_buf()), 0, None)?;
     let Some(mut main) = doc.tables.into_iter().find(|g| g.id == "main") else {
         return Ok(String::new());
     };

@@ -6,6 +6,7 @@ pub mod compare;
 pub mod formats;
 pub mod html;
 pub mod plots;
+pub mod published;
 pub mod runs;
 pub mod tables;
 pub mod text;
@@ -392,6 +393,9 @@ pub struct Document {
     pub tables: Vec<Grid>,
     pub per_defense: Vec<Row>,
     pub per_suite: Vec<Row>,
+    /// With `--reference`: the run's rows of AgentDojo's suites beside published ones
+    /// (also the `reference` table), for the HTML figure.
+    pub beside: Option<Vec<published::BesideRow>>,
     /// Per defense (aligned with `per_defense`): S_align of approved and blocked calls.
     pub scores: Vec<(Vec<u64>, Vec<u64>)>,
     pub episodes: Vec<runs::Episode>,
@@ -402,8 +406,13 @@ pub struct Document {
 pub use crate::aggregate::SCORE_BINS;
 
 /// Reads runs (merged by episode key, refused when their settings differ) into a
-/// document; `per_outcome` episodes of each outcome per cell are kept for drill-down.
-pub fn document(dirs: &[PathBuf], per_outcome: usize) -> Result<Document, String> {
+/// document; `per_outcome` episodes of each outcome per cell are kept for drill-down;
+/// `reference` adds the table of published results beside the run's.
+pub fn document(
+    dirs: &[PathBuf],
+    per_outcome: usize,
+    reference: Option<&published::References>,
+) -> Result<Document, String> {
     let loaded = runs::load(dirs, per_outcome)?;
     let mut summary = summary_of(&loaded, true);
     let views = tables::views(&loaded.aggregate, &summary.rows, &summary.order);
@@ -411,6 +420,11 @@ pub fn document(dirs: &[PathBuf], per_outcome: usize) -> Result<Document, String
         summary.breakdown = loaded.aggregate.breakdown();
     }
     let mut tables = tables::paper_tables(&summary.rows, &views, &summary.breakdown);
+    let beside = reference.map(|refs| published::beside(&loaded.aggregate, &summary.rows, refs));
+    let beside = beside.map(|b| {
+        tables.push(b.grid);
+        b.rows
+    });
     for g in &mut tables {
         if g.id == "summary" {
             g.footnotes = summary.footnotes.clone();
@@ -432,6 +446,7 @@ pub fn document(dirs: &[PathBuf], per_outcome: usize) -> Result<Document, String
         tables,
         per_defense: views.per_defense,
         per_suite: views.per_suite,
+        beside,
         scores,
         episodes: loaded.episodes,
         runs: loaded.dirs,

@@ -558,6 +558,7 @@ pub const TABLE_IDS: &[&str] = &[
     "per-class",
     "efficiency",
     "why",
+    "reference",
 ];
 
 /// Sets each row's token overhead against `none` on the same suite, attack and model.

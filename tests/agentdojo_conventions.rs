@@ -2,7 +2,7 @@
 //! itself as `agentdojo` (examples/toy_provider.rs): only a context-length error is a
 //! failed task and a successful attack; every other error (a crashed defense or provider)
 //! is an error, in Err and never an attack; a denial-of-service attack succeeds when the
-//! user task fails.
+//! user task fails; published results stand beside a run's rows, labelled and apart.
 
 mod common;
 use common::*;
@@ -219,4 +219,208 @@ fn a_denial_of_service_attack_succeeds_when_the_user_task_fails() {
     // The obedient agent stops where it reads the payload, leaving the counter at 0: the
     // attack succeeded, though no call of the injection task was made.
     assert_eq!(outcome("sim:obedient"), (false, true));
+}
+
+fn report(tmp: &Path, out: &Path, args: &[&str]) -> String {
+    let o = bench(tmp)
+        .arg("--suites-dir")
+        .arg(toy_as_agentdojo(tmp))
+        .arg("report")
+        .arg(out)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+#[test]
+fn published_results_stand_beside_the_runs_rows_in_every_format() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run_toy(
+        tmp.path(),
+        "r",
+        &[
+            "--attack",
+            "agentdojo:important_instructions",
+            "--model",
+            "sim:p=0.5",
+            "--defense",
+            "none,spotlight,melon,audit",
+        ],
+    );
+    let json: Value = serde_json::from_str(&report(
+        tmp.path(),
+        &out,
+        &["--reference", "published", "--format", "json"],
+    ))
+    .unwrap();
+    let table = json["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == "reference")
+        .expect("the reference table");
+    let rows = table["rows"].as_array().unwrap();
+    let of = |origin: &str| {
+        rows.iter()
+            .filter(|r| r["origin"] == origin)
+            .collect::<Vec<_>>()
+    };
+    // One row of the run per defense that has published company; audit has none.
+    let run: Vec<&str> = of("this run")
+        .iter()
+        .map(|r| r["defense"].as_str().unwrap())
+        .collect();
+    assert_eq!(run, ["none", "spotlight", "melon"]);
+    let published = of("published");
+    for r in &published {
+        assert!(r["source"].as_str().is_some_and(|s| !s.is_empty()), "{r}");
+        assert_eq!(r["attack"], "agentdojo:important_instructions", "{r}");
+        assert!(r["n_attacked"].is_null(), "no episodes of ours: {r}");
+    }
+    // The leaderboard's figures, as published, beside the undefended and spotlight rows.
+    let find = |defense: &str, model: &str| {
+        published
+            .iter()
+            .find(|r| r["defense"] == defense && r["model"] == model)
+            .unwrap_or_else(|| panic!("{defense} {model}"))
+    };
+    let none = find("no defense", "gpt-4o-2024-05-13");
+    assert_eq!(
+        (
+            none["asr"].as_f64(),
+            none["ua"].as_f64(),
+            none["bu"].as_f64()
+        ),
+        (Some(0.4769), Some(0.5008), Some(0.6907))
+    );
+    assert!(none["source"].as_str().unwrap().contains("leaderboard"));
+    let spot = find("spotlighting_with_delimiting", "gpt-4o-2024-05-13");
+    assert_eq!(spot["asr"].as_f64(), Some(0.4165));
+    assert_eq!(find("MELON", "o3-mini")["asr"].as_f64(), Some(0.0175));
+    // Figures only where the source gives one.
+    let ipi = published
+        .iter()
+        .find(|r| r["model"] == "gpt-4o-mini" && r["defense"] == "no defense")
+        .unwrap();
+    assert!(ipi["ua"].is_null(), "{ipi}");
+    // Published rows come right after the run's row they stand beside.
+    let order: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["origin"].as_str().unwrap(),
+                r["defense"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let spot_at = order
+        .iter()
+        .position(|o| *o == ("this run", "spotlight"))
+        .unwrap();
+    assert_eq!(
+        order[spot_at + 1],
+        ("published", "spotlighting_with_delimiting")
+    );
+    let notes = table["footnotes"].to_string();
+    assert!(notes.contains("never pooled, ranked or starred"), "{notes}");
+    assert!(
+        table["notes"]
+            .to_string()
+            .contains("[1] AgentDojo leaderboard [2nd]"),
+        "{table}"
+    );
+    assert!(
+        notes.contains("cover 1 of AgentDojo's four suites"),
+        "{notes}"
+    );
+
+    // CSV: the table alone, fractions and the full source.
+    let csv = report(
+        tmp.path(),
+        &out,
+        &["--reference", "published", "--format", "csv"],
+    );
+    assert!(
+        csv.lines()
+            .next()
+            .unwrap()
+            .starts_with("origin,defense,model,benchmark,attack,asr,"),
+        "{csv}"
+    );
+    assert!(
+        csv.contains("published,no defense,gpt-4o-2024-05-13,v1 (4 suites),agentdojo:important_instructions,0.4769,"),
+        "{csv}"
+    );
+    // Terminal, Markdown and LaTeX: labelled rows and the numbered sources.
+    for format in ["table", "md", "latex"] {
+        let text = report(
+            tmp.path(),
+            &out,
+            &["--reference", "published", "--format", format],
+        );
+        for needle in ["published", "47.7", "41.6", "[1]", "AgentDojo leaderboard"] {
+            assert!(text.contains(needle), "{format} lacks {needle}:\n{text}");
+        }
+    }
+    // HTML: the table and the figure, published points hollow and labelled.
+    let html = report(
+        tmp.path(),
+        &out,
+        &["--reference", "published", "--format", "html"],
+    );
+    assert!(html.contains("id=\"plot-reference\""), "the figure");
+    assert!(
+        html.contains("class=\"point reference\""),
+        "hollow published points"
+    );
+    assert!(html.contains("no defense · gpt-4o-2024-05-13 (AgentDojo leaderboard [2nd])"));
+    // Without --reference nothing of it shows.
+    let plain = report(tmp.path(), &out, &["--format", "html"]);
+    assert!(!plain.contains("plot-reference") && !plain.contains("leaderboard"));
+}
+
+#[test]
+fn a_reference_file_of_ones_own_is_checked_row_by_row() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run_toy(
+        tmp.path(),
+        "r",
+        &["--attack", "agentdojo:shout", "--model", "sim:oracle"],
+    );
+    let file = tmp.path().join("mine.csv");
+    std::fs::write(
+        &file,
+        "defense,as_published,model,version,suites,attack,bu,ua,asr,source,secondary,note\n\
+         none,no defense,m-1,v1,all,shout,90,80,10,my lab's run,false,\n",
+    )
+    .unwrap();
+    let text = report(
+        tmp.path(),
+        &out,
+        &["--reference", file.to_str().unwrap(), "--format", "md"],
+    );
+    assert!(text.contains("my lab"), "{text}");
+    // A figure out of range names the file, the row and the field.
+    std::fs::write(
+        &file,
+        "defense,as_published,model,version,suites,attack,bu,ua,asr,source,secondary,note\n\
+         none,no defense,m-1,v1,all,shout,90,80,110,my lab's run,false,\n",
+    )
+    .unwrap();
+    let o = bench(tmp.path())
+        .arg("--suites-dir")
+        .arg(toy_as_agentdojo(tmp.path()))
+        .arg("report")
+        .arg(&out)
+        .args(["--reference", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("mine.csv: row 2 (no defense): field `asr`"),
+        "{err}"
+    );
 }
