@@ -39,7 +39,7 @@ pub struct Injection<'a> {
 
 /// What failed in an errored episode, recorded beside the message so a convention can
 /// tell kinds apart (AgentDojo scores two of them as a failed task and a successful
-/// attack: `crate::metrics::agentdojo_scores`).
+/// attack: `agentdojo_scores` in the metrics module).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
