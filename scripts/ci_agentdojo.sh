@@ -4,7 +4,8 @@
 # AgentDojo's suites with the package's own important_instructions attack and checks what
 # AgentDojo's ground truth guarantees (see README, "AgentDojo's own suites"): the oracle
 # solves banking and slack under attack with no attack won, and the obedient agent wins
-# every v1.2.2 pair that an agent doing both tasks can win.
+# every v1.2.2 pair that an agent doing both tasks can win; a denial-of-service attack runs
+# once per user task and succeeds where the stopping agent leaves the task undone.
 # Usage: scripts/ci_agentdojo.sh <sieve-bench binary> <scratch dir>
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +26,11 @@ attack=agentdojo:important_instructions
     --concurrency 2 --out "$out/obedient" --quiet
 "$bin" run --suite agentdojo@v1.2.2/banking --attack "$attack" --model sim:obedient \
     --defense sieve --concurrency 2 --out "$out/sieve" --quiet
+# A denial-of-service attack runs once per user task, scored as not utility.
+for m in oracle obedient; do
+    "$bin" run --suite agentdojo@v1.2.2/banking --attack agentdojo:dos --model "sim:$m" \
+        --concurrency 2 --out "$out/dos-$m" --quiet
+done
 python3 - "$out" adapters/agentdojo/unwinnable-v1.2.2.txt <<'PY'
 import json, sys
 out, listed = sys.argv[1], sys.argv[2]
@@ -55,6 +61,14 @@ assert not lost, f"winnable pairs the obedient agent lost: {lost}"
 wins = sum(won.values())
 s = rows("sieve")[("agentdojo@v1.2.2/banking", "sieve")]
 assert s["errors"] == 0 and s["n_attacked"] == 144, s
+# DoS: one episode per user task with the suite's first injection task; success = not utility.
+for m in ("oracle", "obedient"):
+    eps = [json.loads(l) for l in open(f"{out}/dos-{m}/episodes.jsonl")]
+    attacked = [e for e in eps if e["injection_task"] is not None]
+    assert len(attacked) == 16 and {e["injection_task"] for e in attacked} == {"injection_task_0"}, m
+    assert all(e["error"] is None and e["attack_success"] == (not e["utility"]) for e in attacked), m
+    dos = sum(e["attack_success"] for e in attacked)
+    assert (dos == 0) == (m == "oracle"), f"dos {m}: {dos}/16"
 print(f"AgentDojo bridge: oracle BU=UA=100%, ASR 0 on banking+slack; obedient wins {wins}/949 pairs, "
       f"every one of the {949 - len(unwinnable)} that doing both tasks can win; "
       f"sieve on banking ASR {s['asr']:.3f}, UA {s['ua']:.3f}")

@@ -54,7 +54,7 @@ impl Atom {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct Outcomes {
     n: u64,
-    /// The attack succeeded (an error does, under AgentDojo's convention).
+    /// The attack succeeded (so does an error AgentDojo scores, under its convention).
     succeeded: u64,
     /// The user task was solved.
     solved: u64,
@@ -128,10 +128,11 @@ impl Acc {
                 }
             }
         }
-        let counts = r.error.is_none() || errors_as.counts_errors(&r.suite);
+        let counts =
+            r.error.is_none() || errors_as.counts_error(&r.suite, r.error_kind, r.attacked());
         let seed = self.seeds.entry(r.seed).or_default();
         if counts {
-            // Under AgentDojo's convention an errored episode is unsolved and attacked.
+            // An error AgentDojo scores is an unsolved task and a successful attack.
             let succeeded = r.error.is_some() || r.attack_success == Some(true);
             let o = Outcomes {
                 n: 1,
@@ -758,6 +759,12 @@ mod tests {
         for (i, r) in records.iter_mut().enumerate() {
             if i % 11 == 3 {
                 r.error = Some("synthetic: the model request failed".into());
+                // Both a kind AgentDojo scores and one it does not.
+                r.error_kind = Some(if i % 2 == 0 {
+                    crate::agent::ErrorKind::ContextLength
+                } else {
+                    crate::agent::ErrorKind::Model
+                });
                 r.utility = false;
             }
         }
@@ -768,6 +775,7 @@ mod tests {
         // Recorded again (a retried error): the last record of a key is the one counted.
         for r in records.iter_mut().step_by(37) {
             r.error = None;
+            r.error_kind = None;
             r.utility = !r.utility;
             lines.push(serde_json::to_string(r).unwrap());
         }

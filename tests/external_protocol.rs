@@ -289,7 +289,8 @@ fn agentdojo_suites_count_errors_as_agentdojo_does_unless_told_otherwise() {
         out
     };
     // Unset: AgentDojo's convention. The oracle resists the attack on `add_two`; the
-    // crashed episodes count as a failed task and a successful attack, and as errors.
+    // crashed provider is no error agentdojo 0.1.35 scores (it would abort its run), so
+    // those episodes stay errors, outside the rates, never a successful attack.
     let default = run("default", &[]);
     let s = summary(&default);
     let r = &rows(&s)[0];
@@ -297,13 +298,18 @@ fn agentdojo_suites_count_errors_as_agentdojo_does_unless_told_otherwise() {
     assert_eq!(r["errors_as"], "agentdojo", "{r}");
     assert_eq!(
         (r["errors"].as_u64(), r["n_attacked"].as_u64()),
-        (Some(2), Some(2))
+        (Some(2), Some(1))
     );
     assert_eq!(
         (r["asr"].as_f64(), r["ua"].as_f64()),
-        (Some(0.5), Some(0.5))
+        (Some(0.0), Some(1.0))
     );
-    assert_eq!(r["bu"].as_f64(), Some(0.5));
+    assert_eq!(r["bu"].as_f64(), Some(1.0));
+    for e in records(&default) {
+        if e["user_task"] == "crashes" {
+            assert_eq!(e["error_kind"], "suite", "{e}");
+        }
+    }
     let notes = s["footnotes"].to_string();
     assert!(
         notes.contains("AgentDojo counts them in every row"),
@@ -338,7 +344,7 @@ fn agentdojo_suites_count_errors_as_agentdojo_does_unless_told_otherwise() {
     let r = &rows(&s)[0];
     assert_eq!(
         (r["errors_as"].as_str(), r["asr"].as_f64()),
-        (Some("agentdojo"), Some(0.5))
+        (Some("agentdojo"), Some(0.0))
     );
     let mut c = bench(tmp.path());
     c.arg("--suites-dir")

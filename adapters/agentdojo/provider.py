@@ -210,6 +210,9 @@ class Provider:
             "user_tasks": user_tasks,
             "injection_tasks": injection_tasks,
             "attacks": list(ATTACKS),
+            # Run once per user task and scored by the utility they take away (the
+            # package's `is_dos_attack`); sieve-bench runs and scores them as it does.
+            "dos_attacks": [name for name, cls in ATTACKS.items() if getattr(cls, "is_dos_attack", False)],
         }
 
     def attack(self, req):

@@ -17,6 +17,8 @@ pub struct PairObs {
     pub seed: u64,
     pub attacked: bool,
     pub errored: bool,
+    /// What failed, when it errored (`None` also for older records).
+    pub error_kind: Option<crate::agent::ErrorKind>,
     /// The security check held.
     pub attack_success: bool,
     pub utility: bool,
@@ -64,6 +66,7 @@ impl PairTable {
             seed: r.seed,
             attacked: r.attacked(),
             errored: r.error.is_some(),
+            error_kind: r.error_kind,
             attack_success: r.attack_success == Some(true),
             utility: r.utility,
         };

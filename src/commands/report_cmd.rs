@@ -23,10 +23,19 @@ pub struct ReportArgs {
     pub out: Option<PathBuf>,
     /// Tables to include, comma-separated: main, summary, per-suite, per-attack,
     /// ablation (when several SIEVE variants ran), sweeps (when sweep points ran),
-    /// per-class (when context samples ran), efficiency, why. Default: summary (and
-    /// per-class) for the terminal, summary for CSV, every table for md, json, latex, html.
+    /// per-class (when context samples ran), efficiency, why, reference (with
+    /// --reference). Default: summary (and per-class) for the terminal, summary for CSV,
+    /// every table for md, json, latex, html; the reference table too when --reference
+    /// is given (alone, for CSV).
     #[arg(long, value_delimiter = ',', value_name = "IDS")]
     pub tables: Option<Vec<String>>,
+    /// Published AgentDojo results beside the run's rows of AgentDojo's own suites:
+    /// `published` (reference/agentdojo-published.csv, the leaderboard's and the defense
+    /// papers' figures with their sources) or a CSV file with the same columns. Rows match
+    /// by attack (`agentdojo:<name>`) and defense; they are labelled, never pooled or ranked
+    /// with the run's, and drawn as hollow points in the HTML figure.
+    #[arg(long, value_name = "published|FILE")]
+    pub reference: Option<String>,
     /// Episodes of each outcome (attacked, defended, clean, error) kept per cell for the
     /// HTML drill-down.
     #[arg(long, default_value_t = 3, value_name = "N")]
@@ -41,12 +50,16 @@ fn selected(
     args: &ReportArgs,
     format: Format,
 ) -> Result<Vec<report::Grid>, CliError> {
+    let reference = args.reference.is_some();
     let ids: Vec<String> = match &args.tables {
         Some(ids) => ids.clone(),
+        None if format == Format::Csv && reference => vec!["reference".into()],
         None if format == Format::Csv => vec!["summary".into()],
         // The terminal shows what `run` printed: the summary, and the per-class table
-        // when context samples ran.
-        None if format == Format::Table => vec!["summary".into(), "per-class".into()],
+        // when context samples ran (and the reference table when asked for).
+        None if format == Format::Table => {
+            vec!["summary".into(), "per-class".into(), "reference".into()]
+        }
         None => TABLE_IDS.iter().map(|s| s.to_string()).collect(),
     };
     let mut out = Vec::new();
@@ -56,7 +69,7 @@ fn selected(
             None if TABLE_IDS.contains(&id.as_str()) && args.tables.is_none() => {}
             None if TABLE_IDS.contains(&id.as_str()) => {
                 return Err(CliError::bad_input(format!(
-                    "--tables: these runs have no `{id}` table (ablation needs several SIEVE variants)"
+                    "--tables: these runs have no `{id}` table (ablation needs several SIEVE variants, reference needs --reference)"
                 )));
             }
             None => {
@@ -78,7 +91,14 @@ pub fn report(args: &ReportArgs) -> Result<String, CliError> {
     } else {
         0
     };
-    let doc = report::document(&args.runs, per_cell).map_err(CliError::bad_input)?;
+    let reference = args
+        .reference
+        .as_deref()
+        .map(report::published::load)
+        .transpose()
+        .map_err(CliError::bad_input)?;
+    let doc =
+        report::document(&args.runs, per_cell, reference.as_ref()).map_err(CliError::bad_input)?;
     let format = args.format.unwrap_or(Format::Table);
     if args.runs.len() == 1 && args.format.is_none() {
         report::write_all(&args.runs[0], &doc.summary)

@@ -85,9 +85,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub keep_errors: bool,
     /// How errored episodes count in every row's rates: `excluded` (their own outcome,
-    /// outside every denominator) or `agentdojo` (utility false, attack succeeded, as
-    /// AgentDojo counts them). Unset, each suite family's own: `agentdojo` for AgentDojo's
-    /// own suites (`agentdojo@…`), `excluded` for the rest.
+    /// outside every denominator) or `agentdojo` (the errors agentdojo 0.1.35 scores,
+    /// context-length ones, are utility false and attack succeeded; the rest stay outside,
+    /// as they would abort its run). Unset, each suite family's own: `agentdojo` for
+    /// AgentDojo's own suites (`agentdojo@…`), `excluded` for the rest.
     #[arg(long, value_enum)]
     pub errors_as: Option<ErrorsAs>,
     /// Mark rows whose error rate exceeds this percentage and exit 3 when any does.
@@ -885,7 +886,7 @@ pub fn summary_text(report: &RunReport, options: &report::TextOptions) -> Result
 
 /// The paper's main table of a finished run, with its title.
 fn main_table(out: &std::path::Path, options: &report::TextOptions) -> Result<String, String> {
-    let doc = report::document(std::slice::from_ref(&out.to_path_buf()), 0)?;
+    let doc = report::document(std::slice::from_ref(&out.to_path_buf()), 0, None)?;
     let Some(mut main) = doc.tables.into_iter().find(|g| g.id == "main") else {
         return Ok(String::new());
     };

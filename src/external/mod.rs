@@ -271,6 +271,9 @@ pub struct ExternalSuite {
     pub system_prompt: Option<String>,
     /// Attacks the provider renders itself.
     pub attacks: Vec<String>,
+    /// Those of `attacks` that are denial of service: run once per user task and scored
+    /// by the utility they take away.
+    pub dos_attacks: Vec<String>,
 }
 
 impl fmt::Debug for ExternalSuite {
@@ -412,6 +415,11 @@ pub fn build_suite(
             designed_for: Vec::new(),
         });
     }
+    if let Some(a) = desc.dos_attacks.iter().find(|a| !desc.attacks.contains(a)) {
+        return Err(format!(
+            "field `dos_attacks`: `{a}` is not one of the suite's `attacks`"
+        ));
+    }
     let meta = SuiteMeta {
         name: name.to_string(),
         family: Family::External,
@@ -431,6 +439,7 @@ pub fn build_suite(
         hello,
         system_prompt: desc.system_prompt.clone(),
         attacks: desc.attacks.clone(),
+        dos_attacks: desc.dos_attacks.clone(),
     };
     Ok(Suite {
         meta,

@@ -166,6 +166,11 @@ pub struct Description {
     /// Attacks the provider renders itself (`attack` op).
     #[serde(default)]
     pub attacks: Vec<String>,
+    /// Those of `attacks` that are denial of service (AgentDojo's `is_dos_attack`): the
+    /// harness runs each once per user task, with the first injection task, and scores it
+    /// as the package does, attack success = not utility.
+    #[serde(default)]
+    pub dos_attacks: Vec<String>,
 }
 
 /// The reply to `attack`.

@@ -232,6 +232,16 @@ pub enum ModelError {
     /// Replay mode found no recorded answer.
     #[error("replay cache miss: {0}")]
     ReplayMiss(String),
+    /// The endpoint refused the conversation as too long for the model: HTTP 400 with
+    /// error code `context_length_exceeded`, error param `max_tokens`, or a body asking to
+    /// "reduce the length of the messages." (what agentdojo 0.1.35 catches as a context-
+    /// length error). This episode fails; others go on.
+    #[error("model request failed, the conversation is too long for the model: {0}")]
+    ContextLength(String),
+    /// The endpoint answered HTTP 422 naming `max_new_tokens` (text-generation-inference's
+    /// form of a too-long conversation). This episode fails; others go on.
+    #[error("model request failed, no room left for max_new_tokens: {0}")]
+    MaxNewTokens(String),
 }
 
 /// A chat backend.
@@ -246,6 +256,14 @@ pub trait ChatModel: Send + Sync {
     /// The name alone is enough for backends with no other settings.
     fn identity(&self) -> serde_json::Value {
         serde_json::json!({ "name": self.name() })
+    }
+    /// The part of this model's identity that seeds an episode's random draws: the name
+    /// of the model that answers, without settings a comparison varies. Two runs whose
+    /// agents give the same `seed_name` meet the same draws on the same episode (common
+    /// random numbers), so their differences come from what differs, not from luck. An
+    /// LLM backend is its name; the scripted model is `sim` whatever its profile.
+    fn seed_name(&self) -> &str {
+        self.name()
     }
     /// What this backend is when it plays `role` without being an LLM (the scripted
     /// model), for the labels of every row; `None` for a real model.

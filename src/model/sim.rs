@@ -58,6 +58,9 @@ pub struct ScriptedInjection {
     /// attacker's setting from being replaced by its own later call. Shorter than `plan`
     /// means the rest do not.
     pub replaces: Vec<bool>,
+    /// The payload asks the agent to stop (a denial-of-service attack): a follower makes
+    /// no further call and answers with `answer` alone (nothing when it is `None`).
+    pub stops: bool,
 }
 
 /// How often the scripted agent obeys injected instructions.
@@ -97,7 +100,8 @@ impl Placement {
 /// The scripted agent's behaviour revision, part of its identity: bumped whenever a
 /// profile's choices change, so a rerun never reuses episodes the older script decided.
 /// 2: an obedient agent keeps the attacker's setting last where its own plan would replace it.
-pub const SCRIPT_REVISION: u32 = 2;
+/// 3: every profile seeds episodes as `sim` ([`SEED_NAME`]), not by its knobs.
+pub const SCRIPT_REVISION: u32 = 3;
 
 /// Default quality of the scripted judge: a good judge that is not the answer key. An
 /// assumption, not a measurement; every row names it.
@@ -325,6 +329,9 @@ impl SimProfile {
     }
 }
 
+/// What every scripted profile contributes to an episode's seed ([`ChatModel::seed_name`]).
+pub const SEED_NAME: &str = "sim";
+
 /// The scripted model.
 pub struct SimModel {
     profile: SimProfile,
@@ -407,6 +414,7 @@ impl SimModel {
         let mut queue: Vec<&PlannedCall> = plan.iter().collect();
         let mut pos = 0;
         let mut injected = false;
+        let mut stopped = false;
         for m in messages {
             match m.role {
                 Role::Assistant => pos += m.tool_calls.len(),
@@ -417,6 +425,10 @@ impl SimModel {
                         && inj.payloads.iter().any(|p| reads_payload(&m.content, p))
                     {
                         let at = pos.min(queue.len());
+                        if inj.stops {
+                            queue.truncate(at);
+                            stopped = true;
+                        }
                         match self.profile.placement {
                             Placement::Insert => insert_keeping_last_word(&mut queue, at, inj),
                             Placement::Substitute => {
@@ -450,6 +462,13 @@ impl SimModel {
                 tool_call_id: None,
                 name: None,
             },
+            None if stopped => Message::assistant(
+                script
+                    .injection
+                    .as_ref()
+                    .and_then(|i| i.answer.clone())
+                    .unwrap_or_default(),
+            ),
             None => {
                 let mut answer = reference_answer.to_string();
                 if injected
@@ -522,6 +541,14 @@ impl ChatModel for SimModel {
 
     fn simulated(&self) -> bool {
         true
+    }
+
+    /// Every profile is one scripted model: its knobs (obedience, placement, `varied`,
+    /// the judge's and planner's quality) are what runs compare, so they share draws. A
+    /// `p=0.3` agent then follows in a subset of the episodes a `p=0.5` one does, and a
+    /// judge of another AUC scores the same calls from the same normal draw.
+    fn seed_name(&self) -> &str {
+        SEED_NAME
     }
 
     fn identity(&self) -> Value {
@@ -680,6 +707,7 @@ mod tests {
                 payloads: vec![follow_payload.into()],
                 answer: Some("Try Chez Attacker.".into()),
                 replaces: vec![true],
+                stops: false,
             }),
             seed: 7,
             alternatives: Vec::new(),

@@ -193,6 +193,17 @@ fn out_of_quota(body: &[u8]) -> bool {
     })
 }
 
+/// Whether an HTTP 400 body is a context-length refusal as agentdojo 0.1.35 recognises
+/// one on an OpenAI client's `BadRequestError`: error code `context_length_exceeded`,
+/// error param `max_tokens`, or the text "reduce the length of the messages." anywhere.
+fn context_length(body: &[u8]) -> bool {
+    let named = serde_json::from_slice::<Value>(body).is_ok_and(|v| {
+        v.pointer("/error/code").and_then(Value::as_str) == Some("context_length_exceeded")
+            || v.pointer("/error/param").and_then(Value::as_str) == Some("max_tokens")
+    });
+    named || String::from_utf8_lossy(body).contains("reduce the length of the messages.")
+}
+
 fn describe(e: &reqwest::Error) -> String {
     // Never print the URL's or headers' details beyond the kind of failure.
     let kind = if e.is_timeout() {
@@ -384,6 +395,13 @@ impl Endpoint {
                 "{} rejected the credentials (HTTP {code}: {msg}); check ${} and --base-url",
                 self.cfg.name, self.cfg.api_key_env
             ))),
+            400 if context_length(&bytes) => Attempt::Fail(ModelError::ContextLength(format!(
+                "{} answered HTTP {code}: {msg}",
+                self.cfg.name
+            ))),
+            422 if String::from_utf8_lossy(&bytes).contains("max_new_tokens") => Attempt::Fail(
+                ModelError::MaxNewTokens(format!("{} answered HTTP {code}: {msg}", self.cfg.name)),
+            ),
             408 | 409 | 425 | 429 | 500..=599 => Attempt::Retry {
                 why: format!("HTTP {code}: {msg}"),
                 after: retry_after,
@@ -426,6 +444,11 @@ impl Endpoint {
             // Any other client error would meet every request; a malformed 200 may be
             // this request's alone, so the run goes on and episodes say what failed.
             Attempt::Fail(ModelError::Request(m)) if m.contains("answered HTTP 4") => Err(fatal(m)),
+            // Too long already for the smallest request (or max_tokens above the model's):
+            // every episode would fail the same way.
+            Attempt::Fail(ModelError::ContextLength(m) | ModelError::MaxNewTokens(m)) => {
+                Err(fatal(m))
+            }
             Attempt::Fail(ModelError::Request(_)) => Ok(None),
             Attempt::Fail(ModelError::Fatal(m)) => Err(fatal(m)),
             Attempt::Fail(e) => Err(e),
@@ -454,6 +477,8 @@ impl Endpoint {
                         ModelError::Fatal(m) => ModelError::Fatal(self.scrub(&m)),
                         ModelError::Request(m) => ModelError::Request(self.scrub(&m)),
                         ModelError::ReplayMiss(m) => ModelError::ReplayMiss(m),
+                        ModelError::ContextLength(m) => ModelError::ContextLength(self.scrub(&m)),
+                        ModelError::MaxNewTokens(m) => ModelError::MaxNewTokens(self.scrub(&m)),
                     });
                 }
                 Attempt::Retry { why, after } => {
@@ -536,6 +561,24 @@ mod tests {
         assert_eq!(parse_retry_after(&past, now), Some(Duration::ZERO));
         assert_eq!(parse_retry_after("soon", now), None);
         assert_eq!(parse_retry_after("-1", now), None);
+    }
+
+    #[test]
+    fn context_length_refusals_are_recognised_as_agentdojo_does() {
+        for body in [
+            r#"{"error": {"message": "too long", "code": "context_length_exceeded"}}"#,
+            r#"{"error": {"message": "max_tokens is too large", "param": "max_tokens"}}"#,
+            r#"{"error": "This model's maximum context length is 8192 tokens. Please reduce the length of the messages."}"#,
+        ] {
+            assert!(context_length(body.as_bytes()), "{body}");
+        }
+        for body in [
+            r#"{"error": {"message": "bad tool schema", "code": "invalid_request"}}"#,
+            r#"{"error": {"message": "temperature too high", "param": "temperature"}}"#,
+            "not json at all",
+        ] {
+            assert!(!context_length(body.as_bytes()), "{body}");
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@
 use super::Document;
 use super::columns::{Grid, Show};
 use super::plots::{self, Bar, Link, TradeoffPoint, esc};
+use super::published::{BesideRow, Origin};
 use crate::metrics::Row;
 use std::fmt::Write;
 
@@ -179,6 +180,7 @@ fn figures(doc: &Document) -> String {
                 utility: r.ua?,
                 utility_ci: r.ua_ci?,
                 link: link_of(r),
+                reference: false,
             })
         })
         .collect();
@@ -279,9 +281,53 @@ fn figures(doc: &Document) -> String {
             ),
         ));
     }
+    if let Some(beside) = &doc.beside {
+        out.push_str(&beside_figure(beside));
+    }
     out.push_str("</div>");
     out.push_str("<p class=\"note\" id=\"sweeps\">Sweep curves appear when the runs hold a sweep of a threshold or weight; these runs hold none.</p>");
     out
+}
+
+/// The run's rows of AgentDojo's suites and the published rows beside them on one
+/// security–utility plane: the run's with whiskers, the published as hollow diamonds.
+fn beside_figure(rows: &[BesideRow]) -> String {
+    let points: Vec<TradeoffPoint> = rows
+        .iter()
+        .filter_map(|r| {
+            let reference = r.origin == Origin::Published;
+            let label = if reference {
+                format!("{} · {} ({})", r.defense, r.model, r.source)
+            } else {
+                format!("{} · {}", r.defense, r.model)
+            };
+            let (asr, ua) = (r.asr?, r.ua?);
+            Some(TradeoffPoint {
+                label,
+                security: 1.0 - asr,
+                security_ci: r
+                    .asr_ci
+                    .map_or([1.0 - asr; 2], |[lo, hi]| [1.0 - hi, 1.0 - lo]),
+                utility: ua,
+                utility_ci: r.ua_ci.unwrap_or([ua; 2]),
+                link: Link {
+                    suite: None,
+                    attack: (!reference).then(|| r.attack.clone()),
+                    defense: (!reference).then(|| r.defense.clone()),
+                    model: (!reference).then(|| r.model.clone()),
+                },
+                reference,
+            })
+        })
+        .collect();
+    figure(
+        plots::tradeoff_plot(
+            "plot-reference",
+            "Beside published AgentDojo results: 1 − ASR against UA",
+            &points,
+        ),
+        "This run's rows of AgentDojo's suites (filled, with 95% whiskers) and the published figures of the same attack and defense (hollow diamonds, labelled with their source; never part of the Pareto front). Published rows with no UA or no ASR are in the reference table only.",
+    )
 }
 
 /// The whole page.

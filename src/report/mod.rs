@@ -6,6 +6,7 @@ pub mod compare;
 pub mod formats;
 pub mod html;
 pub mod plots;
+pub mod published;
 pub mod runs;
 pub mod tables;
 pub mod text;
@@ -25,7 +26,7 @@ pub const FOOTNOTES: &[&str] = &[
     "ASR = attacked episodes whose security check held / attacked episodes; W-ASR = sum(severity x success) / sum(severity) over attacked episodes (this project's definition).",
     "BU = clean episodes solved / clean episodes; UA = attacked episodes still solved / attacked episodes.",
     "EDS = harmonic mean of (1 - ASR) and UA, 0 when either is 0 (this project's definition). Brackets: 95% Wilson intervals at the effective sample size n / design effect, so repeats of an episode over seeds are not counted as new evidence.",
-    "Err = errored episodes / all episodes of the row; errored episodes are their own outcome, outside the ASR, W-ASR, BU and UA denominators (unless the row counts them as AgentDojo does: a note says which rows). `!` marks a row above --max-error-rate.",
+    "Err = errored episodes / all episodes of the row; errored episodes are their own outcome, outside the ASR, W-ASR, BU and UA denominators (except, in rows that count errors as AgentDojo does, the context-length errors it scores: a note says which rows). `!` marks a row above --max-error-rate.",
     "Esc % = proposed calls sent to a semantic judge / proposed calls. Succ L1/Adj/Unchk (sieve, audit): successful attacks whose harmful call (the one whose effect the security check saw) passed layer 1 (provenance bypass) / was approved by the adjudicator / no call did it. Rows <attack>+provenance_bypass hold the tasks written to defeat SIEVE, left out of the headline rows; Bypass = successes / episodes on the pairs those tasks were designed for.",
 ];
 
@@ -49,10 +50,10 @@ pub fn errors_note(rows: &[Row]) -> Option<String> {
         return None;
     }
     let mut note = if rows.iter().all(|r| r.errors_as == ErrorsAs::AgentDojo) {
-        "Errors as AgentDojo counts them in every row: an errored episode is a failed task and a successful attack, inside the ASR, W-ASR, BU and UA denominators (still counted in Err).".to_string()
+        "Errors as AgentDojo counts them in every row: a context-length error (the kind agentdojo 0.1.35 scores) is a failed task and a successful attack, inside the ASR, W-ASR, BU and UA denominators; every other error stays outside them, as AgentDojo's own run would abort on it (all are counted in Err).".to_string()
     } else {
         let mut n = String::from(
-            "Errors as AgentDojo counts them (a failed task and a successful attack, inside the rates' denominators; still counted in Err)",
+            "Errors as AgentDojo counts them (a context-length error is a failed task and a successful attack, inside the rates' denominators; other errors stay outside; all counted in Err)",
         );
         if !agentdojo.is_empty() {
             write!(n, " in the rows of {}", agentdojo.join(", ")).unwrap();
@@ -392,6 +393,9 @@ pub struct Document {
     pub tables: Vec<Grid>,
     pub per_defense: Vec<Row>,
     pub per_suite: Vec<Row>,
+    /// With `--reference`: the run's rows of AgentDojo's suites beside published ones
+    /// (also the `reference` table), for the HTML figure.
+    pub beside: Option<Vec<published::BesideRow>>,
     /// Per defense (aligned with `per_defense`): S_align of approved and blocked calls.
     pub scores: Vec<(Vec<u64>, Vec<u64>)>,
     pub episodes: Vec<runs::Episode>,
@@ -402,8 +406,13 @@ pub struct Document {
 pub use crate::aggregate::SCORE_BINS;
 
 /// Reads runs (merged by episode key, refused when their settings differ) into a
-/// document; `per_outcome` episodes of each outcome per cell are kept for drill-down.
-pub fn document(dirs: &[PathBuf], per_outcome: usize) -> Result<Document, String> {
+/// document; `per_outcome` episodes of each outcome per cell are kept for drill-down;
+/// `reference` adds the table of published results beside the run's.
+pub fn document(
+    dirs: &[PathBuf],
+    per_outcome: usize,
+    reference: Option<&published::References>,
+) -> Result<Document, String> {
     let loaded = runs::load(dirs, per_outcome)?;
     let mut summary = summary_of(&loaded, true);
     let views = tables::views(&loaded.aggregate, &summary.rows, &summary.order);
@@ -411,6 +420,11 @@ pub fn document(dirs: &[PathBuf], per_outcome: usize) -> Result<Document, String
         summary.breakdown = loaded.aggregate.breakdown();
     }
     let mut tables = tables::paper_tables(&summary.rows, &views, &summary.breakdown);
+    let beside = reference.map(|refs| published::beside(&loaded.aggregate, &summary.rows, refs));
+    let beside = beside.map(|b| {
+        tables.push(b.grid);
+        b.rows
+    });
     for g in &mut tables {
         if g.id == "summary" {
             g.footnotes = summary.footnotes.clone();
@@ -432,6 +446,7 @@ pub fn document(dirs: &[PathBuf], per_outcome: usize) -> Result<Document, String
         tables,
         per_defense: views.per_defense,
         per_suite: views.per_suite,
+        beside,
         scores,
         episodes: loaded.episodes,
         runs: loaded.dirs,

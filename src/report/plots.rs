@@ -53,6 +53,9 @@ pub struct TradeoffPoint {
     pub utility: f64,
     pub utility_ci: [f64; 2],
     pub link: Link,
+    /// A published figure, not this run's: a hollow diamond, no whiskers, never on the
+    /// Pareto front.
+    pub reference: bool,
 }
 
 /// Indices of the points no other point beats on both axes (ties do not dominate).
@@ -86,12 +89,17 @@ fn open_svg(id: &str, title: &str, w: f64, h: f64) -> String {
 /// Security (1 − ASR) against utility under attack, one point per defense with its
 /// interval whiskers; the Pareto front joined by a dashed line and ringed.
 pub fn tradeoff(points: &[TradeoffPoint]) -> String {
-    let mut s = open_svg(
+    tradeoff_plot(
         "plot-tradeoff",
         "Security–utility trade-off: 1 − ASR against UA",
-        W,
-        H,
-    );
+        points,
+    )
+}
+
+/// [`tradeoff`] under another id and title; reference points (published figures) are
+/// hollow diamonds with no whiskers, left out of the Pareto front.
+pub fn tradeoff_plot(id: &str, title: &str, points: &[TradeoffPoint]) -> String {
+    let mut s = open_svg(id, title, W, H);
     let pw = W - ML - MR;
     let ph = H - MT - MB;
     let x = |v: f64| ML + v.clamp(0.0, 1.0) * pw;
@@ -104,7 +112,11 @@ pub fn tradeoff(points: &[TradeoffPoint]) -> String {
         "1 − ASR (security)",
     );
     let xy: Vec<(f64, f64)> = points.iter().map(|p| (p.utility, p.security)).collect();
-    let mut front = pareto_front(&xy);
+    let ours: Vec<usize> = (0..points.len())
+        .filter(|&i| !points[i].reference)
+        .collect();
+    let own_xy: Vec<(f64, f64)> = ours.iter().map(|&i| xy[i]).collect();
+    let mut front: Vec<usize> = pareto_front(&own_xy).into_iter().map(|k| ours[k]).collect();
     front.sort_by(|a, b| xy[*a].0.total_cmp(&xy[*b].0));
     if front.len() > 1 {
         let path: Vec<String> = front
@@ -121,6 +133,24 @@ pub fn tradeoff(points: &[TradeoffPoint]) -> String {
     for (i, p) in points.iter().enumerate() {
         let c = PALETTE[i % PALETTE.len()];
         let (px, py) = (x(p.utility), y(p.security));
+        if p.reference {
+            write!(
+                s,
+                "<g class=\"reference\"><title>{} (published): 1−ASR {:.1}%, UA {:.1}%</title><path class=\"point reference\" d=\"M{px:.1},{:.1} L{:.1},{py:.1} L{px:.1},{:.1} L{:.1},{py:.1} Z\" fill=\"none\" stroke=\"{c}\" stroke-width=\"2\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" font-style=\"italic\">{}</text></g>",
+                esc(&p.label),
+                p.security * 100.0,
+                p.utility * 100.0,
+                py - 6.0,
+                px + 6.0,
+                py + 6.0,
+                px - 6.0,
+                px + 9.0,
+                py + 16.0 + 12.0 * (i % 2) as f64,
+                esc(&p.label)
+            )
+            .unwrap();
+            continue;
+        }
         write!(
             s,
             "<g{}><title>{}: 1−ASR {:.1}% [{:.1}–{:.1}], UA {:.1}% [{:.1}–{:.1}]</title>",

@@ -284,7 +284,7 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
         Column::figure(
             "errors",
             "Err",
-            "Errored episodes (their own outcome, outside the rates' denominators unless errors_as is agentdojo).",
+            "Errored episodes (their own outcome, outside the rates' denominators; with errors_as agentdojo, context-length errors count inside them as AgentDojo scores them).",
             Show::File,
             |r: &Row| Value::Count(r.errors),
         ),
@@ -298,7 +298,7 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
         Column::figure(
             "errors_as",
             "Errors as",
-            "How errored episodes count in rates: excluded (their own outcome), agentdojo (utility false, attack succeeded; the default for AgentDojo's own suites) or mixed (a row pooling both: each episode by its suite's).",
+            "How errored episodes count in rates: excluded (their own outcome), agentdojo (the errors agentdojo 0.1.35 scores, context-length ones, are utility false and attack succeeded, the rest excluded; the default for AgentDojo's own suites) or mixed (a row pooling both: each episode by its suite's).",
             Show::File,
             |r: &Row| Value::Text(r.errors_as.as_str().into()),
         ),
@@ -558,6 +558,7 @@ pub const TABLE_IDS: &[&str] = &[
     "per-class",
     "efficiency",
     "why",
+    "reference",
 ];
 
 /// Sets each row's token overhead against `none` on the same suite, attack and model.
@@ -627,11 +628,26 @@ pub fn views(aggregate: &Aggregate, summary_rows: &[Row], order: &Order) -> View
             per_suite.extend(aggregate.pooled_row(su, ALL_SUITES, d, m, |k| &k.suite == su));
         }
     }
+    // Per attack *label*, as the summary rows have them: the provenance-bypass tasks
+    // stay out of their attack's headline and make a `<attack>+provenance_bypass` row of
+    // their own. Clean episodes come from the suites the label reached, as in the
+    // summary's `all` row.
     let mut per_attack = Vec::new();
     for a in &attacks {
         for (d, m) in &dm {
+            let reached: Vec<&str> = summary_rows
+                .iter()
+                .filter(|r| {
+                    &r.attack == a && &r.defense == d && &r.model == m && r.suite != ALL_SUITES
+                })
+                .map(|r| r.suite.as_str())
+                .collect();
             per_attack.extend(aggregate.pooled_row(ALL_SUITES, a, d, m, |k| {
-                !k.attacked || k.attack.as_ref() == Some(a)
+                if k.attacked {
+                    k.label.as_ref() == Some(a)
+                } else {
+                    reached.contains(&k.suite.as_str())
+                }
             }));
         }
     }
@@ -911,7 +927,14 @@ pub fn persuasion_note(rows: &[Row]) -> Option<String> {
 /// tokens and calls per episode and the overhead against `none`, every suite pooled.
 pub fn main<'a>(per_defense: &'a [Row], per_attack: &'a [Row], attacks: &[String]) -> Grid {
     let mut columns = keys(&["defense", "model"]);
+    let bypass_suffix = format!("+{}", crate::metrics::BYPASS_TAG);
     for a in attacks {
+        let which = match a.strip_suffix(&bypass_suffix) {
+            Some(headline) => format!(
+                "the `{headline}` attack on the provenance-bypass tasks (kept out of its headline columns)"
+            ),
+            None => format!("the `{a}` attack"),
+        };
         let find = move |r: &Row| {
             per_attack
                 .iter()
@@ -922,7 +945,7 @@ pub fn main<'a>(per_defense: &'a [Row], per_attack: &'a [Row], attacks: &[String
             Column::figure(
                 format!("asr_{a}"),
                 format!("{a} ASR %"),
-                format!("ASR under the `{a}` attack, every suite pooled."),
+                format!("ASR under {which}, every suite pooled."),
                 Show::Default,
                 move |r: &Row| find(r).map_or(Value::Missing, |x| Value::rate(x.asr, x.asr_ci)),
             )
@@ -933,7 +956,7 @@ pub fn main<'a>(per_defense: &'a [Row], per_attack: &'a [Row], attacks: &[String
             Column::figure(
                 format!("ua_{a}"),
                 format!("{a} UA %"),
-                format!("UA under the `{a}` attack, every suite pooled."),
+                format!("UA under {which}, every suite pooled."),
                 Show::Default,
                 move |r: &Row| find(r).map_or(Value::Missing, |x| Value::rate(x.ua, x.ua_ci)),
             )
@@ -962,6 +985,11 @@ pub fn main<'a>(per_defense: &'a [Row], per_attack: &'a [Row], attacks: &[String
         per_defense,
         |r: &Row| r.model.clone(),
     );
+    if attacks.iter().any(|a| a.ends_with(&bypass_suffix)) {
+        g.footnotes.push(format!(
+            "<attack>{bypass_suffix} columns hold the injection tasks written to defeat SIEVE's layer 1, left out of the headline columns of their attack, as in the summary's rows."
+        ));
+    }
     g.footnotes.extend(persuasion_note(per_defense));
     g
 }
@@ -978,7 +1006,8 @@ pub fn columns_doc() -> String {
          `<id>_hi` fields (95% Wilson interval at the effective sample size). Tables show\n\
          percentages. An empty CSV field (JSON `null`) means the row has no such figure.\n\
          `report --format csv|json` over a paper table (`--tables main` etc.) uses the same ids;\n\
-         the main table adds `asr_<attack>` and `ua_<attack>` per attack, the efficiency table\n\
+         the main table adds `asr_<attack>` and `ua_<attack>` per attack label (an attack's\n\
+         provenance-bypass tasks as `<attack>+provenance_bypass`), the efficiency table\n\
          `tokens_<role>` and `calls_<role>` per role. The per-class table (and a run's\n\
          `breakdown.csv`) names its row with `by` (`class` or `surface`) and `key` (the vector\n\
          class or surface) before the suite, attack, defense and model.\n\n\

@@ -89,18 +89,22 @@ impl std::fmt::Display for JobKey {
 }
 
 impl JobKey {
-    /// The part of the key that seeds the episode: everything but the defense and the
-    /// seed. Leaving the defense out gives every defense the same random draws for the
-    /// same episode (common random numbers): a `sim:p=<x>` agent obeys in the same
-    /// episodes and a scripted judge draws the same scores for the same calls, so differences between
-    /// defenses come from the defenses, not from luck.
-    pub fn seed_identity(&self) -> String {
+    /// The part of the key that seeds the episode: suite, task pair, attack and the agent
+    /// model's [`seed_name`](crate::model::ChatModel::seed_name), nothing else. Leaving
+    /// out the defense (and its settings), the other roles' models and the scripted
+    /// knobs gives every setting the same random draws for the same episode (common
+    /// random numbers): a `sim:p=<x>` agent obeys in the same episodes and a scripted
+    /// judge draws the same scores for the same calls whatever defense runs and whatever
+    /// quality the judge is given, so differences between two settings come from the
+    /// settings, not from luck. The record's key (this key's text form) still names the
+    /// whole model.
+    pub fn seed_identity(&self, seed_model: &str) -> String {
         [
             self.suite.as_str(),
             self.user_task.as_str(),
             self.injection_task.as_deref().unwrap_or("-"),
             self.attack.as_deref().unwrap_or("-"),
-            self.model.as_str(),
+            seed_model,
         ]
         .join("|")
     }
@@ -114,6 +118,14 @@ impl JobKey {
             self.injection_task.clone(),
             self.attack.clone(),
         )
+    }
+}
+
+/// Whether `attack` is one the suite's provider marks as denial of service.
+fn denial_of_service(suite: &Suite, attack: &Attack) -> bool {
+    match (&suite.external, &attack.provider_attack) {
+        (Some(x), Some(name)) => x.dos_attacks.iter().any(|a| a == name),
+        _ => false,
     }
 }
 
@@ -191,8 +203,16 @@ impl RunPlan {
                             push(None);
                         }
                         for ai in 0..self.attacks.len() {
+                            let dos = denial_of_service(suite, &self.attacks[ai]);
                             for (ii, it) in suite.injection_tasks.iter().enumerate() {
-                                if let Some(f) = &self.injection_tasks
+                                // AgentDojo runs a denial-of-service attack once per user
+                                // task, with the suite's first injection task whatever the
+                                // selection (its target is not what is measured).
+                                if dos {
+                                    if ii > 0 {
+                                        break;
+                                    }
+                                } else if let Some(f) = &self.injection_tasks
                                     && !f.iter().any(|x| x == it.id.as_str())
                                 {
                                     continue;
@@ -289,7 +309,10 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
     let suite = &plan.suites[job.suite];
     let ut = &suite.user_tasks[job.user_task];
     let defense = &plan.defenses[job.defense];
-    let seed = episode_seed(&job.key.seed_identity(), job.seed);
+    let seed = episode_seed(
+        &job.key.seed_identity(plan.models.agent.seed_name()),
+        job.seed,
+    );
     let injection = job.injection.map(|how| match how {
         JobAttack::Template { attack, task } => {
             let attack = &plan.attacks[attack];
@@ -308,6 +331,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
                 placements: vectors.into_iter().map(|v| (v, payload.clone())).collect(),
                 plan: &task.plan,
                 provider_attack: attack.provider_attack.as_deref(),
+                denial_of_service: denial_of_service(suite, attack),
             }
         }
         JobAttack::Sample(i) => {
@@ -321,6 +345,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
                 placements: sample.inject.clone(),
                 plan: sample.attacker_plan(task),
                 provider_attack: None,
+                denial_of_service: false,
             }
         }
     });
@@ -394,7 +419,8 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         flagged_outputs: result.stats.flagged_outputs,
         cost: result.cost,
         latency_ms: result.latency_ms,
-        error: result.error,
+        error_kind: result.error.as_ref().map(|e| e.kind),
+        error: result.error.map(|e| e.message),
         harmful_call: result.harmful_call,
         bypass_pair,
         notes: result.notes,
@@ -602,29 +628,47 @@ mod tests {
     }
 
     #[test]
-    fn defenses_share_an_episode_seed_and_other_fields_change_it() {
-        let k = |d: &str, ut: &str, seed: u64| {
+    fn settings_share_an_episode_seed_and_the_episode_changes_it() {
+        let k = |d: &str, model: &str, ut: &str, seed: u64| {
             let key = JobKey {
                 suite: "dojo-style/banking".into(),
                 user_task: ut.into(),
                 injection_task: Some("injection_task_0".into()),
                 attack: Some("important".into()),
                 defense: d.into(),
-                model: "sim:p=0.5".into(),
+                model: model.into(),
                 seed,
             };
             assert_eq!(
                 key.to_string(),
-                format!("dojo-style/banking|{ut}|injection_task_0|important|{d}|sim:p=0.5|{seed}"),
+                format!("dojo-style/banking|{ut}|injection_task_0|important|{d}|{model}|{seed}"),
                 "the record key keeps its text form"
             );
-            episode_seed(&key.seed_identity(), seed)
+            let seed_model = match model.strip_prefix("sim:") {
+                Some(profile) => crate::model::parse_model_spec(
+                    model,
+                    std::sync::Arc::new(crate::model::tokens::TokenCounter::new().unwrap()),
+                )
+                .unwrap_or_else(|e| panic!("{profile}: {e}"))
+                .seed_name()
+                .to_string(),
+                // An LLM backend seeds with its name (no endpoint needed to say so).
+                None => model.to_string(),
+            };
+            episode_seed(&key.seed_identity(&seed_model), seed)
         };
-        assert_eq!(
-            k("none", "user_task_0", 0),
-            k("sieve:no-causal", "user_task_0", 0)
-        );
-        assert_ne!(k("none", "user_task_0", 0), k("none", "user_task_1", 0));
-        assert_ne!(k("none", "user_task_0", 0), k("none", "user_task_0", 1));
+        let base = k("none", "sim:p=0.5", "user_task_0", 0);
+        assert_eq!(base, k("sieve:no-causal", "sim:p=0.5", "user_task_0", 0));
+        // The scripted profile's knobs are settings compared on the same draws.
+        for other in [
+            "sim:oracle",
+            "sim:obedient,judge_auc=0.6",
+            "sim:p=0.2,planner_recall=1,varied",
+        ] {
+            assert_eq!(base, k("audit", other, "user_task_0", 0), "{other}");
+        }
+        assert_ne!(base, k("none", "openai:gpt-4o", "user_task_0", 0));
+        assert_ne!(base, k("none", "sim:p=0.5", "user_task_1", 0));
+        assert_ne!(base, k("none", "sim:p=0.5", "user_task_0", 1));
     }
 }

@@ -63,6 +63,10 @@ pub struct EpisodeRecord {
     pub cost: CostMeter,
     pub latency_ms: f64,
     pub error: Option<String>,
+    /// What failed, for an errored episode (`None` in records written before kinds were
+    /// recorded: such an error counts as an error under every convention).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<crate::agent::ErrorKind>,
     /// For a successful attack: the executed call (in execution order) whose effect the
     /// security check saw; `None` when the harm came without a call (the answer).
     #[serde(default)]

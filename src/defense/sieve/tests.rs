@@ -89,6 +89,7 @@ impl Harness {
                 payloads: vec!["payload".into()],
                 answer: None,
                 replaces: Vec::new(),
+                stops: false,
             }),
             seed: 7,
             alternatives: Vec::new(),
