@@ -165,14 +165,15 @@ pub async fn run_episode(
                 .iter()
                 .map(|c| suite.tools.get(c.tool.as_str()).is_some_and(|t| t.replaces))
                 .collect();
-            crate::model::sim::ScriptedInjection {
+            crate::model::sim::ScriptedInjection::new(
                 plan,
-                replaces,
-                payloads: rendered
+                rendered
                     .clone()
                     .unwrap_or_else(|| inj.placements.iter().map(|(_, p)| p.clone()).collect()),
-                answer: inj.task.answer.clone(),
-            }
+                Some(&inj.task.goal),
+                inj.task.answer.clone(),
+                replaces,
+            )
         }),
         seed: spec.seed,
         alternatives: suite.variants.alternatives(spec.user_task),

@@ -27,7 +27,7 @@ pub mod planner;
 use crate::defense::{
     Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall, Verdict,
 };
-use crate::model::{Component, SimHint};
+use crate::model::Component;
 use adjudicator::{Adjudication, Adjudicator, Outcome};
 use async_trait::async_trait;
 use config::{SieveConfig, Variant, Weights};
@@ -225,13 +225,8 @@ impl SieveEpisode {
     /// Runs the planner and parses its reply; on failure records it and stays fail-closed.
     async fn plan(&mut self, ctx: &mut DefenseCtx<'_>) -> Result<(), DefenseError> {
         let msgs = planner::planner_messages(ctx.suite, ctx.user_prompt, ctx.tools);
-        let hint = match ctx.script {
-            Some(s) => planner::perfect_plan(ctx.suite, s, ctx.user_prompt),
-            None => Value::Null,
-        };
-        let reply = ctx
-            .ask(Component::Planner, &msgs, SimHint::Plan(hint))
-            .await?;
+        let hint = crate::defense::scripted_plan::hint(ctx, planner::render);
+        let reply = ctx.ask(Component::Planner, &msgs, hint).await?;
         self.accept_plan(&reply.message.content, ctx);
         Ok(())
     }
