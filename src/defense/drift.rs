@@ -11,6 +11,9 @@
 //! deviation goes to a yes/no alignment judge — approved, it runs and joins the plan;
 //! refused, it is blocked with the reason and the plan, and the agent continues.
 //!
+//! Expected cost: two planner calls per episode, one isolator call per tool output and one
+//! judge call per deviating call that is not a read.
+//!
 //! Fail-closed: unreadable tool labels make every tool a write (no deviation passes
 //! unjudged); an unreadable plan is empty (every call is a deviation); an unreadable
 //! isolator reply cuts nothing but is recorded; an unreadable judge reply blocks.

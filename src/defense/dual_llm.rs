@@ -6,7 +6,9 @@
 //! `$VAR<n>.<field>` as an argument (or as part of one), and the harness substitutes it
 //! before the call runs.
 //!
-//! The quarantined model is metered as `detector`. Fail-closed: an unreadable
+//! The quarantined model is metered as `detector`; expected cost: one quarantined call per
+//! tool output (the agent's prompts get shorter: it reads field names, not outputs).
+//! Fail-closed: an unreadable
 //! quarantined reply stores nothing and the agent is told the result could not be
 //! parsed; a reference to an unknown variable or field blocks the call.
 //!

@@ -15,6 +15,8 @@
 //!   `{"inputs": text, "truncate": true}`, answering `[{"label": .., "score": ..}]`). The
 //!   paper's baseline; metered as one detector call per output.
 //!
+//! Expected cost: one classifier pass per tool output (none for `keywords`).
+//!
 //! Fail-closed: a judge reply without a score in [0,1] counts as flagged; an HTTP error
 //! or an unreadable classifier answer errors the episode (the classifier is not there).
 

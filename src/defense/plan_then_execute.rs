@@ -5,6 +5,8 @@
 //! (the pattern fixes control flow, not data flow), so an injection can still change
 //! what a planned call does, but cannot add a call.
 //!
+//! Expected cost: one planner call per episode, nothing per step.
+//!
 //! A call off the sequence is blocked and the agent is told the next planned step; the
 //! sequence does not advance. Fail-closed: a reply that is not a list of known tools
 //! leaves an empty plan, so every call is blocked, and the notes record why.

@@ -1,7 +1,10 @@
 //! `tool_filter`: before the agent starts, one planner call picks the tools the user's
-//! request needs and every other tool is withdrawn (AgentDojo's `tool_filter`). An
-//! injection that needs a withdrawn tool cannot be carried out; one that uses a kept tool
-//! still can.
+//! request needs and every other tool is withdrawn (AgentDojo's `tool_filter`,
+//! Debenedetti et al., arXiv 2406.13352). An injection that needs a withdrawn tool cannot
+//! be carried out; one that uses a kept tool still can.
+//!
+//! Expected cost: one planner call per episode (as in AgentDojo); every later prompt is
+//! shorter, since withdrawn tools leave it.
 //!
 //! Fail-closed: a reply that is not a JSON list of tool names leaves the agent with no
 //! tools, and the episode's notes record why.

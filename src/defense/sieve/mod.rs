@@ -9,6 +9,9 @@
 //! - [`adjudicator`]: `S_align` and the judge (shared with `audit`).
 //! - [`config`]: `configs/sieve.toml`: variants, thresholds, trust and risk tables.
 //!
+//! Expected cost (the paper's): one planner call per episode; per proposed call nothing
+//! when layer 1 passes, else one judge call and the embeddings of `S_sem`.
+//!
 //! Failure modes are fail-closed: a planner reply that cannot be parsed or validated is
 //! recorded and every call of the episode escalates; an unusable judge reply scores 0.
 //!
