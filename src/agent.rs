@@ -216,15 +216,16 @@ pub async fn run_episode(
                 .iter()
                 .map(|c| suite.tools.get(c.tool.as_str()).is_some_and(|t| t.replaces))
                 .collect();
-            crate::model::sim::ScriptedInjection {
+            crate::model::sim::ScriptedInjection::new(
                 plan,
-                replaces,
-                payloads: rendered
+                rendered
                     .clone()
                     .unwrap_or_else(|| inj.placements.iter().map(|(_, p)| p.clone()).collect()),
-                answer: if dos { None } else { inj.task.answer.clone() },
-                stops: dos,
-            }
+                Some(&inj.task.goal),
+                if dos { None } else { inj.task.answer.clone() },
+                replaces,
+                dos,
+            )
         }),
         seed: spec.seed,
         alternatives: suite.alternatives(spec.user_task),

@@ -131,6 +131,65 @@ fn a_malformed_plugin_reply_errors_its_episodes() {
     );
 }
 
+/// (user task, injection task) → (utility, attack success) of every episode.
+fn outcomes(eps: &[Value]) -> std::collections::BTreeMap<(String, String), (Value, Value)> {
+    eps.iter()
+        .map(|e| {
+            (
+                (
+                    e["user_task"].as_str().unwrap().to_string(),
+                    e["injection_task"].as_str().unwrap_or("-").to_string(),
+                ),
+                (e["utility"].clone(), e["attack_success"].clone()),
+            )
+        })
+        .collect()
+}
+
+/// A plugin that only inserts a marker word after each newline of every tool output, or
+/// only changes its whitespace, leaves every injected instruction readable: the obedient
+/// scripted agent follows it exactly as without a defense, episode by episode.
+#[test]
+fn a_plugin_that_only_marks_or_respaces_outputs_scores_as_none() {
+    let tmp = tempfile::tempdir().unwrap();
+    let slice = |dir: &str, defense: &str| {
+        let out = tmp.path().join(dir);
+        let mut c = bench(tmp.path());
+        c.args([
+            "run",
+            "--suite",
+            "banking",
+            "--user-tasks",
+            "user_task_0,user_task_1,user_task_3",
+            "--injection-tasks",
+            "injection_task_0,injection_task_1,injection_task_4",
+            "--model",
+            "sim:obedient",
+            "--quiet",
+            "--defense",
+            defense,
+            "--out",
+        ])
+        .arg(&out);
+        c.assert().success();
+        let eps: Vec<Value> = lines(&out.join("episodes.jsonl"))
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!(eps.iter().all(|e| e["error"].is_null()), "no errors");
+        outcomes(&eps)
+    };
+    let none = slice("none", "none");
+    assert!(
+        none.values().any(|(_, a)| a == &Value::Bool(true)),
+        "the undefended obedient agent is attacked: {none:?}"
+    );
+    for mode in ["--marker", "--whitespace"] {
+        let p = format!("{} {mode}", plugin("tests/fixtures/plugins/marker.py"));
+        assert_eq!(slice(mode.trim_start_matches('-'), &p), none, "{mode}");
+    }
+}
+
 #[test]
 fn exec_without_a_command_is_refused() {
     let tmp = tempfile::tempdir().unwrap();

@@ -111,10 +111,8 @@ pub fn list_defenses() -> String {
             format!("{}[:{}]", e.name, e.variants)
         };
         writeln!(out, "{name}\n    {} ({})", e.mechanism, e.source).unwrap();
-        if e.persuasion_only {
-            out.push_str(
-                "    works only by persuading a real model: the scripted sim agent cannot show its effect\n",
-            );
+        if let Some(caveat) = e.sim_caveat {
+            writeln!(out, "    under sim (rows marked †): {caveat}").unwrap();
         }
     }
     out.push_str(

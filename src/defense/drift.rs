@@ -11,17 +11,22 @@
 //! deviation goes to a yes/no alignment judge — approved, it runs and joins the plan;
 //! refused, it is blocked with the reason and the plan, and the agent continues.
 //!
+//! Expected cost: two planner calls per episode, one isolator call per tool output and one
+//! judge call per deviating call that is not a read.
+//!
 //! Fail-closed: unreadable tool labels make every tool a write (no deviation passes
 //! unjudged); an unreadable plan is empty (every call is a deviation); an unreadable
 //! isolator reply cuts nothing but is recorded; an unreadable judge reply blocks.
 
+use super::scripted_plan;
 use super::support::{
-    call_text, describe_tools, injected_call, json_object, plan_calls, quoting_hint, scored,
+    call_text, describe_tools, injected_call, json_object, quoting_hint, request_block, scored,
     string_list,
 };
 use super::{
     Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall, Verdict,
 };
+use crate::model::sim_roles::ScriptedPlan;
 use crate::model::{Component, Message, SimHint};
 use crate::suite::check::loose_eq;
 use async_trait::async_trait;
@@ -49,6 +54,17 @@ pub struct PlanStep {
     pub tool: String,
     pub checklist: Map<String, Value>,
     pub done: bool,
+}
+
+/// The scripted plan written as a secure plan: each step's tool and, as its checklist,
+/// the argument values the request (or setting) fixes.
+fn render(plan: &ScriptedPlan) -> String {
+    let steps: Vec<Value> = plan
+        .steps
+        .iter()
+        .map(|s| json!({"tool": s.tool, "checklist": scripted_plan::stated(s)}))
+        .collect();
+    json!({ "plan": steps }).to_string()
 }
 
 /// Parses the secure plan reply.
@@ -179,40 +195,11 @@ impl EpisodeDefense for Episode {
                 .errors
                 .push("tool labels unreadable: every tool treated as a write".into()),
         }
-        let prompt_lc = self.prompt.to_lowercase();
-        let items = plan_calls(ctx.script.map(|s| s.as_ref()))
-            .iter()
-            .map(|c| {
-                let checklist: Map<String, Value> = c
-                    .args
-                    .as_object()
-                    .map(|m| {
-                        m.iter()
-                            .filter(|(_, v)| {
-                                let s = match v {
-                                    Value::String(s) => s.to_lowercase(),
-                                    o => o.to_string(),
-                                };
-                                !s.is_empty() && prompt_lc.contains(&s)
-                            })
-                            .map(|(k, v)| (k.clone(), v.clone()))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                json!({"tool": c.tool.as_str(), "checklist": checklist}).to_string()
-            })
-            .collect();
         let msgs = vec![
             Message::system(PLAN_SYSTEM),
-            Message::user(format!(
-                "## The request\n{}\n\n## Tools\n{tools}",
-                self.prompt
-            )),
+            Message::user(format!("{}\n\n## Tools\n{tools}", request_block(ctx))),
         ];
-        let hint = SimHint::Planned {
-            items,
-            template: "{\"plan\": [{items}]}".into(),
-        };
+        let hint = scripted_plan::hint(ctx, render);
         let reply = ctx.ask(Component::Planner, &msgs, hint).await?;
         match parse_plan(&reply.message.content) {
             Some(p) => self.plan = p,

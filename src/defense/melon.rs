@@ -10,8 +10,16 @@
 //! agent is acting on injected instructions: the call is refused and the episode stops.
 //!
 //! The masked run uses the agent's model and is metered as `detector`; the comparisons
-//! are metered as `embedding`. Fail-closed: a masked reply whose call arguments are not
-//! JSON keeps the raw text as the cached call, so it can still match.
+//! are metered as `embedding`. Expected cost: one masked call per tool output and one
+//! embedding per proposed call once the cache holds a call: about one extra model call per
+//! agent step (the SIEVE paper reports MELON at 3.3× SIEVE's tokens). Fail-closed: a masked reply whose call arguments are not JSON
+//! keeps the raw text as the cached call, so it can still match.
+//!
+//! Under `sim` the masked run is not the scripted follower (which would make detection
+//! perfect): it is a detector of the profile's `judge_auc` that reproduces the injection
+//! task's calls in a seeded `2·judge_auc − 1` share of episodes whose outputs carry a
+//! readable instruction, and proposes nothing from clean content, so at `judge_auc = 0.5`
+//! MELON stops nothing and scores as `none`.
 
 use super::support::{call_text, number, options};
 use super::{

@@ -15,6 +15,7 @@ pub mod pi_detector;
 pub mod plan_then_execute;
 pub mod plugin;
 pub mod sandwich;
+pub mod scripted_plan;
 pub mod sieve;
 pub mod spotlight;
 pub mod support;
@@ -242,9 +243,10 @@ pub struct Entry {
     pub mechanism: &'static str,
     /// The paper or project it comes from.
     pub source: &'static str,
-    /// Works only by persuading a real model (delimiters, repeated prompts): the scripted
-    /// agent ignores prompt wording, so its `sim` rows cannot show the effect.
-    pub persuasion_only: bool,
+    /// What of this defense's effect on a real model the scripted agent cannot represent
+    /// (marking, delimiting, reminders, a quarantined reader), for the label of its `sim`
+    /// rows; `None` when the scripted roles model all of it.
+    pub sim_caveat: Option<&'static str>,
     /// Part of `--defense all`.
     pub in_all: bool,
     pub build: Builder,
@@ -276,13 +278,11 @@ fn build_sieve(variant: Option<&str>, opts: &BuildOptions) -> Result<Arc<dyn Def
 }
 
 fn build_spotlight(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
-    no_variant("spotlight", v)?;
-    Ok(Arc::new(spotlight::Spotlight))
+    Ok(Arc::new(spotlight::Spotlight::build(v)?))
 }
 
 fn build_sandwich(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
-    no_variant("sandwich", v)?;
-    Ok(Arc::new(sandwich::Sandwich))
+    Ok(Arc::new(sandwich::Sandwich::build(v)?))
 }
 
 fn build_tool_filter(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
@@ -345,7 +345,7 @@ pub const REGISTRY: &[Entry] = &[
         variants: "",
         mechanism: "the undefended agent",
         source: "baseline",
-        persuasion_only: false,
+        sim_caveat: None,
         in_all: true,
         build: build_none,
     },
@@ -354,7 +354,7 @@ pub const REGISTRY: &[Entry] = &[
         variants: "",
         mechanism: "SIEVE's adjudicator on every proposed call (always-on semantic audit)",
         source: "SIEVE/CCA, arXiv 2512.06716",
-        persuasion_only: false,
+        sim_caveat: None,
         in_all: true,
         build: build_audit,
     },
@@ -363,25 +363,29 @@ pub const REGISTRY: &[Entry] = &[
         variants: "<variant>][@<threshold|w_sem|w_causal|w_prov|w_risk>=<x>",
         mechanism: "intent graph + layer-1 control/data-flow checks + adjudicator on deviations",
         source: "SIEVE/CCA, arXiv 2512.06716",
-        persuasion_only: false,
+        sim_caveat: None,
         in_all: true,
         build: build_sieve,
     },
     Entry {
         name: "spotlight",
-        variants: "",
-        mechanism: "tool outputs wrapped in markers; the system prompt says never to obey text inside them",
-        source: "Hines et al., arXiv 2403.14720; AgentDojo's spotlighting_with_delimiting",
-        persuasion_only: true,
+        variants: "tagged|datamark|base64",
+        mechanism: "tool outputs wrapped in << >> and the system prompt says never to obey text between them (AgentDojo's words); variants: named tags, datamarking, base64 encoding",
+        source: "Hines et al., arXiv 2403.14720; AgentDojo 0.1.35's spotlighting_with_delimiting",
+        sim_caveat: Some(
+            "it marks tool outputs as data; the scripted agent reads past marks and encodings, so the row shows cost, not effect",
+        ),
         in_all: true,
         build: build_spotlight,
     },
     Entry {
         name: "sandwich",
-        variants: "",
-        mechanism: "the user's request repeated after every round of tool results",
-        source: "AgentDojo's repeat_user_prompt (the sandwich defense), arXiv 2406.13352",
-        persuasion_only: true,
+        variants: "reminder",
+        mechanism: "the user's request repeated word for word after every round of tool results; variant: wrapped in a reminder",
+        source: "AgentDojo 0.1.35's repeat_user_prompt (the sandwich defense), arXiv 2406.13352",
+        sim_caveat: Some(
+            "it reminds the model of the task; the scripted agent ignores reminders, so the row shows cost, not effect",
+        ),
         in_all: true,
         build: build_sandwich,
     },
@@ -390,16 +394,16 @@ pub const REGISTRY: &[Entry] = &[
         variants: "",
         mechanism: "one planner call picks the tools the request needs; the others are withdrawn",
         source: "AgentDojo's tool_filter, arXiv 2406.13352",
-        persuasion_only: false,
+        sim_caveat: None,
         in_all: true,
         build: build_tool_filter,
     },
     Entry {
         name: "pi_detector",
-        variants: "lexical|judge|http=<url>[,threshold=<x>]",
-        mechanism: "a prompt-injection detector on every tool output; a flagged output is replaced by a notice",
+        variants: "keywords|judge|http=<url>[,threshold=<x>]",
+        mechanism: "a prompt-injection detector on every tool output (by default a keyword list; judge: the judge model; http: a classifier such as DeBERTa); a flagged output is replaced by a notice",
         source: "AgentDojo's PI detector (ProtectAI DeBERTa, threshold 0.5), arXiv 2406.13352",
-        persuasion_only: false,
+        sim_caveat: None,
         in_all: true,
         build: build_pi_detector,
     },
@@ -408,7 +412,7 @@ pub const REGISTRY: &[Entry] = &[
         variants: "",
         mechanism: "the tool sequence is fixed by a planner before any data is read; calls off it are blocked",
         source: "Beurer-Kellner et al., design patterns, arXiv 2506.08837",
-        persuasion_only: false,
+        sim_caveat: None,
         in_all: true,
         build: build_plan_then_execute,
     },
@@ -417,7 +421,9 @@ pub const REGISTRY: &[Entry] = &[
         variants: "",
         mechanism: "a quarantined model turns tool outputs into typed values; the agent sees only $VAR references",
         source: "Willison's dual LLM; Beurer-Kellner et al., design patterns, arXiv 2506.08837",
-        persuasion_only: false,
+        sim_caveat: Some(
+            "a quarantined reader; the scripted agent passes values from its script, not by reference, so utility is overstated and value-borne attacks are not shown",
+        ),
         in_all: true,
         build: build_dual_llm,
     },
@@ -426,25 +432,27 @@ pub const REGISTRY: &[Entry] = &[
         variants: "threshold=<x>",
         mechanism: "masked re-execution per tool output; a call matching a masked-run call (cosine > 0.8) stops the episode",
         source: "MELON, Zhu et al., ICML 2025, arXiv 2502.05174",
-        persuasion_only: false,
+        sim_caveat: None,
         in_all: true,
         build: build_melon,
     },
     Entry {
         name: "ipiguard",
         variants: "",
-        mechanism: "tool dependency graph planned up front; off-graph writes get a fake success, off-graph reads may expand it",
+        mechanism: "tool dependency graph planned up front; unknown arguments estimated, each result expanded; off-graph writes get a fake success, off-graph reads run",
         source: "IPIGuard, An et al., EMNLP 2025",
-        persuasion_only: false,
+        sim_caveat: None,
         in_all: true,
         build: build_ipiguard,
     },
     Entry {
         name: "task_shield",
         variants: "epsilon=<x>",
-        mechanism: "user instructions extracted once; each call scored for contributing to them; blocked at or below epsilon",
+        mechanism: "user instructions extracted first; every step's and tool output's instructions extracted and scored for contributing to them; calls at or below epsilon blocked, misaligned output instructions reported",
         source: "Task Shield, Jia et al., ACL 2025, arXiv 2412.16682",
-        persuasion_only: false,
+        sim_caveat: Some(
+            "its warning about instructions in tool outputs is a reminder the scripted agent ignores; its checks of calls are modelled",
+        ),
         in_all: true,
         build: build_task_shield,
     },
@@ -453,16 +461,16 @@ pub const REGISTRY: &[Entry] = &[
         variants: "",
         mechanism: "tool labels + secure plan with checklist; injection isolator on outputs; dynamic validator on deviations",
         source: "DRIFT, Li et al., NeurIPS 2025, arXiv 2506.12104",
-        persuasion_only: false,
+        sim_caveat: None,
         in_all: true,
         build: build_drift,
     },
     Entry {
         name: "argus",
         variants: "",
-        mechanism: "influence provenance with dynamic trust; invariants, segmenter, grounder and entailment before non-read calls",
+        mechanism: "influence provenance with dynamic trust; invariants, segmenter, trust-gated grounder and entailment before non-read calls",
         source: "ARGUS, arXiv 2605.03378",
-        persuasion_only: false,
+        sim_caveat: None,
         in_all: true,
         build: build_argus,
     },
@@ -473,11 +481,11 @@ pub fn entry(name: &str) -> Option<&'static Entry> {
     REGISTRY.iter().find(|e| e.name == name)
 }
 
-/// Whether a defense (as named in records, `pi_detector:judge`) works only by persuading a
-/// real model.
-pub fn persuasion_only(defense: &str) -> bool {
+/// What of a defense's effect (as named in records, `spotlight:datamark`) the scripted
+/// agent cannot represent, for the label of its simulated rows.
+pub fn sim_caveat(defense: &str) -> Option<&'static str> {
     let base = defense.split_once(':').map_or(defense, |(n, _)| n);
-    entry(base).is_some_and(|e| e.persuasion_only)
+    entry(base).and_then(|e| e.sim_caveat)
 }
 
 /// Names accepted by `--defense`, for help and error messages.

@@ -2,16 +2,20 @@
 //! detector baseline, which runs ProtectAI's DeBERTa classifier with threshold 0.5). An
 //! output scored at or above the threshold is replaced by a notice and the agent goes on.
 //!
-//! Backends (`pi_detector:<backend>[,threshold=<x>]`):
-//! - `lexical` (default): an offline keyword scorer, no model and no network. It catches
-//!   text that talks to the assistant in the usual ways and misses injections written to
-//!   blend into data; its rows say `lexical`, never "DeBERTa".
+//! Backends (`pi_detector:<backend>[,threshold=<x>]`); the row's name always says which
+//! one detected (`pi_detector:keywords`, `pi_detector:judge`, `pi_detector:http=<url>`):
+//! - `keywords` (default; `lexical` is accepted too): an offline list of generic override
+//!   phrases, no model and no network. It catches text that talks to the assistant in the
+//!   usual ways and misses injections written to blend into data; its rows say
+//!   `keywords`, never "DeBERTa".
 //! - `judge`: the judge model prompted as a detector; under `sim` a classifier of the
 //!   profile's `judge_auc`.
 //! - `http=<url>`: a classification endpoint such as text-embeddings-inference serving
 //!   `protectai/deberta-v3-base-prompt-injection-v2` (`POST {url}` with
 //!   `{"inputs": text, "truncate": true}`, answering `[{"label": .., "score": ..}]`). The
 //!   paper's baseline; metered as one detector call per output.
+//!
+//! Expected cost: one classifier pass per tool output (none for `keywords`).
 //!
 //! Fail-closed: a judge reply without a score in [0,1] counts as flagged; an HTTP error
 //! or an unreadable classifier answer errors the episode (the classifier is not there).
@@ -94,7 +98,7 @@ impl PiDetector {
         let opts = options(
             "pi_detector",
             variant,
-            &["lexical", "judge", "http", "threshold"],
+            &["keywords", "lexical", "judge", "http", "threshold"],
         )?;
         let threshold = number(
             "pi_detector",
@@ -104,12 +108,12 @@ impl PiDetector {
             0.0,
             1.0,
         )?;
-        let chosen: Vec<&String> = ["lexical", "judge", "http"]
+        let chosen: Vec<&String> = ["keywords", "lexical", "judge", "http"]
             .iter()
             .filter_map(|k| opts.get_key_value(*k).map(|(k, _)| k))
             .collect();
         if chosen.len() > 1 {
-            return Err("pi_detector takes one backend: lexical, judge or http=<url>".into());
+            return Err("pi_detector takes one backend: keywords, judge or http=<url>".into());
         }
         let (backend, label) = match opts.get("http") {
             Some(url) => {
@@ -128,20 +132,13 @@ impl PiDetector {
                 )
             }
             None if opts.contains_key("judge") => (Backend::Judge, "judge".to_string()),
-            None => (Backend::Lexical, String::new()),
+            None => (Backend::Lexical, "keywords".to_string()),
         };
-        let mut parts: Vec<String> = Vec::new();
-        if !label.is_empty() {
-            parts.push(label);
-        }
+        let mut parts: Vec<String> = vec![label];
         if threshold != DEFAULT_THRESHOLD {
             parts.push(format!("threshold={threshold}"));
         }
-        let name = if parts.is_empty() {
-            "pi_detector".to_string()
-        } else {
-            format!("pi_detector:{}", parts.join(","))
-        };
+        let name = format!("pi_detector:{}", parts.join(","));
         Ok(PiDetector {
             name,
             backend,
@@ -342,7 +339,15 @@ mod tests {
 
     #[test]
     fn variants_parse_and_name_themselves() {
-        assert_eq!(PiDetector::build(None).unwrap().name, "pi_detector");
+        // The name says what detects: a keyword list by default.
+        assert_eq!(
+            PiDetector::build(None).unwrap().name,
+            "pi_detector:keywords"
+        );
+        assert_eq!(
+            PiDetector::build(Some("lexical")).unwrap().name,
+            "pi_detector:keywords"
+        );
         assert_eq!(
             PiDetector::build(Some("judge,threshold=0.7")).unwrap().name,
             "pi_detector:judge,threshold=0.7"

@@ -5,13 +5,17 @@
 //! (the pattern fixes control flow, not data flow), so an injection can still change
 //! what a planned call does, but cannot add a call.
 //!
+//! Expected cost: one planner call per episode, nothing per step.
+//!
 //! A call off the sequence is blocked and the agent is told the next planned step; the
 //! sequence does not advance. Fail-closed: a reply that is not a list of known tools
 //! leaves an empty plan, so every call is blocked, and the notes record why.
 
-use super::support::{describe_tools, plan_calls, string_list};
+use super::scripted_plan;
+use super::support::{describe_tools, request_block, string_list};
 use super::{Defense, DefenseCtx, DefenseError, EpisodeDefense, ProposedCall, Verdict};
-use crate::model::{Component, Message, SimHint};
+use crate::model::sim_roles::ScriptedPlan;
+use crate::model::{Component, Message};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
@@ -27,6 +31,12 @@ struct Episode {
     plan: Vec<String>,
     next: usize,
     planner_error: Option<String>,
+}
+
+/// The scripted plan written as this planner's reply: its tools in order, each time.
+fn render(plan: &ScriptedPlan) -> String {
+    let steps: Vec<&str> = plan.steps.iter().map(|s| s.tool.as_str()).collect();
+    json!({ "steps": steps }).to_string()
 }
 
 /// The decision for a proposed tool against the fixed plan; advances it on a match.
@@ -55,18 +65,12 @@ impl EpisodeDefense for Episode {
         let msgs = vec![
             Message::system(SYSTEM),
             Message::user(format!(
-                "## The user's request\n{}\n\n## Tools\n{}",
-                ctx.user_prompt.trim(),
+                "{}\n\n## Tools\n{}",
+                request_block(ctx),
                 describe_tools(ctx.tools, ctx.suite)
             )),
         ];
-        let hint = SimHint::Planned {
-            items: plan_calls(ctx.script.map(|s| s.as_ref()))
-                .iter()
-                .map(|c| json!(c.tool.as_str()).to_string())
-                .collect(),
-            template: "{\"steps\": [{items}]}".into(),
-        };
+        let hint = scripted_plan::hint(ctx, render);
         let reply = ctx.ask(Component::Planner, &msgs, hint).await?;
         match string_list(&reply.message.content, "steps") {
             Some(steps) => {

@@ -1,11 +1,11 @@
 //! What several baselines share: variant options, reading JSON out of a model reply,
 //! describing tools in prompts, and the sim hints built from the episode script.
 //!
-//! The script-reading helpers ([`injected_call`], [`carries_payload`], [`plan_tools`])
+//! The script-reading helpers ([`injected_call`], [`carries_payload`], [`instruction_quotes`])
 //! only ever feed a [`SimHint`]: the scripted model turns them into an answer of its
 //! profile's stated quality. No defense decision reads them.
 
-use crate::model::sim::{EpisodeScript, reads_payload};
+use crate::model::sim::EpisodeScript;
 use crate::model::{SimHint, ToolSchema};
 use crate::suite::check::loose_eq;
 use serde_json::Value;
@@ -91,6 +91,19 @@ pub fn string_list(reply: &str, key: &str) -> Option<Vec<String>> {
         .collect()
 }
 
+/// The request as a defense's planner is shown it: the setting (persona, today's date)
+/// when the suite gives one, then the user's request. Every planner prompt starts with
+/// it, so every planner has the same information.
+pub fn request_block(ctx: &super::DefenseCtx<'_>) -> String {
+    let setting = ctx.suite.meta.setting();
+    let request = ctx.user_prompt.trim();
+    if setting.is_empty() {
+        format!("## The user's request\n{request}")
+    } else {
+        format!("{setting}\n\n## The user's request\n{request}")
+    }
+}
+
 /// The tools as a prompt lists them.
 pub fn describe_tools(tools: &[ToolSchema], suite: &crate::suite::Suite) -> String {
     let mut s = String::new();
@@ -143,45 +156,57 @@ pub fn injected_call(script: Option<&EpisodeScript>, tool: &str, args: &Value) -
     s.injection.as_ref().is_some_and(|i| i.plan.iter().any(m)) && !s.user_plan.iter().any(m)
 }
 
-/// For the sim hint only: whether text shows the episode's injected payload.
+/// For the sim hint only: whether an instruction the episode injected is readable in
+/// `text` (the true class a simulated detector's score is drawn for).
 pub fn carries_payload(script: Option<&EpisodeScript>, text: &str) -> bool {
     script
         .and_then(|s| s.injection.as_ref())
-        .is_some_and(|i| i.payloads.iter().any(|p| reads_payload(text, p)))
+        .is_some_and(|i| i.readable_in(text))
+}
+
+/// For the sim hint only: the injected instructions as `text` renders them (each
+/// readable occurrence, from its first word to its last), what a detector that found
+/// them would quote.
+pub fn instruction_quotes(script: Option<&EpisodeScript>, text: &str) -> Vec<String> {
+    let mut quotes: Vec<String> = Vec::new();
+    for i in script
+        .and_then(|s| s.injection.as_ref())
+        .map_or(&[][..], |i| &i.instructions)
+    {
+        for span in i.spans_in(text) {
+            let q = text[span].to_string();
+            if !quotes.contains(&q) {
+                quotes.push(q);
+            }
+        }
+    }
+    quotes
 }
 
 /// For the sim hint only: a detector that quotes the injected text it found. Fires when
-/// the text carries the episode's payload; its quote is that payload, or (a false alarm)
-/// the text's first line. `field` names the reply's list, `key` the memo of the draw.
+/// the text carries a readable instruction; its quotes are the instruction as the text
+/// renders it, or (a false alarm) the text's first line. `field` names the reply's list,
+/// `key` the memo of the draw.
 pub fn quoting_hint(
     script: Option<&EpisodeScript>,
     text: &str,
     key: String,
     field: &str,
 ) -> SimHint {
-    let positive = carries_payload(script, text);
-    let quote = match script.and_then(|s| s.injection.as_ref()) {
-        Some(i) if positive => i
-            .payloads
-            .iter()
-            .find(|p| reads_payload(text, p))
-            .map_or("", |p| p.as_str())
-            .trim(),
-        _ => text.lines().next().unwrap_or(""),
+    let quotes = instruction_quotes(script, text);
+    let positive = !quotes.is_empty();
+    let quoted: Vec<String> = if positive {
+        quotes
+    } else {
+        vec![text.lines().next().unwrap_or("").to_string()]
     };
     scored(
         positive,
         key,
         0,
-        serde_json::json!({ field: [quote] }).to_string(),
+        serde_json::json!({ field: quoted }).to_string(),
         serde_json::json!({ field: [] }).to_string(),
     )
-}
-
-/// For the sim hint only: the user task's reference plan, which a simulated planner
-/// recalls with its profile's `planner_recall`.
-pub fn plan_calls(script: Option<&EpisodeScript>) -> Vec<crate::suite::PlannedCall> {
-    script.map(|s| s.user_plan.clone()).unwrap_or_default()
 }
 
 /// A classifier hint: `positive` is the true class; the reply texts may use `{score}`.

@@ -1,14 +1,19 @@
 //! `tool_filter`: before the agent starts, one planner call picks the tools the user's
-//! request needs and every other tool is withdrawn (AgentDojo's `tool_filter`). An
-//! injection that needs a withdrawn tool cannot be carried out; one that uses a kept tool
-//! still can.
+//! request needs and every other tool is withdrawn (AgentDojo's `tool_filter`,
+//! Debenedetti et al., arXiv 2406.13352). An injection that needs a withdrawn tool cannot
+//! be carried out; one that uses a kept tool still can.
+//!
+//! Expected cost: one planner call per episode (as in AgentDojo); every later prompt is
+//! shorter, since withdrawn tools leave it.
 //!
 //! Fail-closed: a reply that is not a JSON list of tool names leaves the agent with no
 //! tools, and the episode's notes record why.
 
-use super::support::{describe_tools, plan_calls, string_list};
+use super::scripted_plan;
+use super::support::{describe_tools, request_block, string_list};
 use super::{Defense, DefenseCtx, DefenseError, EpisodeDefense};
-use crate::model::{Component, Message, SimHint};
+use crate::model::sim_roles::ScriptedPlan;
+use crate::model::{Component, Message};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
@@ -30,33 +35,23 @@ pub fn messages(ctx: &DefenseCtx<'_>) -> Vec<Message> {
     vec![
         Message::system(SYSTEM),
         Message::user(format!(
-            "## The user's request\n{}\n\n## Tools\n{}",
-            ctx.user_prompt.trim(),
+            "{}\n\n## Tools\n{}",
+            request_block(ctx),
             describe_tools(ctx.tools, ctx.suite)
         )),
     ]
 }
 
-/// What a planner of the profile's recall would answer: the reference plan's tools.
-fn sim_hint(ctx: &DefenseCtx<'_>) -> SimHint {
-    let mut tools: Vec<String> = Vec::new();
-    for c in plan_calls(ctx.script.map(|s| s.as_ref())) {
-        let quoted = json!(c.tool.as_str()).to_string();
-        if !tools.contains(&quoted) {
-            tools.push(quoted);
-        }
-    }
-    SimHint::Planned {
-        items: tools,
-        template: "{\"tools\": [{items}]}".into(),
-    }
+/// The scripted plan written as this planner's reply: the plan's tools.
+fn render(plan: &ScriptedPlan) -> String {
+    json!({ "tools": scripted_plan::tools(plan, |_| true) }).to_string()
 }
 
 #[async_trait]
 impl EpisodeDefense for Episode {
     async fn start(&mut self, ctx: &mut DefenseCtx<'_>) -> Result<(), DefenseError> {
         let msgs = messages(ctx);
-        let hint = sim_hint(ctx);
+        let hint = scripted_plan::hint(ctx, render);
         let reply = ctx.ask(Component::Planner, &msgs, hint).await?;
         let chosen = match string_list(&reply.message.content, "tools") {
             Some(t) => t,

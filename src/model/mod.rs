@@ -7,6 +7,7 @@
 pub mod cache;
 pub mod config;
 pub mod openai;
+pub mod readable;
 pub mod sim;
 pub mod sim_roles;
 pub mod tokens;
@@ -148,7 +149,7 @@ pub struct SimChannel {
 }
 
 /// What a non-agent request asks the scripted model.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub enum SimHint {
     /// Act as the agent.
     Agent,
@@ -170,20 +171,30 @@ pub enum SimHint {
         flagged: String,
         clear: String,
     },
-    /// Answer as a planner of the profile's stated recall: keep each of `items` (steps
-    /// of the reference plan, rendered) with probability `planner_recall` and put the
-    /// kept ones, joined by ", ", where `{items}` stands in `template`.
-    Planned {
-        items: Vec<String>,
-        template: String,
-    },
     /// MELON's masked run: the conversation holds tool outputs but no user task. The
-    /// scripted agent carries out an injection it reads (if its profile follows
-    /// injections) and otherwise only summarises.
+    /// scripted model, a detector of the profile's `judge_auc`, reproduces the injection
+    /// task's calls when it reads an injected instruction and catches it, and otherwise
+    /// only summarises.
     Masked,
-    /// Plan: the reference intent graph (JSON), which the scripted planner degrades by
-    /// its stated quality before replying.
-    Plan(Value),
+    /// A quarantined reader of the profile's quality (`judge_auc`) turning a text into
+    /// values. `carries` is whether an injected instruction is readable in the text; the
+    /// reader keeps it out of what it relays in a seeded `2·judge_auc − 1` share of such
+    /// texts and replies `kept`, and is manipulated into relaying it otherwise and replies
+    /// `relayed`. A text that carries none gets `kept`. `key` names the draw.
+    Quarantined {
+        carries: bool,
+        key: String,
+        kept: String,
+        relayed: String,
+    },
+    /// Plan: what a planner that reads only the request can plan (every plan-based
+    /// defense builds it the same way), which the scripted planner degrades by its
+    /// stated quality (`planner_recall`, `planner_extra`) and writes with `render`, the
+    /// defense's own reply format.
+    Plan {
+        plan: sim_roles::ScriptedPlan,
+        render: fn(&sim_roles::ScriptedPlan) -> String,
+    },
 }
 
 /// A request to a chat model.

@@ -10,17 +10,23 @@
 //!   `d = √2·Φ⁻¹(auc)`, so a benign call outscores a harmful one with probability `auc`
 //!   (the binormal ROC model). Scores are continuous in (0,1); `auc = 1` is the answer key
 //!   (scores exactly 0 or 1, labelled oracle), `auc = 0.5` is a coin.
-//! - **Planner** (`planner_recall`, `planner_extra`): each node of the reference graph is
-//!   kept with probability `recall` (a missed node makes the user's own call a deviation:
-//!   false blocks and utility loss); with probability `extra` the planner also plans one
-//!   node twice (an over-broad plan that authorises one more call of a tool it planned).
+//! - **Binary detectors** (MELON's masked run, the dual LLM's quarantined reader): a
+//!   yes/no detector's AUC is (TPR + TNR) / 2; these work at the point with no false
+//!   alarm and catch a seeded `2·auc − 1` share of what they should ([`catches`]), so at
+//!   `auc = 0.5` they never fire and the defense they serve scores as no defense.
+//! - **Planner** (`planner_recall`, `planner_extra`): one [`ScriptedPlan`] for every
+//!   plan-based defense, built from what the request shows (`defense::scripted_plan`);
+//!   each step is kept with probability `recall` (a missed step makes the user's own call
+//!   a deviation: false blocks and utility loss); with probability `extra` the planner
+//!   also plans one step twice (an over-broad plan that authorises one more call of a
+//!   tool it planned). Each defense writes the degraded plan in its own format.
 //!
 //! Every draw is keyed by the episode seed and what is being judged, so every defense of a
 //! run meets the same judge on the same call and comparisons between them are paired.
 
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// The standard normal CDF (Abramowitz–Stegun 7.1.26 on erf; error below 1.5e-7).
 pub fn phi(x: f64) -> f64 {
@@ -90,9 +96,16 @@ pub fn score(auc: f64, positive: bool, seed: u64, key: &str) -> f64 {
     1.0 - judge_score(auc, positive, item_key(seed, key))
 }
 
-/// Whether a planner of recall `recall` keeps the plan step with this key.
-pub fn keeps(recall: f64, seed: u64, key: &str) -> bool {
-    recall >= 1.0 || ChaCha8Rng::seed_from_u64(item_key(seed, key)).random::<f64>() < recall
+/// Whether a binary detector of quality `auc` catches a positive item (an instruction it
+/// reads, keyed by `key`). A detector that answers yes or no has AUC (TPR + TNR) / 2; this
+/// one works at the operating point with no false alarm, so it catches a seeded
+/// `2·auc − 1` share of positives: every one at `auc = 1`, none at `auc = 0.5`, where
+/// it is a coin that never fires and the defense it serves does nothing.
+pub fn catches(auc: f64, seed: u64, key: &str) -> bool {
+    let hit_rate = (2.0 * auc - 1.0).clamp(0.0, 1.0);
+    hit_rate >= 1.0
+        || ChaCha8Rng::seed_from_u64(item_key(seed, key) ^ 0xCA7C_0000_0000_0001).random::<f64>()
+            < hit_rate
 }
 
 /// Rounds a score to the nearest of `levels + 1` evenly spaced values (`levels` = 2 gives
@@ -105,6 +118,79 @@ pub fn quantise(score: f64, levels: u32) -> f64 {
     }
 }
 
+/// Where a planned argument's value comes from, as far as a planner that reads only the
+/// request (and the setting it is shown) can know it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Binding {
+    /// Written in the user's request.
+    Request(Value),
+    /// Written in the setting the planner is shown (the persona, today's date), not in
+    /// the request.
+    Setting(Value),
+    /// An empty text, list or record: nothing to know.
+    Empty(Value),
+    /// Shown only by the output of an earlier step (its index in the reference plan).
+    Output(usize),
+    /// Learned at run time in a way the plan cannot name (worked out, composed by the
+    /// agent, or shown by a step the planner missed).
+    Unknown,
+}
+
+impl Binding {
+    /// The value, when the planner can write it down.
+    pub fn value(&self) -> Option<&Value> {
+        match self {
+            Binding::Request(v) | Binding::Setting(v) | Binding::Empty(v) => Some(v),
+            Binding::Output(_) | Binding::Unknown => None,
+        }
+    }
+}
+
+/// One planned call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlanStep {
+    /// The step's position in the reference plan: its identity (`n<index>`).
+    pub index: usize,
+    pub tool: String,
+    /// Whether the tool only reads (the suite's tool table).
+    pub read_only: bool,
+    pub args: Vec<(String, Binding)>,
+    /// The copy an over-broad planner plans of another step.
+    pub extra: bool,
+}
+
+impl PlanStep {
+    /// The id plans write for this step: `n<index>`, or `extra_<index>` for a copy.
+    pub fn id(&self) -> String {
+        if self.extra {
+            format!("extra_{}", self.index)
+        } else {
+            format!("n{}", self.index)
+        }
+    }
+
+    /// The ids of the steps whose outputs this one reads, in order.
+    pub fn depends_on(&self) -> Vec<String> {
+        let mut deps: Vec<usize> = self
+            .args
+            .iter()
+            .filter_map(|(_, b)| match b {
+                Binding::Output(j) => Some(*j),
+                _ => None,
+            })
+            .collect();
+        deps.sort_unstable();
+        deps.dedup();
+        deps.into_iter().map(|j| format!("n{j}")).collect()
+    }
+}
+
+/// What the scripted planner answers, before a defense writes it in its own format.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ScriptedPlan {
+    pub steps: Vec<PlanStep>,
+}
+
 /// The scripted planner's quality.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PlannerQuality {
@@ -113,70 +199,58 @@ pub struct PlannerQuality {
 }
 
 impl PlannerQuality {
-    /// Recall 1 and no extra node: the reference plan itself.
+    /// Recall 1 and no extra node: the plan as built from the request.
     pub fn is_perfect(&self) -> bool {
         self.recall >= 1.0 && self.extra <= 0.0
     }
 
-    /// Degrades a perfect plan (`{"nodes": [...]}` as the SIEVE planner emits it).
-    /// Bindings to a dropped node fall back to `user` (the planner did not know where
-    /// the value would come from), and dependencies on it are removed.
-    pub fn degrade(&self, plan: &Value, seed: u64) -> Value {
+    /// Degrades a plan by the stated quality: each step is kept with probability
+    /// `recall` (a missed step makes the user's own call a deviation), and with
+    /// probability `extra` one kept step is planned twice (an over-broad plan that
+    /// authorises one more call of a tool). A binding to a missed step's output becomes
+    /// unknown. The draws depend on the seed and the steps' positions only, so every
+    /// plan-based defense of an episode meets the same planner errors.
+    pub fn degrade(&self, plan: &ScriptedPlan, seed: u64) -> ScriptedPlan {
         let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x9_1A22_E500);
-        let mut out = plan.clone();
-        let Some(nodes) = plan.get("nodes").and_then(Value::as_array) else {
-            return out;
-        };
-        let kept_flags: Vec<bool> = nodes
+        let kept_flags: Vec<bool> = plan
+            .steps
             .iter()
             .map(|_| rng.random::<f64>() < self.recall)
             .collect();
-        let id_of = |n: &Value| n.get("id").and_then(Value::as_str).map(str::to_string);
-        let dropped: Vec<String> = nodes
+        let dropped: Vec<usize> = plan
+            .steps
             .iter()
             .zip(&kept_flags)
             .filter(|(_, k)| !**k)
-            .filter_map(|(n, _)| id_of(n))
+            .map(|(s, _)| s.index)
             .collect();
-        let is_dropped = |s: &str| {
-            s.strip_prefix("node:")
-                .is_some_and(|id| dropped.iter().any(|d| d == id))
-        };
-        let mut kept: Vec<Value> = Vec::new();
-        for (n, keep) in nodes.iter().zip(&kept_flags) {
+        let mut kept: Vec<PlanStep> = Vec::new();
+        for (step, keep) in plan.steps.iter().zip(&kept_flags) {
             if !keep {
                 continue;
             }
-            let mut n = n.clone();
-            if let Some(args) = n.get_mut("args").and_then(Value::as_object_mut) {
-                for b in args.values_mut() {
-                    if b.get("source")
-                        .and_then(Value::as_str)
-                        .is_some_and(is_dropped)
-                    {
-                        *b = json!({"source": "user"});
-                    }
+            let mut step = step.clone();
+            for (_, b) in &mut step.args {
+                if matches!(b, Binding::Output(j) if dropped.contains(j)) {
+                    *b = Binding::Unknown;
                 }
             }
-            if let Some(deps) = n.get_mut("depends_on").and_then(Value::as_array_mut) {
-                deps.retain(|d| !d.as_str().is_some_and(|d| dropped.iter().any(|x| x == d)));
-            }
-            kept.push(n);
+            kept.push(step);
         }
         if !kept.is_empty() && rng.random::<f64>() < self.extra {
             let pick = rng.random_range(0..kept.len());
             let mut twin = kept[pick].clone();
-            twin["id"] = json!(format!("extra_{pick}"));
+            twin.extra = true;
             kept.push(twin);
         }
-        out["nodes"] = Value::Array(kept);
-        out
+        ScriptedPlan { steps: kept }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn phi_and_its_inverse_agree_with_tabled_values() {
@@ -223,11 +297,28 @@ mod tests {
         assert!((empirical_auc(0.5) - 0.5).abs() < 0.04);
     }
 
-    fn plan() -> Value {
-        json!({"nodes": [
-            {"id": "n0", "tool": "read_file", "args": {"file_path": {"source": "user"}}, "depends_on": []},
-            {"id": "n1", "tool": "send_money", "args": {"recipient": {"source": "node:n0"}}, "depends_on": ["n0"]},
-        ]})
+    fn plan() -> ScriptedPlan {
+        let step = |index: usize, tool: &str, args: Vec<(String, Binding)>| PlanStep {
+            index,
+            tool: tool.into(),
+            read_only: index == 0,
+            args,
+            extra: false,
+        };
+        ScriptedPlan {
+            steps: vec![
+                step(
+                    0,
+                    "read_file",
+                    vec![("file_path".into(), Binding::Request(json!("bill.txt")))],
+                ),
+                step(
+                    1,
+                    "send_money",
+                    vec![("recipient".into(), Binding::Output(0))],
+                ),
+            ],
+        }
     }
 
     #[test]
@@ -238,6 +329,7 @@ mod tests {
         };
         assert!(perfect.is_perfect());
         assert_eq!(perfect.degrade(&plan(), 3), plan());
+        assert_eq!(plan().steps[1].depends_on(), ["n0"]);
         let weak = PlannerQuality {
             recall: 0.5,
             extra: 0.0,
@@ -246,12 +338,11 @@ mod tests {
         let mut rebound = false;
         for seed in 0..400 {
             let p = weak.degrade(&plan(), seed);
-            let nodes = p["nodes"].as_array().unwrap();
-            sizes[nodes.len()] += 1;
-            if nodes.len() == 1 && nodes[0]["id"] == "n1" {
-                // The read was missed: its output binding falls back to the request.
-                assert_eq!(nodes[0]["args"]["recipient"], json!({"source": "user"}));
-                assert_eq!(nodes[0]["depends_on"], json!([]));
+            sizes[p.steps.len()] += 1;
+            if p.steps.len() == 1 && p.steps[0].index == 1 {
+                // The read was missed: where the recipient comes from is now unknown.
+                assert_eq!(p.steps[0].args[0].1, Binding::Unknown);
+                assert!(p.steps[0].depends_on().is_empty());
                 rebound = true;
             }
         }
@@ -263,7 +354,8 @@ mod tests {
             extra: 1.0,
         };
         let p = extra.degrade(&plan(), 5);
-        assert_eq!(p["nodes"].as_array().unwrap().len(), 3);
+        assert_eq!(p.steps.len(), 3);
+        assert!(p.steps[2].extra && p.steps[2].id().starts_with("extra_"));
     }
 
     /// The empirical AUC of a classifier's drawn scores is the stated one.
@@ -289,10 +381,11 @@ mod tests {
     }
 
     #[test]
-    fn recall_keeps_the_stated_share() {
-        let kept = (0..4000).filter(|i| keeps(0.7, *i, "k")).count();
-        assert!((2650..2950).contains(&kept), "{kept}");
-        assert!((0..50).all(|i| keeps(1.0, i, "k")));
+    fn a_binary_detector_catches_two_auc_minus_one_and_quantise_rounds() {
+        let caught = |auc: f64| (0..4000).filter(|i| catches(auc, *i, "k")).count();
+        assert!((3050..3350).contains(&caught(0.9)), "{}", caught(0.9));
+        assert_eq!(caught(0.5), 0, "a coin never fires");
+        assert_eq!(caught(1.0), 4000);
         assert_eq!(quantise(0.74, 2), 0.5);
         assert_eq!(quantise(0.76, 2), 1.0);
         assert_eq!(quantise(0.123, 0), 0.12);

@@ -182,7 +182,7 @@ impl Summary {
         let footnotes = FOOTNOTES
             .iter()
             .map(|s| s.to_string())
-            .chain(tables::persuasion_note(&rows))
+            .chain(tables::sim_caveat_note(&rows))
             .chain(errors_note(&rows))
             .collect();
         Summary {

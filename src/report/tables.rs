@@ -142,8 +142,8 @@ fn all_keys<'a>() -> Vec<Column<'a, Row>> {
         Column::key(
             "defense",
             "Defense",
-            "Defense as named on the command line.",
-            |r: &Row| r.defense.clone(),
+            "Defense as named on the command line; `†` marks a simulated row of a defense whose effect on a real model the scripted agent cannot represent (the footnote says what).",
+            defense_label,
         ),
         Column::key(
             "model",
@@ -903,22 +903,32 @@ pub fn paper_tables(summary_rows: &[Row], v: &Views, breakdown: &[BreakdownRow])
     grids
 }
 
-/// The note a simulated row of a defense that works only by persuading a real model
-/// needs: the scripted agent ignores prompt wording, so the row shows cost, not effect.
-pub fn persuasion_note(rows: &[Row]) -> Option<String> {
-    let mut names: Vec<&str> = Vec::new();
-    for r in rows {
-        if r.simulated
-            && crate::defense::persuasion_only(&r.defense)
-            && !names.contains(&r.defense.as_str())
-        {
-            names.push(&r.defense);
+/// The label of a row's defense: its name, marked † when the row is simulated and the
+/// scripted agent cannot represent part of the defense's effect (see [`sim_caveat_note`]).
+pub fn defense_label(r: &Row) -> String {
+    if r.simulated && crate::defense::sim_caveat(&r.defense).is_some() {
+        format!("{}†", r.defense)
+    } else {
+        r.defense.clone()
+    }
+}
+
+/// The note the † rows need: for each such defense, what the scripted agent cannot
+/// represent of it (marking, reminders, a quarantined reader).
+pub fn sim_caveat_note(rows: &[Row]) -> Option<String> {
+    let mut notes: Vec<String> = Vec::new();
+    for r in rows.iter().filter(|r| r.simulated) {
+        if let Some(c) = crate::defense::sim_caveat(&r.defense) {
+            let line = format!("{}: {c}", r.defense);
+            if !notes.contains(&line) {
+                notes.push(line);
+            }
         }
     }
-    (!names.is_empty()).then(|| {
+    (!notes.is_empty()).then(|| {
         format!(
-            "{} work(s) only by persuading a real model (delimiters, a repeated request); the scripted sim agent ignores prompt wording, so these rows show the defense's cost, not its effect.",
-            names.join(", ")
+            "† simulated rows of defenses whose effect on a real model the scripted agent cannot represent: {}.",
+            notes.join("; ")
         )
     })
 }
@@ -990,7 +1000,7 @@ pub fn main<'a>(per_defense: &'a [Row], per_attack: &'a [Row], attacks: &[String
             "<attack>{bypass_suffix} columns hold the injection tasks written to defeat SIEVE's layer 1, left out of the headline columns of their attack, as in the summary's rows."
         ));
     }
-    g.footnotes.extend(persuasion_note(per_defense));
+    g.footnotes.extend(sim_caveat_note(per_defense));
     g
 }
 

@@ -9,6 +9,9 @@
 //! - [`adjudicator`]: `S_align` and the judge (shared with `audit`).
 //! - [`config`]: `configs/sieve.toml`: variants, thresholds, trust and risk tables.
 //!
+//! Expected cost (the paper's): one planner call per episode; per proposed call nothing
+//! when layer 1 passes, else one judge call and the embeddings of `S_sem`.
+//!
 //! Failure modes are fail-closed: a planner reply that cannot be parsed or validated is
 //! recorded and every call of the episode escalates; an unusable judge reply scores 0.
 //!
@@ -27,7 +30,7 @@ pub mod planner;
 use crate::defense::{
     Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall, Verdict,
 };
-use crate::model::{Component, SimHint};
+use crate::model::Component;
 use adjudicator::{Adjudication, Adjudicator, Outcome};
 use async_trait::async_trait;
 use config::{SieveConfig, Variant, Weights};
@@ -225,13 +228,8 @@ impl SieveEpisode {
     /// Runs the planner and parses its reply; on failure records it and stays fail-closed.
     async fn plan(&mut self, ctx: &mut DefenseCtx<'_>) -> Result<(), DefenseError> {
         let msgs = planner::planner_messages(ctx.suite, ctx.user_prompt, ctx.tools);
-        let hint = match ctx.script {
-            Some(s) => planner::perfect_plan(ctx.suite, s, ctx.user_prompt),
-            None => Value::Null,
-        };
-        let reply = ctx
-            .ask(Component::Planner, &msgs, SimHint::Plan(hint))
-            .await?;
+        let hint = crate::defense::scripted_plan::hint(ctx, planner::render);
+        let reply = ctx.ask(Component::Planner, &msgs, hint).await?;
         self.accept_plan(&reply.message.content, ctx);
         Ok(())
     }

@@ -5,13 +5,13 @@
 //! choice between them, the decomposition into the fewest tool calls, the binding of each
 //! argument to its source, and a self-critique, then asks for the graph as JSON.
 //!
-//! With the scripted `sim` backend the defense hands the graph of the user task's
-//! reference plan ([`perfect_plan`]) through the sim side channel, and the scripted
-//! planner degrades it by its stated quality (`planner_recall`, `planner_extra`, see
-//! `model::sim_roles`) before replying; a real planner never sees it.
+//! With the scripted `sim` backend the defense sends the one scripted plan every
+//! plan-based defense shares ([`crate::defense::scripted_plan`]) through the sim side
+//! channel; the scripted planner degrades it by its stated quality (`planner_recall`,
+//! `planner_extra`, see `model::sim_roles`) and writes it as an intent graph with
+//! [`render`]. A real planner never sees it.
 
-use super::layer1::appears;
-use crate::model::sim::EpisodeScript;
+use crate::model::sim_roles::{Binding, ScriptedPlan};
 use crate::model::{Message, ToolSchema};
 use crate::suite::Suite;
 use serde_json::{Map, Value, json};
@@ -57,72 +57,60 @@ pub fn planner_messages(suite: &Suite, user_prompt: &str, tools: &[ToolSchema]) 
     vec![Message::system(PLANNER_SYSTEM), Message::user(u)]
 }
 
-/// The graph a perfect planner would emit for this episode's user task: the reference
-/// plan, each argument bound to the user's request when its value appears there, else to
-/// the latest earlier call whose output (on the benign environment) shows it, else to the
-/// literal value. Dependencies are the nodes its arguments read.
-pub fn perfect_plan(suite: &Suite, script: &EpisodeScript, user_prompt: &str) -> Value {
-    let mut env = suite.env.with(&suite.defaults(), &[]);
-    let run = crate::suite::run_plan(&suite.tools, &mut env, &script.user_plan);
-    let mut nodes = Vec::new();
-    for (i, call) in script.user_plan.iter().enumerate() {
-        let mut args = Map::new();
-        let mut deps: Vec<String> = Vec::new();
-        if let Some(m) = call.args.as_object() {
-            for (k, v) in m {
-                let binding = if appears(v, user_prompt) {
-                    json!({"source": "user"})
-                } else if let Some(j) = (0..i.min(run.outputs.len()))
-                    .rev()
-                    .find(|&j| appears(v, &run.outputs[j]))
-                {
-                    let id = format!("n{j}");
-                    if !deps.contains(&id) {
-                        deps.push(id.clone());
+/// The scripted plan written as an intent graph: an argument written in the request is
+/// bound to `user`; one written only in the setting, or empty, to that literal; one an
+/// earlier step's output shows to `node:<that step>`; an unknown one is left out (the
+/// planner cannot bind it, so a call passing it deviates from the plan and meets the
+/// adjudicator). Dependencies are the nodes its arguments read.
+pub fn render(plan: &ScriptedPlan) -> String {
+    let nodes: Vec<Value> = plan
+        .steps
+        .iter()
+        .map(|step| {
+            let mut args = Map::new();
+            for (k, b) in &step.args {
+                let binding = match b {
+                    Binding::Request(_) => json!({"source": "user"}),
+                    Binding::Setting(v) | Binding::Empty(v) => {
+                        json!({"source": "literal", "value": v})
                     }
-                    json!({"source": format!("node:{id}")})
-                } else {
-                    json!({"source": "literal", "value": v})
+                    Binding::Output(j) => json!({"source": format!("node:n{j}")}),
+                    Binding::Unknown => continue,
                 };
                 args.insert(k.clone(), binding);
             }
-        }
-        deps.sort();
-        nodes.push(json!({
-            "id": format!("n{i}"),
-            "tool": call.tool.as_str(),
-            "args": args,
-            "depends_on": deps,
-        }));
-    }
+            json!({
+                "id": step.id(),
+                "tool": step.tool,
+                "args": args,
+                "depends_on": step.depends_on(),
+            })
+        })
+        .collect();
     json!({
-        "objective": "(simulated planner) carry out the user's request as its reference plan does",
-        "strategies": ["the reference plan"],
-        "chosen": "the reference plan",
+        "objective": "(simulated planner) carry out the user's request",
+        "strategies": ["the steps the request needs"],
+        "chosen": "the steps the request needs",
         "nodes": nodes,
-        "critique": "simulated: a perfect planner, built from the task's reference solution",
+        "critique": "simulated: the steps of the task's reference plan, each argument bound only to what the request states or to the step whose output shows it",
     })
+    .to_string()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::defense::scripted_plan;
     use crate::defense::sieve::graph::{IntentGraph, Source};
-    use std::path::Path;
+    use crate::defense::support::testing::Bench;
 
     #[test]
-    fn perfect_plan_binds_bill_fields_to_the_read() {
-        let suite = crate::suite::load(Path::new("suites/dojo-style/banking")).unwrap();
-        let ut = suite.user_task("user_task_0").unwrap();
-        let script = EpisodeScript {
-            user_plan: ut.plan.clone(),
-            answer: String::new(),
-            injection: None,
-            seed: 0,
-            alternatives: Vec::new(),
-        };
-        let plan = perfect_plan(&suite, &script, &ut.prompt);
-        let g = IntentGraph::parse(&plan.to_string(), &suite.tools).unwrap();
+    fn the_scripted_graph_binds_bill_fields_to_the_read_and_leaves_unknowns_out() {
+        // banking user_task_0: pay the bill in a file the request names.
+        let mut b = Bench::new(&[]);
+        let plan = scripted_plan::build(&b.ctx());
+        let g = IntentGraph::parse(&render(&plan), &b.suite.tools).unwrap();
+        let ut = &b.suite.user_tasks[0];
         assert_eq!(g.len(), ut.plan.len());
         // The file name is in the request.
         assert_eq!(g.node("n0").unwrap().args["file_path"], Source::User);
@@ -131,7 +119,20 @@ mod tests {
         assert_eq!(pay.args["recipient"], Source::Node("n0".into()));
         assert_eq!(pay.args["amount"], Source::Node("n0".into()));
         assert_eq!(g.dependencies(&pay.id), vec!["n0".to_string()]);
-        let msgs = planner_messages(&suite, &ut.prompt, &suite.tools.schemas());
+        // No literal carries a value the request and setting do not show.
+        let setting = b.suite.meta.setting();
+        for n in g.graph.node_weights() {
+            for src in n.args.values() {
+                if let Source::Literal(v) = src {
+                    assert!(
+                        crate::defense::sieve::layer1::appears(v, &setting)
+                            || v.as_str().is_some_and(str::is_empty),
+                        "{v}"
+                    );
+                }
+            }
+        }
+        let msgs = planner_messages(&b.suite, &b.prompt, &b.suite.tools.schemas());
         assert!(msgs[1].content.contains("send_money"));
     }
 }

@@ -84,13 +84,14 @@ impl Harness {
         let script = Arc::new(EpisodeScript {
             user_plan: ut.plan.clone(),
             answer: String::new(),
-            injection: Some(ScriptedInjection {
-                plan: injection_plan,
-                payloads: vec!["payload".into()],
-                answer: None,
-                replaces: Vec::new(),
-                stops: false,
-            }),
+            injection: Some(ScriptedInjection::new(
+                injection_plan,
+                vec!["payload".into()],
+                None,
+                None,
+                Vec::new(),
+                false,
+            )),
             seed: 7,
             alternatives: Vec::new(),
         });
