@@ -360,16 +360,6 @@ impl Acc {
     }
 }
 
-/// A key's 64-bit hash. Deduplication keeps one hash per distinct episode (a set of
-/// about 16 bytes an episode, the table's slack included), not the keys: two keys with
-/// one hash would count as one episode, about 3 in 10⁸ for a million episodes.
-pub(crate) fn key_hash(key: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    key.hash(&mut h);
-    h.finish()
-}
-
 /// Bins of the alignment-score histograms.
 pub const SCORE_BINS: usize = 20;
 
@@ -726,7 +716,7 @@ mod tests {
     use super::*;
     use crate::commands::Paths;
     use crate::commands::run::{RunArgs, run};
-    use crate::runner::record::{EPISODES, RUN_INFO, read_records};
+    use crate::runner::record::{EPISODES, RUN_INFO, for_each_record};
     use std::path::{Path, PathBuf};
 
     /// A real sim run: two suites (one with context-aware samples) under `important`
@@ -752,8 +742,16 @@ mod tests {
         )
         .await
         .expect("the sim run succeeds");
-        let (mut records, bad) = read_records(&out.join(EPISODES)).unwrap();
-        assert_eq!(bad, 0);
+        let mut records = Vec::new();
+        for_each_record(
+            &out.join(EPISODES),
+            |p| {
+                records.push(p.record.expect("a well-formed record"));
+                Ok(())
+            },
+            |e| panic!("{e}"),
+        )
+        .unwrap();
         assert!(records.len() > 300, "{}", records.len());
         for (i, r) in records.iter_mut().enumerate() {
             if i % 11 == 3 {

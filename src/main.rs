@@ -193,12 +193,11 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
             partial,
             table,
         } => {
-            let added = commands::merge::merge(&out, &shards, partial)?;
-            eprintln!("{added} episode(s) merged into {}", out.display());
-            print!(
-                "{}",
-                commands::report_cmd::rerender(&out, &table.options())?
-            );
+            let merged = commands::merge::merge(&out, &shards, partial)?;
+            eprintln!("{} episode(s) merged into {}", merged.added, out.display());
+            let text = commands::report_cmd::rerender(&out, &table.options())?;
+            drop(merged);
+            print!("{text}");
         }
         Command::Compare {
             base,

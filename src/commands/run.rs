@@ -457,18 +457,9 @@ impl Roles {
 
 /// Removes what a run writes into a folder (`--fresh`); other files are left alone.
 fn clear_folder(out: &std::path::Path) -> Result<(), CliError> {
-    use runner::record::{EPISODES, RUN_INFO, TRACES};
-    for name in [
-        EPISODES,
-        TRACES,
-        RUN_INFO,
-        "summary.json",
-        "summary.csv",
-        "summary.md",
-        "ablation.json",
-        "ablation.csv",
-        "ablation.md",
-    ] {
+    use runner::files::{LOCK, RUN_FILES};
+    // The lock stays: this process holds it.
+    for name in RUN_FILES.iter().filter(|n| **n != LOCK) {
         let p = out.join(name);
         match std::fs::remove_file(&p) {
             Ok(()) => {}
@@ -759,6 +750,13 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         .out
         .clone()
         .unwrap_or_else(|| args.results_dir.join(&run_id));
+    if let runner::files::Folder::Foreign(holds) = runner::files::inspect(&out)
+        .map_err(|e| CliError::bad_input(format!("cannot read {}: {e}", out.display())))?
+    {
+        return Err(CliError::bad_input(runner::files::not_a_run(
+            &out, &holds, "run",
+        )));
+    }
     std::fs::create_dir_all(&out)
         .map_err(|e| CliError::bad_input(format!("cannot create {}: {e}", out.display())))?;
     let order = report::Order {

@@ -15,8 +15,9 @@ use crate::defense::Defense;
 use crate::model::{Models, ToolSchema};
 use crate::suite::Suite;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use record::key_hash;
 use record::{EpisodeRecord, RecordWriter, TraceRecord};
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -427,14 +428,63 @@ pub enum RunError {
     NothingToRun(String),
 }
 
-/// Refuses to resume over records made with other suite or attack data.
-fn check_fresh(plan: &RunPlan, existing: &[EpisodeRecord]) -> Result<(), RunError> {
-    let mut stale = std::collections::BTreeSet::new();
-    for r in existing {
+/// Sees the records already in the folder, one at a time: which jobs they finish, and
+/// whether any was made with other suite or attack data (resuming over those would mix
+/// two benchmarks in one table).
+struct Resume<'a> {
+    plan: &'a RunPlan,
+    jobs: &'a [Job],
+    /// Each job's key hash with its index, sorted: 16 bytes a job, no key kept twice.
+    index: Vec<(u64, usize)>,
+    /// Per job: recorded (its last record), and not an error to retry.
+    done: Vec<bool>,
+    /// Each selected attack's fingerprint, computed once.
+    attack_prints: HashMap<&'a str, String>,
+    stale: std::collections::BTreeSet<String>,
+}
+
+impl<'a> Resume<'a> {
+    fn new(plan: &'a RunPlan, jobs: &'a [Job]) -> Self {
+        Resume {
+            plan,
+            jobs,
+            index: Vec::new(),
+            done: vec![false; jobs.len()],
+            attack_prints: plan
+                .attacks
+                .iter()
+                .map(|a| (a.name.as_str(), a.fingerprint_for(&plan.attack_model_name)))
+                .collect(),
+            stale: Default::default(),
+        }
+    }
+
+    /// The job a recorded key names, if the plan has it.
+    fn job_of(&mut self, key: &str) -> Option<usize> {
+        if self.index.is_empty() {
+            self.index = self
+                .jobs
+                .iter()
+                .enumerate()
+                .map(|(i, j)| (key_hash(&j.key.to_string()), i))
+                .collect();
+            self.index.sort_unstable();
+        }
+        let h = key_hash(key);
+        let from = self.index.partition_point(|(x, _)| *x < h);
+        self.index[from..]
+            .iter()
+            .take_while(|(x, _)| *x == h)
+            .map(|(_, i)| *i)
+            .find(|&i| self.jobs[i].key.to_string() == key)
+    }
+
+    fn see(&mut self, r: &EpisodeRecord) {
+        let plan = self.plan;
         if let Some(s) = plan.suites.iter().find(|s| s.qualified_name() == r.suite)
             && r.suite_fingerprint != s.fingerprint
         {
-            stale.insert(format!(
+            self.stale.insert(format!(
                 "suite {} (recorded {}, now {})",
                 r.suite,
                 or_unknown(&r.suite_fingerprint),
@@ -442,25 +492,46 @@ fn check_fresh(plan: &RunPlan, existing: &[EpisodeRecord]) -> Result<(), RunErro
             ));
         }
         if let Some(name) = &r.attack
-            && let Some(a) = plan.attacks.iter().find(|a| &a.name == name)
-            && r.attack_fingerprint.as_deref()
-                != Some(a.fingerprint_for(&plan.attack_model_name).as_str())
+            && let Some(now) = self.attack_prints.get(name.as_str())
+            && r.attack_fingerprint.as_deref() != Some(now.as_str())
         {
-            stale.insert(format!(
-                "attack {name} (recorded {}, now {})",
+            self.stale.insert(format!(
+                "attack {name} (recorded {}, now {now})",
                 or_unknown(r.attack_fingerprint.as_deref().unwrap_or("")),
-                a.fingerprint_for(&plan.attack_model_name)
             ));
         }
+        if let Some(i) = self.job_of(&r.key) {
+            // The last record of a key decides: a retried error recorded again counts.
+            self.done[i] = !(plan.retry_errors && r.error.is_some());
+        }
     }
-    if stale.is_empty() {
-        return Ok(());
+
+    /// Streams the folder's records (the reader `report` uses) and returns, per job,
+    /// whether it is done.
+    fn read(mut self, path: &std::path::Path) -> Result<Vec<bool>, RunError> {
+        record::for_each_record(
+            path,
+            |p| {
+                match &p.record {
+                    Ok(r) => self.see(r),
+                    Err(why) => eprintln!("{}", record::skipped_line(path, p.line, why)),
+                }
+                Ok(())
+            },
+            RunError::Io,
+        )?;
+        if self.stale.is_empty() {
+            return Ok(self.done);
+        }
+        Err(RunError::Stale(format!(
+            "{} holds episodes recorded with other versions of: {}. Resuming would mix them in one table; run into a new --out directory (or delete this one).",
+            self.plan.out.display(),
+            std::mem::take(&mut self.stale)
+                .into_iter()
+                .collect::<Vec<_>>()
+                .join("; ")
+        )))
     }
-    Err(RunError::Stale(format!(
-        "{} holds episodes recorded with other versions of: {}. Resuming would mix them in one table; run into a new --out directory (or delete this one).",
-        plan.out.display(),
-        stale.into_iter().collect::<Vec<_>>().join("; ")
-    )))
 }
 
 fn or_unknown(s: &str) -> &str {
@@ -473,13 +544,6 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
     let ep_path = plan.out.join(record::EPISODES);
     outcome.dropped_partial_line = record::drop_partial_tail(&ep_path)?;
     record::drop_partial_tail(&plan.out.join(record::TRACES))?;
-    let (existing, _) = record::read_records(&ep_path)?;
-    check_fresh(&plan, &existing)?;
-    let done: HashSet<String> = existing
-        .iter()
-        .filter(|r| !(plan.retry_errors && r.error.is_some()))
-        .map(|r| r.key.clone())
-        .collect();
     let all = plan.jobs();
     if all.is_empty() {
         return Err(RunError::NothingToRun(format!(
@@ -489,10 +553,13 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
                 .unwrap_or_default()
         )));
     }
+    let done = Resume::new(&plan, &all).read(&ep_path)?;
     outcome.planned = all.len();
     let todo: Vec<Job> = all
         .into_iter()
-        .filter(|j| !done.contains(&j.key.to_string()))
+        .zip(done)
+        .filter(|(_, done)| !done)
+        .map(|(j, _)| j)
         .collect();
     outcome.skipped = outcome.planned - todo.len();
 
