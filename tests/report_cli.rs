@@ -145,12 +145,10 @@ fn rows_follow_the_command_line_and_columns_pick() {
         .stderr(predicates::str::contains("did you mean `w_asr`"));
 }
 
-/// Whether `pdflatex` runs here (CI installs it from Debian's texlive packages).
+/// Whether `pdflatex` runs here (CI installs it from Debian's texlive packages and
+/// requires it).
 fn pdflatex() -> bool {
-    std::process::Command::new("pdflatex")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
+    tool_present("pdflatex")
 }
 
 /// Two runs of the same matrix under two agent models, reported together: every format
@@ -247,7 +245,12 @@ fn report_over_two_models_renders_every_format() {
         )
         .unwrap();
         let out = std::process::Command::new("pdflatex")
-            .args(["-interaction=nonstopmode", "-halt-on-error", "paper.tex"])
+            .args([
+                "-no-shell-escape",
+                "-interaction=nonstopmode",
+                "-halt-on-error",
+                "paper.tex",
+            ])
             .current_dir(tmp.path())
             .output()
             .unwrap();

@@ -320,9 +320,9 @@ pub fn render(doc: &Document) -> String {
     for f in &doc.summary.footnotes {
         writeln!(body, "<p class=\"foot\">{}</p>", esc(f)).unwrap();
     }
-    let data = serde_json::to_string(&doc.episodes)
-        .expect("episodes serialise")
-        .replace("</", "<\\/");
+    let data = super::escape::json_in_html(
+        &serde_json::to_string(&doc.episodes).expect("episodes serialise"),
+    );
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>sieve-bench report</title><style>{STYLE}</style></head>\n<body><main>{body}</main><aside id=\"drill\"><h2>Episodes</h2><p class=\"note\">Click a table cell or a figure mark.</p></aside>\n<script type=\"application/json\" id=\"episodes\">{data}</script>\n<script>{SCRIPT}</script></body></html>\n"
     )

@@ -3,6 +3,7 @@
 
 pub mod columns;
 pub mod compare;
+pub mod escape;
 pub mod formats;
 pub mod html;
 pub mod plots;
@@ -282,10 +283,10 @@ pub fn grid<const N: usize>(
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Disabled);
-    t.set_header(header.iter().map(Cell::new));
+    t.set_header(header.iter().map(|h| Cell::new(escape::terminal_cell(h))));
     for r in rows {
         t.add_row(r.into_iter().enumerate().map(|(i, c)| {
-            let cell = Cell::new(c);
+            let cell = Cell::new(escape::terminal_cell(&c));
             if i >= right_from {
                 cell.set_alignment(CellAlignment::Right)
             } else {
@@ -296,14 +297,21 @@ pub fn grid<const N: usize>(
     t
 }
 
-/// A Markdown table with the same header and cells as [`grid`].
+/// A Markdown table with the same header and cells as [`grid`], every cell escaped.
 pub fn md_table<const N: usize>(
     header: &[&str; N],
     rows: impl Iterator<Item = [String; N]>,
 ) -> String {
-    let mut out = format!("| {} |\n|{}\n", header.join(" | "), "---|".repeat(N));
+    let cells = |r: &[String]| {
+        r.iter()
+            .map(|c| escape::markdown(c))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    };
+    let header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    let mut out = format!("| {} |\n|{}\n", cells(&header), "---|".repeat(N));
     for r in rows {
-        writeln!(out, "| {} |", r.join(" | ")).unwrap();
+        writeln!(out, "| {} |", cells(&r)).unwrap();
     }
     out
 }
