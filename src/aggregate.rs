@@ -31,6 +31,8 @@ pub struct Atom {
     /// The summary's attack label ([`attack_label`]) of an attacked record with an
     /// attack; `None` for the records the summary counts as clean.
     pub label: Option<String>,
+    /// The suite's own error convention, as the record carries it.
+    pub own: crate::suite::ErrorConvention,
 }
 
 impl Atom {
@@ -46,6 +48,7 @@ impl Atom {
             attacked: r.attacked(),
             attack: r.attack.clone(),
             label,
+            own: r.error_convention,
         }
     }
 }
@@ -128,7 +131,7 @@ impl Acc {
                 }
             }
         }
-        let counts = r.error.is_none() || errors_as.counts_errors(&r.suite);
+        let counts = r.error.is_none() || errors_as.counts_errors(r.error_convention);
         let seed = self.seeds.entry(r.seed).or_default();
         if counts {
             // Under AgentDojo's convention an errored episode is unsolved and attacked.
@@ -445,7 +448,7 @@ impl Aggregate {
 
     /// The convention of a row over these atoms, by the policy.
     fn convention<'a>(&self, atoms: impl Iterator<Item = &'a Atom>) -> ErrorsAs {
-        self.errors_as.for_suites(atoms.map(|k| k.suite.as_str()))
+        self.errors_as.for_suites(atoms.map(|k| k.own))
     }
 
     /// Episodes folded in.

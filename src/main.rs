@@ -2,8 +2,8 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 use sieve_bench::commands::{self, CliError, Paths, ablate::AblateArgs, run::RunArgs};
+use sieve_bench::escape;
 use sieve_bench::report::compare::Thresholds;
-use sieve_bench::report::escape;
 use sieve_bench::report::text::TableFlags;
 use std::path::PathBuf;
 use std::process::ExitCode;

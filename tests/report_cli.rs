@@ -264,3 +264,28 @@ fn report_over_two_models_renders_every_format() {
         eprintln!("no pdflatex here: LaTeX checked by structure only");
     }
 }
+
+/// A table the runs cannot have is refused with the reason that table needs, not
+/// another table's.
+#[test]
+fn a_missing_table_is_refused_with_its_own_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    run(
+        tmp.path(),
+        &out,
+        &["--suite", "banking", "--user-tasks", "user_task_0"],
+    );
+    for (table, reason) in [
+        ("per-class", "--attack context"),
+        ("ablation", "several SIEVE variants"),
+        ("sweeps", "ablate --sweep"),
+    ] {
+        bench(tmp.path())
+            .args(["report", "--tables", table])
+            .arg(&out)
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(reason));
+    }
+}

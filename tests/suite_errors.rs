@@ -333,3 +333,28 @@ fn an_alternative_that_needs_attacker_text_fails_check_suites() {
         "variants.yaml: task `user_task_1`: alternative 0",
     ));
 }
+
+#[test]
+fn a_duplicate_key_is_named_in_our_words_not_the_yaml_librarys() {
+    let tmp = broken("suite.yaml", |t| t.replacen("\n", "\nname: banking2\n", 1));
+    check(&tmp)
+        .code(2)
+        .stderr(predicate::str::contains("suite.yaml"))
+        .stderr(predicate::str::contains("duplicate mapping key `name`"))
+        .stderr(predicate::str::contains("DuplicateKeyPolicy").not())
+        .stderr(predicate::str::contains("<input>").not());
+}
+
+#[test]
+fn an_empty_suites_folder_says_so_instead_of_listing_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("suites")).unwrap();
+    bench(tmp.path())
+        .arg("--suites-dir")
+        .arg(tmp.path().join("suites"))
+        .args(["run", "--suite", "banking", "--quiet"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("holds no suite"))
+        .stderr(predicate::str::contains("available: all, ").not());
+}

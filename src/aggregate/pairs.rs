@@ -19,6 +19,8 @@ pub struct PairObs {
     /// The security check held.
     pub attack_success: bool,
     pub utility: bool,
+    /// The suite's own error convention, as the record carries it.
+    pub own: crate::suite::ErrorConvention,
 }
 
 /// An episode with its cluster, as [`crate::metrics::paired`] takes it.
@@ -65,6 +67,7 @@ impl PairTable {
             errored: r.error.is_some(),
             attack_success: r.attack_success == Some(true),
             utility: r.utility,
+            own: r.error_convention,
         };
         (Atom::of(r), obs)
     }

@@ -343,7 +343,7 @@ pub fn table(a: &Ablation) -> String {
 
 /// `ablation.md`.
 pub fn markdown(a: &Ablation) -> String {
-    use crate::report::escape::markdown as md;
+    use crate::escape::markdown as md;
     let mut out = String::from("# SIEVE ablation\n\n");
     if let Some(n) = &a.note {
         writeln!(out, "> **{}**\n", md(n)).unwrap();
@@ -408,7 +408,7 @@ pub fn csv(a: &Ablation) -> Result<String, csv::Error> {
     ])?;
     for r in &a.rows {
         let paired_asr = r.vs_reference.iter().find(|p| p.metric == "asr");
-        let text = crate::report::escape::csv_cell;
+        let text = crate::escape::csv_cell;
         w.write_record([
             text(&r.suite),
             text(&r.attack),
@@ -526,7 +526,7 @@ fn pct(v: Option<f64>) -> String {
 
 /// `sweep.md`: one table per sweep and the direction each figure moved.
 pub fn sweep_markdown(a: &Ablation, curves: &[Curve]) -> String {
-    use crate::report::escape::markdown as md;
+    use crate::escape::markdown as md;
     let mut out = String::from("# SIEVE sensitivity sweeps\n\n");
     if let Some(n) = &a.note {
         writeln!(out, "> **{}**\n", md(n)).unwrap();
@@ -571,7 +571,7 @@ pub fn sweep_markdown(a: &Ablation, curves: &[Curve]) -> String {
 /// `sweep.csv`: setting, value and the curve's figures as fractions.
 pub fn sweep_csv(curves: &[Curve]) -> Result<String, csv::Error> {
     let o = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
-    let text = crate::report::escape::csv_cell;
+    let text = crate::escape::csv_cell;
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
         "setting",
@@ -698,7 +698,7 @@ pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, Cli
             let errors_as = args
                 .run
                 .error_policy()
-                .for_suites(base.iter().chain(&new).map(|(c, _)| c.0.as_str()));
+                .for_suites(base.iter().chain(&new).map(|(_, o)| o.own));
             r.vs_reference = crate::metrics::paired_all(&base, &new, errors_as);
         }
     }

@@ -248,6 +248,20 @@ fn write_merged(
     Ok(())
 }
 
+/// The shards of the split that are not among the inputs (`--partial`), if any.
+fn missing(shards: &[(PathBuf, Manifest)]) -> Option<String> {
+    let n = shards.iter().find_map(|(_, m)| m.shard.map(|s| s.1))?;
+    let have: BTreeSet<usize> = shards
+        .iter()
+        .filter_map(|(_, m)| m.shard.map(|s| s.0))
+        .collect();
+    let gone: Vec<String> = (0..n)
+        .filter(|k| !have.contains(k))
+        .map(|k| format!("{k}/{n}"))
+        .collect();
+    (!gone.is_empty()).then(|| gone.join(", "))
+}
+
 /// Run folders with their manifests.
 type Runs = Vec<(PathBuf, Manifest)>;
 
@@ -343,7 +357,10 @@ pub fn merge(out: &Path, inputs: &[PathBuf], partial: bool) -> Result<Merged, Cl
         finished: Some(now.clone()),
         ran: 0,
         errored: 0,
-        outcome: format!("merged {} shard(s)", shards.len()),
+        outcome: match missing(&shards) {
+            Some(m) => format!("merged {} shard(s) (partial: {m} missing)", shards.len()),
+            None => format!("merged {} shard(s)", shards.len()),
+        },
     });
     merged.finished = Some(now);
     manifest::write(tmp.path(), &merged).map_err(|e| io("cannot write", tmp.path(), e))?;

@@ -288,7 +288,7 @@ fn figures(doc: &Document) -> String {
 pub fn render(doc: &Document) -> String {
     let mut body = String::new();
     writeln!(body, "<h1>sieve-bench report</h1>").unwrap();
-    if let Some(note) = &doc.summary.note {
+    for note in doc.summary.partial.iter().chain(&doc.summary.note) {
         writeln!(body, "<p class=\"sim\">{}</p>", esc(note)).unwrap();
     }
     writeln!(

@@ -142,8 +142,27 @@ pub fn episode_seed(identity: &str, seed: u64) -> u64 {
 }
 
 impl RunPlan {
-    /// Every job of the matrix, in a deterministic order.
+    /// Every job of the matrix (this shard's), in a deterministic order.
     pub fn jobs(&self) -> Vec<Job> {
+        let jobs = self.matrix();
+        match self.shard {
+            Some((k, n)) => jobs
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| i % n == k)
+                .map(|(_, j)| j)
+                .collect(),
+            None => jobs,
+        }
+    }
+
+    /// Whether the command asked for attacked episodes (a template or the samples).
+    pub fn asks_for_attacks(&self) -> bool {
+        !self.attacks.is_empty() || self.context
+    }
+
+    /// Every job of the whole matrix, every shard's, in a deterministic order.
+    pub fn matrix(&self) -> Vec<Job> {
         let model = self.models.agent.name();
         let mut jobs = Vec::new();
         for (si, suite) in self.suites.iter().enumerate() {
@@ -221,14 +240,6 @@ impl RunPlan {
                 }
             }
         }
-        if let Some((k, n)) = self.shard {
-            jobs = jobs
-                .into_iter()
-                .enumerate()
-                .filter(|(i, _)| i % n == k)
-                .map(|(_, j)| j)
-                .collect();
-        }
         jobs
     }
 }
@@ -236,6 +247,24 @@ impl RunPlan {
 /// The circuit breaker: this many episodes in a row failing with the same error stop the
 /// run, since the cause (a dead server, a spent quota) would fail every other one too.
 pub const BREAKER_RUN: usize = 20;
+
+/// What makes two errors the same cause for the breaker: the first line of the message
+/// (what follows quotes a process's stderr, which differs from process to process) with
+/// every number masked (a pid, a port, a line number, an exit status).
+fn cause(error: &str) -> String {
+    let first = error.lines().next().unwrap_or("");
+    let mut out = String::with_capacity(first.len());
+    for c in first.chars() {
+        if c.is_ascii_digit() {
+            if !out.ends_with('#') {
+                out.push('#');
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
 
 #[derive(Default)]
 struct Breaker {
@@ -253,10 +282,11 @@ impl Breaker {
                 None
             }
             Some(e) => {
-                if self.last.as_deref() == Some(e) {
+                let cause = cause(e);
+                if self.last.as_deref() == Some(cause.as_str()) {
                     self.count += 1;
                 } else {
-                    self.last = Some(e.to_string());
+                    self.last = Some(cause);
                     self.count = 1;
                 }
                 (self.count >= BREAKER_RUN).then(|| {
@@ -402,6 +432,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         version: env!("CARGO_PKG_VERSION").to_string(),
         suite_fingerprint: suite.fingerprint.clone(),
         attack_fingerprint,
+        error_convention: suite.error_convention(),
     };
     let trace = TraceRecord {
         key: job.key.to_string(),
@@ -534,6 +565,29 @@ impl<'a> Resume<'a> {
     }
 }
 
+/// Why an attack was asked for and none will run, naming what is missing.
+fn no_attacked_episodes(plan: &RunPlan) -> String {
+    let mut why = Vec::new();
+    for s in &plan.suites {
+        if !plan.attacks.is_empty() && s.injection_tasks.is_empty() {
+            why.push(format!("{} has no injection tasks", s.qualified_name()));
+        }
+        if plan.context && s.samples.is_empty() {
+            why.push(format!(
+                "{} has no context-aware samples (samples.yaml)",
+                s.qualified_name()
+            ));
+        }
+    }
+    if why.is_empty() {
+        why.push("the --user-tasks / --injection-tasks filters leave none".into());
+    }
+    format!(
+        "an attack was asked for, but the selection has no attacked episode: {}. Select other suites or tasks, or pass --attack none for clean episodes only",
+        why.join("; ")
+    )
+}
+
 fn or_unknown(s: &str) -> &str {
     if s.is_empty() { "unknown" } else { s }
 }
@@ -544,6 +598,9 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
     let ep_path = plan.out.join(record::EPISODES);
     outcome.dropped_partial_line = record::drop_partial_tail(&ep_path)?;
     record::drop_partial_tail(&plan.out.join(record::TRACES))?;
+    if plan.asks_for_attacks() && !plan.matrix().iter().any(|j| j.injection.is_some()) {
+        return Err(RunError::NothingToRun(no_attacked_episodes(&plan)));
+    }
     let all = plan.jobs();
     if all.is_empty() {
         return Err(RunError::NothingToRun(format!(
@@ -666,6 +723,30 @@ mod tests {
             b.see(Some("HTTP 500"));
         }
         assert!(b.see(Some("HTTP 500")).unwrap().contains("HTTP 500"));
+    }
+
+    #[test]
+    fn breaker_sees_one_cause_through_pids_and_stderr_tails() {
+        let mut b = Breaker::default();
+        let mut tripped = None;
+        for i in 0..BREAKER_RUN {
+            let e = format!(
+                "suite provider failed: the provider exited before answering `call` (crashed) (exit status: 1)\n  its stderr ends: worker {} died at 0x{:x}",
+                4000 + i,
+                i * 977
+            );
+            tripped = b.see(Some(&e));
+        }
+        assert!(tripped.is_some(), "a pid in the text kept the breaker open");
+        let mut b = Breaker::default();
+        for i in 0..BREAKER_RUN * 2 {
+            let e = if i % 2 == 0 {
+                "HTTP 500"
+            } else {
+                "HTTP 429 Too Many Requests"
+            };
+            assert_eq!(b.see(Some(e)), None, "two causes are not one");
+        }
     }
 
     #[test]

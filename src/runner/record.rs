@@ -3,6 +3,7 @@
 
 use crate::agent::CallRecord;
 use crate::model::{CostMeter, Message};
+use crate::suite::ErrorConvention;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fs::{File, OpenOptions};
@@ -79,6 +80,11 @@ pub struct EpisodeRecord {
     /// The attack template's fingerprint, for attacked episodes.
     #[serde(default)]
     pub attack_fingerprint: Option<String>,
+    /// How the suite's rows count this episode if it errored, unless `--errors-as` names
+    /// one convention (`agentdojo` for AgentDojo's own suites, from their provider file;
+    /// absent means `excluded`).
+    #[serde(default, skip_serializing_if = "ErrorConvention::is_default")]
+    pub error_convention: ErrorConvention,
 }
 
 impl EpisodeRecord {

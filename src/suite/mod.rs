@@ -233,6 +233,26 @@ pub struct Suite {
     pub external: Option<Arc<crate::external::ExternalSuite>>,
 }
 
+/// How a suite's own rows count an errored episode (`metrics::ErrorsAs` turns it into a
+/// row's convention): apart from the rates (this project's), or as AgentDojo does (a
+/// failed task and a successful attack), which only AgentDojo's adapter declares.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+pub enum ErrorConvention {
+    #[default]
+    #[serde(rename = "excluded")]
+    Excluded,
+    #[serde(rename = "agentdojo")]
+    AgentDojo,
+}
+
+impl ErrorConvention {
+    pub fn is_default(&self) -> bool {
+        *self == ErrorConvention::Excluded
+    }
+}
+
 /// The result of running a plan on an environment.
 pub struct PlanRun {
     pub calls: Vec<ExecutedCall>,
@@ -286,6 +306,15 @@ impl Suite {
         format!("{}/{}", self.meta.family, self.meta.name)
     }
 
+    /// How the suite's rows count errored episodes unless `--errors-as` names one
+    /// convention: its provider file's `error_convention` for an external suite, this
+    /// project's (errors apart) for the rest. Never read from the suite's name.
+    pub fn error_convention(&self) -> ErrorConvention {
+        self.external
+            .as_ref()
+            .map_or_else(Default::default, |x| x.error_convention)
+    }
+
     pub fn defaults(&self) -> Vec<String> {
         self.vectors.iter().map(|v| v.default.clone()).collect()
     }
@@ -328,8 +357,14 @@ pub fn read_yaml(path: &Path, root: &Path) -> Result<Value, SuiteError> {
     let options = serde_saphyr::options! {}
         .with_filesystem_root(root)
         .map_err(|e| SuiteError::at(path, None, None, format!("cannot set include root: {e}")))?;
-    serde_saphyr::from_str_with_options::<Value>(&text, options)
-        .map_err(|e| SuiteError::at(path, None, None, format!("invalid YAML: {e}")))
+    serde_saphyr::from_str_with_options::<Value>(&text, options).map_err(|e| {
+        SuiteError::at(
+            path,
+            None,
+            None,
+            format!("invalid YAML: {}", crate::yaml::message(&e)),
+        )
+    })
 }
 
 fn field<T: DeserializeOwned>(
@@ -739,6 +774,12 @@ pub fn select(root: &Path, selector: &str) -> Result<Vec<SuiteRef>, String> {
         if matched.is_empty() {
             let names: Vec<String> = found.iter().map(SuiteRef::qualified).collect();
             let short: Vec<&str> = found.iter().map(|s| s.name.as_str()).collect();
+            if names.is_empty() {
+                return Err(format!(
+                    "no suite matches `{part}`: {} holds no suite (`<family>/<suite>/suite.yaml`)",
+                    root.display()
+                ));
+            }
             return Err(format!(
                 "no suite matches `{part}` in {}{}; available: all, {}",
                 root.display(),
