@@ -275,6 +275,10 @@ impl Attack {
         if self.name.trim().is_empty() {
             return Err(err("`name` is empty".into()));
         }
+        crate::ids::check_name(&self.name).map_err(|why| err(format!("`name`: {why}")))?;
+        for a in &self.aliases {
+            crate::ids::check_name(a).map_err(|why| err(format!("`aliases`: {why}")))?;
+        }
         for p in placeholders(&self.template) {
             if !FIELDS.contains(&p) {
                 return Err(err(format!(

@@ -391,19 +391,9 @@ fn default_risk(kind: ToolKind) -> f64 {
     }
 }
 
-/// A name the harness puts in keys, tables and messages: not empty, at most 200
-/// characters, no control character and no `|` (the separator of a record's key).
+/// A name the harness puts in keys, tables and messages ([`crate::ids::check_name`]).
 fn check_name(what: &str, name: &str) -> Result<(), String> {
-    if name.is_empty()
-        || name.chars().count() > 200
-        || name.chars().any(|c| c.is_control() || c == '|')
-    {
-        return Err(format!(
-            "{what} `{}`: a name is 1 to 200 characters, without control characters or `|`",
-            crate::escape::terminal_cell(name)
-        ));
-    }
-    Ok(())
+    crate::ids::check_name(name).map_err(|why| format!("{what}: {why}"))
 }
 
 /// Checks a plan as a data suite's is checked: each call names a described tool, its

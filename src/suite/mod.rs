@@ -408,6 +408,8 @@ fn task_maps<'a>(file: &Path, doc: &'a Value) -> Result<Vec<(String, &'a TaskMap
                 "missing or not a string",
             )
         })?;
+        crate::ids::check_name(id)
+            .map_err(|why| SuiteError::at(file, Some(&format!("#{i}")), Some("id"), why))?;
         if !seen.insert(id.to_string()) {
             return Err(SuiteError::at(
                 file,
@@ -477,6 +479,8 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
     let meta_doc = read_yaml(&meta_path, dir)?;
     let meta: SuiteMeta = serde_json::from_value(meta_doc)
         .map_err(|e| SuiteError::at(&meta_path, None, None, e.to_string()))?;
+    crate::ids::check_name(&meta.name)
+        .map_err(|why| SuiteError::at(&meta_path, None, Some("name"), why))?;
     crate::tools::check_date("date", &meta.date)
         .map_err(|e| SuiteError::at(&meta_path, None, Some("date"), e.message))?;
     let mut tools =
@@ -496,6 +500,8 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
 
     let mut seen_vectors = std::collections::HashSet::new();
     for v in &vectors {
+        crate::ids::check_name(v.id.as_str())
+            .map_err(|why| SuiteError::at(&vec_path, None, Some("vectors"), why))?;
         if !seen_vectors.insert(v.id.as_str()) {
             return Err(SuiteError::at(
                 &vec_path,
