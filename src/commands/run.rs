@@ -79,7 +79,7 @@ pub struct RunArgs {
     pub plugin_timeout: f64,
     /// The longest reply line an `exec:` defense plugin may send, in MiB (1 to 1024); a
     /// longer one errors that episode.
-    #[arg(long, value_name = "MIB", default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    #[arg(long, value_name = "MIB", default_value_t = 8, value_parser = clap::value_parser!(u64).range(*PLUGIN_MAX_REPLY_MIB.start()..=*PLUGIN_MAX_REPLY_MIB.end()))]
     pub plugin_max_reply: u64,
     /// Discard what the results folder holds (episodes, traces, summary, manifest) and
     /// start over: the way to rerun into a folder recorded under other settings.
@@ -155,6 +155,9 @@ impl Default for RunArgs {
 /// The most seeds one run takes: far beyond any useful repeat count, and small enough
 /// that the matrix of seeds fits in memory.
 pub const MAX_SEEDS: u64 = 100_000;
+
+/// The range of `--plugin-max-reply`, in MiB.
+pub const PLUGIN_MAX_REPLY_MIB: std::ops::RangeInclusive<u64> = 1..=1024;
 
 /// The most episodes in flight: each may hold a provider process and a plugin process.
 pub const MAX_CONCURRENCY: usize = 10_000;
@@ -729,7 +732,14 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     parse_plugin_timeout(&args.plugin_timeout.to_string())
         .map_err(|e| CliError::bad_input(format!("--plugin-timeout: {e}")))?;
     options.plugin_timeout = Some(std::time::Duration::from_secs_f64(args.plugin_timeout));
-    options.plugin_max_reply = Some((args.plugin_max_reply.clamp(1, 1024) as usize) << 20);
+    if !PLUGIN_MAX_REPLY_MIB.contains(&args.plugin_max_reply) {
+        return Err(CliError::bad_input(format!(
+            "--plugin-max-reply: must be 1 to {} MiB, got {}",
+            PLUGIN_MAX_REPLY_MIB.end(),
+            args.plugin_max_reply
+        )));
+    }
+    options.plugin_max_reply = Some((args.plugin_max_reply as usize) << 20);
     let mut defenses: Vec<Arc<dyn crate::defense::Defense>> = Vec::new();
     for d in crate::defense::expand(&args.defense) {
         let built = crate::defense::build_with(&d, &options).map_err(CliError::bad_input)?;
@@ -1015,5 +1025,43 @@ mod tests {
         assert_eq!(err.exit_code(), 2);
         assert!(err.to_string().contains("--seed"), "{err}");
         assert!(!dir.path().join("r").exists());
+    }
+
+    /// A library caller skips the flags' parsers: the same ranges hold, refused (never
+    /// clamped) before anything runs.
+    #[tokio::test]
+    async fn plugin_limits_out_of_range_are_refused_for_library_callers_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::resolve(None, None, Some(PathBuf::from(".")));
+        for (args, flag) in [
+            (
+                RunArgs {
+                    plugin_max_reply: 4096,
+                    ..RunArgs::default()
+                },
+                "--plugin-max-reply",
+            ),
+            (
+                RunArgs {
+                    plugin_timeout: 1e30,
+                    ..RunArgs::default()
+                },
+                "--plugin-timeout",
+            ),
+        ] {
+            let err = run(
+                &paths,
+                RunArgs {
+                    out: Some(dir.path().join("r")),
+                    ..args
+                },
+            )
+            .await
+            .err()
+            .expect("refused");
+            assert_eq!(err.exit_code(), 2);
+            assert!(err.to_string().contains(flag), "{err}");
+            assert!(!dir.path().join("r").exists());
+        }
     }
 }
