@@ -451,26 +451,29 @@ fn ctrl_c_keeps_every_finished_episode_and_exits_130() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("big");
     // Far more episodes than can finish before the signal arrives.
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("sieve-bench"))
-        .current_dir(tmp.path())
-        .env("SIEVE_BENCH_HOME", home())
-        .args([
-            "run",
-            "--suite",
-            "all",
-            "--attack",
-            "important",
-            "--seeds",
-            "500",
-            "--quiet",
-            "--out",
-        ])
-        .arg(&out)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = KillOnDrop(Some(
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("sieve-bench"))
+            .current_dir(tmp.path())
+            .env("SIEVE_BENCH_HOME", home())
+            .args([
+                "run",
+                "--suite",
+                "all",
+                "--attack",
+                "important",
+                "--seeds",
+                "500",
+                "--quiet",
+                "--out",
+            ])
+            .arg(&out)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ));
     let episodes = out.join("episodes.jsonl");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    // Generous: the machine running the tests may be loaded.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
     while lines_or_empty(&episodes) < 20 {
         assert!(
             std::time::Instant::now() < deadline,
@@ -482,7 +485,7 @@ fn ctrl_c_keeps_every_finished_episode_and_exits_130() {
         .args(["-INT", &child.id().to_string()])
         .status()
         .unwrap();
-    let output = child.wait_with_output().unwrap();
+    let output = child.0.take().unwrap().wait_with_output().unwrap();
     assert_eq!(
         output.status.code(),
         Some(130),
@@ -509,6 +512,26 @@ fn ctrl_c_keeps_every_finished_episode_and_exits_130() {
             .is_some_and(|p| p.contains("interrupted")),
         "the summary says it is partial: {partial:?}"
     );
+}
+
+/// A child process killed when the test ends, a failed assertion included, so a run the
+/// test started never outlives it.
+struct KillOnDrop(Option<std::process::Child>);
+
+impl std::ops::Deref for KillOnDrop {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        self.0.as_ref().expect("not yet waited for")
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
 }
 
 fn lines_or_empty(p: &std::path::Path) -> usize {
