@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""A reference sieve-bench defense plugin: a keyword detector (protocol v1).
+"""A reference sieve-bench defense plugin: a keyword detector (protocol v2).
 
 Run it with:  sieve-bench run --defense "exec:python3 examples/keyword_plugin.py"
 
 It reads one JSON request per line on stdin and writes one JSON reply per line on
-stdout (docs/defense-plugin.md has the schema). It:
+stdout, each echoing its request's `id` (docs/defense-plugin.md has the schema). It:
   - replaces a tool output that contains an injection cue with a short notice;
   - blocks any call to a tool named with --block-tool (repeatable);
   - blocks a write call (tool kind "write") proposed after a flagged output, because
@@ -27,6 +27,7 @@ CUES = [
     r"do not tell the user",
 ]
 PATTERN = re.compile("|".join(CUES), re.IGNORECASE)
+PROTOCOL = 2
 
 
 def main(argv):
@@ -44,8 +45,8 @@ def main(argv):
     for line in sys.stdin:
         req = json.loads(line)
         hook = req["hook"]
-        if req.get("v") != 1:
-            sys.stderr.write(f"this plugin speaks protocol 1, got {req.get('v')!r}\n")
+        if req.get("v") != PROTOCOL:
+            sys.stderr.write(f"this plugin speaks protocol {PROTOCOL}, got {req.get('v')!r}\n")
             return 3
         if hook == "episode_start":
             kinds = {t["name"]: t.get("kind") for t in req["tools"]}
@@ -77,7 +78,8 @@ def main(argv):
         else:
             sys.stderr.write(f"unknown hook {hook!r}\n")
             return 4
-        reply["v"] = 1
+        reply["v"] = PROTOCOL
+        reply["id"] = req["id"]
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
     return 0

@@ -3,9 +3,16 @@
 //! that misbehave on purpose (`crash`, `hang`, `garble`) so the tests can watch the
 //! harness survive a crashed, hung or babbling provider, and a denial-of-service attack
 //! `halt`; and a suite `toy@v1/label` whose one label a later `set_label` call replaces
-//! (a tool described with `replaces`). Its one argument, when given, is the package it
-//! presents itself as (`toy` by default), so tests can see how the harness treats a
-//! family by its name (`agentdojo@v1/counter`).
+//! (a tool described with `replaces`). Its first argument, when given, is the package it
+//! presents itself as (`toy` by default), so tests can see that a provider cannot pass for
+//! another package; its second, the suite name `describe` claims instead of the one asked
+//! for.
+//!
+//! Misbehaviours for the protocol tests, by environment variable (set to anything):
+//! `TOY_STDERR_FLOOD` writes a byte that is not UTF-8 and 1 MB to stderr before every
+//! reply; `TOY_HUGE_OUTPUT` makes `read_note` answer with 4 MB; `TOY_DUPLICATE_TASK`
+//! describes a user task twice; `TOY_BAD_PLAN` has `start` recompute a plan naming a tool
+//! the suite does not have; `TOY_STRAY_LINE` writes a stray reply line after `start`.
 
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};
@@ -104,6 +111,10 @@ fn describe() -> Value {
     })
 }
 
+fn misbehaves(how: &str) -> bool {
+    std::env::var_os(format!("TOY_{how}")).is_some()
+}
+
 fn handle(req: &Value, episode: &mut Option<Episode>) -> Result<Value, String> {
     let op = req["op"].as_str().unwrap_or("");
     let suite_ok = || {
@@ -115,12 +126,22 @@ fn handle(req: &Value, episode: &mut Option<Episode>) -> Result<Value, String> {
     };
     match op {
         "hello" => Ok(
-            json!({"protocol": 1, "provider": "toy", "package": package(),
+            json!({"protocol": 2, "provider": "toy", "package": package(),
                              "package_version": "1.0.0"}),
         ),
         "list" => Ok(json!({"suites": [suite_name(), label_suite_name()]})),
         "describe" if req["suite"] == label_suite_name().as_str() => Ok(describe_label()),
-        "describe" => suite_ok().map(|_| describe()),
+        "describe" => suite_ok().map(|_| {
+            let mut d = describe();
+            if let Some(claimed) = std::env::args().nth(2) {
+                d["suite"] = json!(claimed);
+            }
+            if misbehaves("DUPLICATE_TASK") {
+                let first = d["user_tasks"][0].clone();
+                d["user_tasks"].as_array_mut().unwrap().push(first);
+            }
+            d
+        }),
         "attack" => {
             suite_ok()?;
             if req["attack"] == "halt" {
@@ -146,12 +167,18 @@ fn handle(req: &Value, episode: &mut Option<Episode>) -> Result<Value, String> {
                 counter: 0,
                 sent: Vec::new(),
             });
+            if misbehaves("BAD_PLAN") {
+                return Ok(json!({"plan": plan(&[("launch_missiles", json!({}))])}));
+            }
             Ok(json!({}))
         }
         "call" => {
             let ep = episode.as_mut().ok_or("no episode started")?;
             let args = &req["arguments"];
             match req["tool"].as_str().unwrap_or("") {
+                "read_note" if misbehaves("HUGE_OUTPUT") => {
+                    Ok(json!({"output": "x".repeat(4 << 20)}))
+                }
                 "read_note" => Ok(json!({"output": format!("note: {}", ep.note)})),
                 "add" => match args["n"].as_i64() {
                     Some(n) => {
@@ -205,18 +232,27 @@ fn main() {
     let mut out = std::io::stdout();
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
-        let reply = match serde_json::from_str::<Value>(&line) {
-            Ok(req) => match handle(&req, &mut episode) {
-                Ok(Value::Object(mut m)) => {
-                    m.insert("ok".into(), Value::Bool(true));
-                    Value::Object(m)
-                }
-                Ok(_) => unreachable!("handlers return objects"),
-                Err(e) => json!({"ok": false, "error": e}),
-            },
-            Err(e) => json!({"ok": false, "error": format!("bad request: {e}")}),
+        let req = serde_json::from_str::<Value>(&line).unwrap_or(Value::Null);
+        let mut reply = match handle(&req, &mut episode) {
+            Ok(Value::Object(mut m)) => {
+                m.insert("ok".into(), Value::Bool(true));
+                Value::Object(m)
+            }
+            Ok(_) => unreachable!("handlers return objects"),
+            Err(e) => json!({"ok": false, "error": e}),
         };
+        // Protocol 2: every reply echoes the id of the request it answers.
+        reply["id"] = req["id"].clone();
+        if misbehaves("STDERR_FLOOD") {
+            let mut err = std::io::stderr();
+            err.write_all(b"\xff not UTF-8\n").ok();
+            err.write_all(&vec![b'e'; 1 << 20]).ok();
+            err.write_all(b"\nflood over\n").ok();
+        }
         writeln!(out, "{reply}").ok();
+        if misbehaves("STRAY_LINE") && req["op"] == "start" {
+            writeln!(out, "{reply}").ok();
+        }
         out.flush().ok();
     }
 }

@@ -28,18 +28,7 @@ have=0
 if [ "$have" != "$n" ]; then
   rm -rf "$data/seed" "$data/big"
   "$bin" run --suite all --attack important --defense none,sieve --out "$data/seed" --quiet 2>/dev/null
-  python3 - "$data/seed/episodes.jsonl" "$data/big" "$n" <<'PY'
-import json, os, sys
-src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-lines = [json.loads(l) for l in open(src) if l.strip()]
-os.makedirs(dst, exist_ok=True)
-with open(os.path.join(dst, "episodes.jsonl"), "w") as f:
-    for i in range(n):
-        r = dict(lines[i % len(lines)])
-        r["key"] = f"{r['key']}|copy{i // len(lines)}"
-        f.write(json.dumps(r) + "\n")
-PY
-  cp "$data/seed/run.json" "$data/big/run.json"
+  python3 scripts/synth_records.py "$data/seed" "$data/big" "$n"
 fi
 size=$(du -m "$data/big/episodes.jsonl" | cut -f1)
 echo "records: $n ($size MB of JSONL), $(nproc) cores"

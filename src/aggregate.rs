@@ -31,6 +31,8 @@ pub struct Atom {
     /// The summary's attack label ([`attack_label`]) of an attacked record with an
     /// attack; `None` for the records the summary counts as clean.
     pub label: Option<String>,
+    /// The suite's own error convention, as the record carries it.
+    pub own: crate::suite::ErrorConvention,
 }
 
 impl Atom {
@@ -46,6 +48,7 @@ impl Atom {
             attacked: r.attacked(),
             attack: r.attack.clone(),
             label,
+            own: r.error_convention,
         }
     }
 }
@@ -128,8 +131,8 @@ impl Acc {
                 }
             }
         }
-        let counts =
-            r.error.is_none() || errors_as.counts_error(&r.suite, r.error_kind, r.attacked());
+        let counts = r.error.is_none()
+            || errors_as.counts_error(r.error_convention, r.error_kind, r.attacked());
         let seed = self.seeds.entry(r.seed).or_default();
         if counts {
             // An error AgentDojo scores is an unsolved task and a successful attack.
@@ -361,16 +364,6 @@ impl Acc {
     }
 }
 
-/// A key's 64-bit hash. Deduplication keeps one hash per distinct episode (a set of
-/// about 16 bytes an episode, the table's slack included), not the keys: two keys with
-/// one hash would count as one episode, about 3 in 10⁸ for a million episodes.
-pub(crate) fn key_hash(key: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    key.hash(&mut h);
-    h.finish()
-}
-
 /// Bins of the alignment-score histograms.
 pub const SCORE_BINS: usize = 20;
 
@@ -456,7 +449,7 @@ impl Aggregate {
 
     /// The convention of a row over these atoms, by the policy.
     fn convention<'a>(&self, atoms: impl Iterator<Item = &'a Atom>) -> ErrorsAs {
-        self.errors_as.for_suites(atoms.map(|k| k.suite.as_str()))
+        self.errors_as.for_suites(atoms.map(|k| k.own))
     }
 
     /// Episodes folded in.
@@ -727,7 +720,7 @@ mod tests {
     use super::*;
     use crate::commands::Paths;
     use crate::commands::run::{RunArgs, run};
-    use crate::runner::record::{EPISODES, RUN_INFO, read_records};
+    use crate::runner::record::{EPISODES, RUN_INFO, for_each_record};
     use std::path::{Path, PathBuf};
 
     /// A real sim run: two suites (one with context-aware samples) under `important`
@@ -753,8 +746,16 @@ mod tests {
         )
         .await
         .expect("the sim run succeeds");
-        let (mut records, bad) = read_records(&out.join(EPISODES)).unwrap();
-        assert_eq!(bad, 0);
+        let mut records = Vec::new();
+        for_each_record(
+            &out.join(EPISODES),
+            |p| {
+                records.push(p.record.expect("a well-formed record"));
+                Ok(())
+            },
+            |e| panic!("{e}"),
+        )
+        .unwrap();
         assert!(records.len() > 300, "{}", records.len());
         for (i, r) in records.iter_mut().enumerate() {
             if i % 11 == 3 {

@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 use sieve_bench::commands::{self, CliError, Paths, ablate::AblateArgs, run::RunArgs};
+use sieve_bench::escape;
 use sieve_bench::report::compare::Thresholds;
 use sieve_bench::report::text::TableFlags;
 use std::path::PathBuf;
@@ -143,12 +144,20 @@ fn run_command(paths: &Paths, args: RunArgs, table: &TableFlags) -> Result<(), C
     let quiet = args.quiet;
     let report = runtime()?.block_on(commands::run::run(paths, args))?;
     if !quiet {
-        print!(
-            "{}",
-            commands::run::summary_text(&report, &table.options())?
-        );
+        show(&commands::run::summary_text(&report, &table.options())?);
     }
     finish(&report)
+}
+
+/// Prints a command's output. On a terminal, no control sequence a name or a trace
+/// carries reaches it (every format's own escaping still applies when it is piped).
+fn show(text: &str) {
+    use std::io::IsTerminal;
+    if std::io::stdout().is_terminal() {
+        print!("{}", escape::terminal(text));
+    } else {
+        print!("{text}");
+    }
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
@@ -160,7 +169,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
 
 /// Reports how a run ended; fatal, interrupted and error-ridden runs exit non-zero.
 fn finish(report: &commands::run::RunReport) -> Result<(), CliError> {
-    eprintln!("{}", report.status());
+    eprintln!("{}", escape::terminal(&report.status()));
     report.verdict()
 }
 
@@ -168,7 +177,7 @@ fn ablate_command(paths: &Paths, args: AblateArgs) -> Result<(), CliError> {
     let quiet = args.run.quiet;
     let report = runtime()?.block_on(commands::ablate::ablate(paths, args))?;
     if !quiet {
-        print!("{}", commands::ablate::table(&report.ablation));
+        show(&commands::ablate::table(&report.ablation));
     }
     finish(&report.run)
 }
@@ -179,29 +188,28 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Run { args, table } => run_command(&paths, *args, &table)?,
         Command::Ablate(a) => ablate_command(&paths, *a)?,
         Command::CheckSuites { suite } => {
-            print!("{}", commands::check_suites::check_suites(&paths, &suite)?);
+            show(&commands::check_suites::check_suites(&paths, &suite)?);
         }
         Command::List { what, suite } => match what {
-            ListWhat::Tasks => print!("{}", commands::list::list_tasks(&paths, &suite)?),
-            ListWhat::Samples => print!("{}", commands::list::list_samples(&paths, &suite)?),
-            ListWhat::Suites => print!("{}", commands::list::list_suites(&paths)?),
-            ListWhat::Attacks => print!("{}", commands::list::list_attacks(&paths)?),
-            ListWhat::Defenses => print!("{}", commands::list::list_defenses()),
-            ListWhat::Models => print!("{}", commands::list::list_models(&paths)?),
+            ListWhat::Tasks => show(&commands::list::list_tasks(&paths, &suite)?),
+            ListWhat::Samples => show(&commands::list::list_samples(&paths, &suite)?),
+            ListWhat::Suites => show(&commands::list::list_suites(&paths)?),
+            ListWhat::Attacks => show(&commands::list::list_attacks(&paths)?),
+            ListWhat::Defenses => show(&commands::list::list_defenses()),
+            ListWhat::Models => show(&commands::list::list_models(&paths)?),
         },
-        Command::Report(args) => print!("{}", commands::report_cmd::report(&args)?),
+        Command::Report(args) => show(&commands::report_cmd::report(&args)?),
         Command::Merge {
             out,
             shards,
             partial,
             table,
         } => {
-            let added = commands::merge::merge(&out, &shards, partial)?;
-            eprintln!("{added} episode(s) merged into {}", out.display());
-            print!(
-                "{}",
-                commands::report_cmd::rerender(&out, &table.options())?
-            );
+            let merged = commands::merge::merge(&out, &shards, partial)?;
+            eprintln!("{} episode(s) merged into {}", merged.added, out.display());
+            let text = commands::report_cmd::rerender(&out, &table.options())?;
+            drop(merged);
+            show(&text);
         }
         Command::Compare {
             base,
@@ -221,7 +229,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
                 },
                 &pair,
             )?;
-            print!("{text}");
+            show(&text);
             if failed {
                 return Err(CliError::Regression(
                     "compare: a threshold was crossed".into(),
@@ -237,7 +245,7 @@ fn main() -> ExitCode {
     match dispatch(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", escape::terminal(&e.to_string()));
             ExitCode::from(e.exit_code().clamp(1, 255) as u8)
         }
     }

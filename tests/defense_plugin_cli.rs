@@ -198,3 +198,153 @@ fn exec_without_a_command_is_refused() {
         .assert()
         .code(2);
 }
+
+fn misbehaving(how: &str) -> String {
+    format!("{} {how}", plugin("tests/fixtures/plugins/misbehave.py"))
+}
+
+#[test]
+fn a_stray_reply_line_errors_its_episodes_instead_of_answering_the_next_hook() {
+    let tmp = tempfile::tempdir().unwrap();
+    let eps = episodes(tmp.path(), &misbehaving("extra-line"), "60", 3);
+    assert_every_episode_errors(&eps, "a stray or repeated line");
+    for e in &eps {
+        assert_eq!(
+            e["blocked"], 0,
+            "the stray `block` was taken as a verdict: {e}"
+        );
+    }
+}
+
+#[test]
+fn a_reply_over_the_size_cap_errors_its_episodes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let mut c = bench(tmp.path());
+    c.args([
+        "run",
+        "--suite",
+        "banking",
+        "--user-tasks",
+        "user_task_0",
+        "--injection-tasks",
+        "injection_task_0",
+        "--plugin-max-reply",
+        "1",
+        "--quiet",
+        "--defense",
+        &misbehaving("huge"),
+        "--out",
+    ])
+    .arg(&out);
+    c.assert().code(3);
+    let eps = lines(&out.join("episodes.jsonl"));
+    assert_eq!(eps.len(), 2);
+    for e in eps {
+        let e: Value = serde_json::from_str(&e).unwrap();
+        let err = e["error"].as_str().unwrap_or_else(|| panic!("{e}"));
+        assert!(
+            err.contains("longer than the cap of 1048576 bytes"),
+            "{err}"
+        );
+    }
+    bench(tmp.path())
+        .args(["run", "--suite", "banking", "--plugin-max-reply", "0"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn what_a_plugin_starts_ends_with_its_episode() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pids = tmp.path().join("pids");
+    std::fs::create_dir(&pids).unwrap();
+    let eps = episodes(
+        tmp.path(),
+        &misbehaving(&format!("spawn {}", pids.display())),
+        "60",
+        0,
+    );
+    assert_eq!(eps.len(), 6);
+    let started: Vec<String> = std::fs::read_dir(&pids)
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    assert_eq!(started.len(), 6, "one helper process per episode");
+    for pid in started {
+        assert!(
+            gone(&pid),
+            "process {pid}, started by the plugin, outlived its episode"
+        );
+    }
+}
+
+/// Whether a process is gone (or a zombie no one reaps).
+fn gone(pid: &str) -> bool {
+    for _ in 0..100 {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => return true,
+            Ok(stat) if stat.split(") ").nth(1).is_some_and(|s| s.starts_with('Z')) => {
+                return true;
+            }
+            Ok(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+        }
+    }
+    false
+}
+
+#[test]
+fn usage_a_meter_cannot_hold_is_an_error_not_a_wrapped_count() {
+    let tmp = tempfile::tempdir().unwrap();
+    let eps = episodes(tmp.path(), &misbehaving("usage"), "60", 3);
+    assert_every_episode_errors(&eps, "usage.prompt_tokens is 9223372036854775808");
+}
+
+#[test]
+fn a_protocol_1_plugin_is_told_what_changed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let eps = episodes(tmp.path(), &misbehaving("v1"), "60", 3);
+    assert_every_episode_errors(&eps, "protocol version 1; this harness speaks 2");
+    assert!(eps[0]["error"].as_str().unwrap().contains("`id`"));
+}
+
+#[test]
+fn plugin_timeouts_outside_their_range_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    for bad in ["1e30", "0", "-1", "NaN", "inf", "86401"] {
+        bench(tmp.path())
+            .args(["run", "--suite", "banking", "--quiet"])
+            .arg(format!("--plugin-timeout={bad}"))
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains("--plugin-timeout"));
+    }
+}
+
+/// A run the circuit breaker stopped writes a summary of what finished, marked partial
+/// in every form (and so does one interrupted with Ctrl-C, see run_cli).
+#[test]
+fn a_stopped_run_marks_its_summary_partial() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    bench(tmp.path())
+        .args(["run", "--suite", "banking", "--concurrency", "2", "--quiet"])
+        .arg("--defense")
+        .arg(plugin("tests/fixtures/plugins/crash.py"))
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(
+            "in a row failed with the same error",
+        ));
+    let s = summary(&out);
+    let partial = s["partial"].as_str().unwrap_or_else(|| panic!("{s}"));
+    assert!(partial.starts_with("PARTIAL"), "{partial}");
+    assert!(partial.contains("stopped"), "{partial}");
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.contains("PARTIAL"), "{md}");
+    // `report` rewrites the summary from the records and keeps the mark.
+    let table = bench(tmp.path()).arg("report").arg(&out).assert().success();
+    assert!(String::from_utf8_lossy(&table.get_output().stdout).contains("PARTIAL"));
+}

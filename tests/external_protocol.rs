@@ -43,20 +43,57 @@ fn toy_suites(root: &Path, timeout_secs: f64) -> PathBuf {
     suites
 }
 
-/// A suites folder where the toy provider presents itself as AgentDojo's package, so its
-/// suite is named `agentdojo@v1/counter` like AgentDojo's own.
+/// A suites folder where the toy provider serves package `agentdojo` from a provider file
+/// that declares AgentDojo's error convention, as AgentDojo's own adapter's does.
 fn toy_as_agentdojo(root: &Path) -> PathBuf {
+    toy_as_agentdojo_with(root, "error_convention = \"agentdojo\"\n")
+}
+
+fn toy_as_agentdojo_with(root: &Path, extra: &str) -> PathBuf {
     let suites = root.join("suites");
     std::fs::create_dir_all(suites.join("external")).unwrap();
     std::fs::write(
         suites.join("external/agentdojo.toml"),
         format!(
-            "package = \"agentdojo\"\ncommand = [{:?}, \"agentdojo\"]\ntimeout_secs = 10\n",
+            "package = \"agentdojo\"\ncommand = [{:?}, \"agentdojo\"]\ntimeout_secs = 10\n{extra}",
             toy_binary().display().to_string()
         ),
     )
     .unwrap();
     suites
+}
+
+/// A suites folder declaring the toy provider as `toy` with these arguments and extra
+/// fields.
+fn toy_with(root: &Path, args: &[&str], extra: &str) -> PathBuf {
+    let suites = root.join("suites");
+    std::fs::create_dir_all(suites.join("external")).unwrap();
+    let mut command = vec![toy_binary().display().to_string()];
+    command.extend(args.iter().map(|a| a.to_string()));
+    std::fs::write(
+        suites.join("external/toy.toml"),
+        format!("package = \"toy\"\ncommand = {command:?}\ntimeout_secs = 10\n{extra}"),
+    )
+    .unwrap();
+    suites
+}
+
+/// `run` over a toy suite with the scripted oracle; the command, to assert on.
+fn run_toy(root: &Path, suites: &Path, suite: &str, extra: &[&str]) -> assert_cmd::Command {
+    let mut c = bench(root);
+    c.arg("--suites-dir").arg(suites).arg("run").args([
+        "--suite",
+        suite,
+        "--attack",
+        "none",
+        "--model",
+        "sim:oracle",
+        "--max-error-rate",
+        "100",
+        "--quiet",
+    ]);
+    c.args(extra).arg("--out").arg(root.join("out"));
+    c
 }
 
 fn traces_text(out: &Path) -> String {
@@ -383,4 +420,182 @@ fn a_mistyped_provider_attack_gets_a_suggestion() {
     let err = c.assert().code(2).get_output().stderr.clone();
     let err = String::from_utf8_lossy(&err);
     assert!(err.contains("did you mean `shout`?"), "{err}");
+}
+
+#[test]
+fn a_provider_cannot_name_its_suites_for_another_package() {
+    // A provider file for `toy` whose process lists AgentDojo's names.
+    let tmp = tempfile::tempdir().unwrap();
+    let suites = toy_with(tmp.path(), &["agentdojo"], "");
+    run_toy(tmp.path(), &suites, "toy@v1", &[])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "may serve `toy@<version>/<suite>` only",
+        ));
+    // One that lists its own name but describes the suite as AgentDojo's.
+    let tmp = tempfile::tempdir().unwrap();
+    let suites = toy_with(tmp.path(), &["toy", "agentdojo@v1.2.2/banking"], "");
+    run_toy(tmp.path(), &suites, "toy@v1/counter", &[])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "describes it as `agentdojo@v1.2.2/banking`",
+        ));
+    assert!(!tmp.path().join("out/episodes.jsonl").exists());
+}
+
+#[test]
+fn the_error_convention_is_the_provider_files_not_the_suites_name() {
+    // Package `agentdojo`, but a provider file that declares no convention: errors stay
+    // apart, whatever the suite is called.
+    let tmp = tempfile::tempdir().unwrap();
+    let suites = toy_as_agentdojo_with(tmp.path(), "");
+    run_toy(
+        tmp.path(),
+        &suites,
+        "agentdojo@v1/counter",
+        &["--user-tasks", "add_two,crashes"],
+    )
+    .assert()
+    .success();
+    let s = summary(&tmp.path().join("out"));
+    let r = &rows(&s)[0];
+    assert_eq!(r["errors_as"], "excluded", "{r}");
+    let bad = tempfile::tempdir().unwrap();
+    let suites = toy_as_agentdojo_with(bad.path(), "error_convention = \"lenient\"\n");
+    run_toy(bad.path(), &suites, "agentdojo@v1/counter", &[])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("error_convention"));
+}
+
+#[test]
+fn a_description_is_checked_as_a_suite_is() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suites = toy_with(tmp.path(), &[], "");
+    run_toy(tmp.path(), &suites, "toy@v1/counter", &[])
+        .env("TOY_DUPLICATE_TASK", "1")
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "user task `add_two` is described twice",
+        ));
+    // A plan `start` recomputes is checked too: it fails its episodes.
+    run_toy(
+        tmp.path(),
+        &suites,
+        "toy@v1/counter",
+        &["--user-tasks", "add_two"],
+    )
+    .env("TOY_BAD_PLAN", "1")
+    .assert()
+    .success();
+    let recs = records(&tmp.path().join("out"));
+    let err = recs[0]["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", recs[0]));
+    assert!(err.contains("unknown tool `launch_missiles`"), "{err}");
+}
+
+#[test]
+fn a_provider_reply_over_the_cap_fails_only_its_episode() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suites = toy_with(tmp.path(), &[], "max_reply_mb = 1\n");
+    run_toy(
+        tmp.path(),
+        &suites,
+        "toy@v1/counter",
+        &["--user-tasks", "add_two"],
+    )
+    .env("TOY_HUGE_OUTPUT", "1")
+    .assert()
+    .success();
+    let recs = records(&tmp.path().join("out"));
+    let err = recs[0]["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", recs[0]));
+    assert!(
+        err.contains("longer than the cap of 1048576 bytes"),
+        "{err}"
+    );
+    let bad = tempfile::tempdir().unwrap();
+    let suites = toy_with(bad.path(), &[], "max_reply_mb = 0\n");
+    run_toy(bad.path(), &suites, "toy@v1/counter", &[])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("max_reply_mb"));
+}
+
+#[test]
+fn a_provider_flooding_stderr_with_bytes_that_are_not_utf8_keeps_serving() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suites = toy_with(tmp.path(), &[], "");
+    run_toy(
+        tmp.path(),
+        &suites,
+        "toy@v1/counter",
+        &["--user-tasks", "add_two"],
+    )
+    .env("TOY_STDERR_FLOOD", "1")
+    .assert()
+    .success();
+    let recs = records(&tmp.path().join("out"));
+    assert_eq!(recs.len(), 1);
+    assert!(recs[0]["error"].is_null(), "{}", recs[0]);
+    assert_eq!(recs[0]["utility"], true);
+}
+
+#[test]
+fn a_stray_provider_line_fails_its_episode_instead_of_answering_a_call() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suites = toy_with(tmp.path(), &[], "");
+    run_toy(
+        tmp.path(),
+        &suites,
+        "toy@v1/counter",
+        &["--user-tasks", "add_two"],
+    )
+    .env("TOY_STRAY_LINE", "1")
+    .assert()
+    .success();
+    let recs = records(&tmp.path().join("out"));
+    let err = recs[0]["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", recs[0]));
+    assert!(err.contains("stray or repeated line"), "{err}");
+}
+
+#[test]
+fn a_protocol_1_provider_is_told_its_version() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suites = tmp.path().join("suites");
+    std::fs::create_dir_all(suites.join("external")).unwrap();
+    std::fs::write(
+        suites.join("external/old.toml"),
+        "package = \"old\"\ncommand = [\"sh\", \"-c\", \"read l; echo '{\\\"ok\\\": true, \\\"protocol\\\": 1}'; sleep 5\"]\n",
+    )
+    .unwrap();
+    run_toy(tmp.path(), &suites, "old@v1", &[])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "protocol version 1; this build speaks 2",
+        ));
+}
+
+#[test]
+fn list_suites_says_it_runs_each_providers_command() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suites = toy_suites(tmp.path(), 10.0);
+    let out = bench(tmp.path())
+        .arg("--suites-dir")
+        .arg(&suites)
+        .args(["list", "suites"])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    assert!(text.contains("listed by running its command"), "{text}");
+    assert!(text.contains("toy_provider"), "{text}");
+    assert!(text.contains("toy@v1/counter"), "{text}");
 }

@@ -73,3 +73,121 @@ fn merge_refuses_missing_shards_other_splits_and_other_settings() {
         .count();
     assert_eq!(leftovers, 0);
 }
+
+/// Every entry of a folder, sorted, for before/after comparisons.
+fn entries(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn merge_never_removes_what_it_did_not_write() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = |n: &str| tmp.path().join(n);
+    shard(tmp.path(), &p("results/run-a"), "0/2", &[]);
+    shard(tmp.path(), &p("results/run-b"), "1/2", &[]);
+    let merge = |out: &str, inputs: &[&str]| {
+        let mut c = bench(tmp.path());
+        c.args(["merge", "--partial", "--out", out]);
+        for i in inputs {
+            c.arg(p(i));
+        }
+        c.assert()
+    };
+    // A folder of other runs is not a run: refused, and every sibling stays.
+    merge("results", &["results/run-a"])
+        .code(2)
+        .stderr(predicate::str::contains("run-b"));
+    assert_eq!(entries(&p("results")), ["run-a", "run-b"]);
+    assert!(p("results/run-b/episodes.jsonl").is_file());
+    // `run` will not write a run into it either.
+    bench(tmp.path())
+        .args(["run", "--suite", "banking", "--quiet", "--out", "results"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not a run folder"));
+    assert_eq!(entries(&p("results")), ["run-a", "run-b"]);
+    // A folder with a thesis in it: refused, the thesis untouched.
+    std::fs::create_dir_all(p("thesis")).unwrap();
+    std::fs::write(p("thesis/thesis.tex"), "chapter one").unwrap();
+    merge("thesis", &["results/run-a"])
+        .code(2)
+        .stderr(predicate::str::contains("thesis.tex"));
+    assert_eq!(entries(&p("thesis")), ["thesis.tex"]);
+    // The working directory itself: refused, and no temporary copy left anywhere.
+    merge(".", &["results/run-a"]).code(2);
+    assert!(
+        !entries(tmp.path()).iter().any(|e| e.starts_with(".merge")),
+        "{:?}",
+        entries(tmp.path())
+    );
+    // A run folder of its own, with a file of the user's beside its records: merged
+    // into, its own episodes kept and the user's file left alone.
+    merge("m", &["results/run-a"]).success();
+    std::fs::write(p("m/notes.txt"), "mine").unwrap();
+    let before = lines(&p("m/episodes.jsonl")).len();
+    merge("m", &["results/run-b"]).success();
+    assert_eq!(
+        lines(&p("m/episodes.jsonl")).len(),
+        before + lines(&p("results/run-b/episodes.jsonl")).len()
+    );
+    assert_eq!(std::fs::read_to_string(p("m/notes.txt")).unwrap(), "mine");
+    assert!(!entries(&p("m")).iter().any(|e| e.starts_with(".merge")));
+    assert!(!entries(tmp.path()).iter().any(|e| e.starts_with(".merge")));
+}
+
+#[test]
+fn merge_takes_the_lock_of_a_live_run() {
+    use sieve_bench::runner::files::FolderLock;
+    let tmp = tempfile::tempdir().unwrap();
+    let p = |n: &str| tmp.path().join(n);
+    shard(tmp.path(), &p("s0"), "0/2", &[]);
+    shard(tmp.path(), &p("s1"), "1/2", &[]);
+    shard(tmp.path(), &p("m"), "0/2", &[]);
+    let merge = |out: &str, inputs: &[&str]| {
+        let mut c = bench(tmp.path());
+        c.args(["merge", "--out", out]);
+        for i in inputs {
+            c.arg(p(i));
+        }
+        c.assert()
+    };
+    let before = std::fs::read(p("m/episodes.jsonl")).unwrap();
+    // A run still writing into the output: exit 5, nothing moved.
+    let live = FolderLock::acquire(&p("m")).unwrap();
+    merge("m", &["s0", "s1"])
+        .code(5)
+        .stderr(predicate::str::contains("in use"));
+    assert_eq!(std::fs::read(p("m/episodes.jsonl")).unwrap(), before);
+    assert!(p("m/.lock").is_file(), "the live run's lock stays");
+    drop(live);
+    // A shard still being written: its records are not final, so it is refused too.
+    let live = FolderLock::acquire(&p("s1")).unwrap();
+    merge("n", &["s0", "s1"])
+        .code(5)
+        .stderr(predicate::str::contains("s1"));
+    assert!(!p("n").exists(), "nothing created");
+    drop(live);
+    merge("n", &["s0", "s1"]).success();
+}
+
+#[test]
+fn merge_refuses_shards_that_count_errors_differently() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = |n: &str| tmp.path().join(n);
+    shard(tmp.path(), &p("s0"), "0/2", &["--errors-as", "excluded"]);
+    shard(tmp.path(), &p("s1"), "1/2", &["--errors-as", "agentdojo"]);
+    bench(tmp.path())
+        .args(["merge", "--out"])
+        .arg(p("m"))
+        .arg(p("s0"))
+        .arg(p("s1"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--errors-as"));
+    assert!(!p("m").exists());
+}

@@ -40,6 +40,9 @@ fn bad_model_flags_are_refused_up_front() {
         (vec!["--model", "nope"], "local-qwen"),
         (vec!["--model", "openai:gpt-4o"], "set $OPENAI_API_KEY"),
         (vec!["--max-tokens", "0"], "--max-tokens must be at least 1"),
+        // 0 would silently mean "no limit".
+        (vec!["--rpm", "0"], "--rpm"),
+        (vec!["--tpm", "0"], "--tpm"),
         (
             vec!["--model", "openai:m", "--base-url", "ftp://x"],
             "must be http or https",

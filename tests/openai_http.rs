@@ -760,3 +760,85 @@ async fn a_defense_judge_on_its_own_model_is_called_over_http_and_metered_apart(
     assert_eq!(judged, judge_calls);
     assert_eq!(models.len() as u64, agent_calls + judge_calls);
 }
+
+/// A cache that cannot take a reply (a full disk; here every shard folder is a file) stops
+/// the run as a failure, never a run that exits 0 and cannot be replayed.
+#[tokio::test]
+async fn a_cache_that_cannot_record_fails_the_run() {
+    let server = MockServer::start().await;
+    let fake = PlanFollower::new(vec![banking()]);
+    Mock::given(method("POST"))
+        .respond_with(fake)
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    for i in 0..=255u8 {
+        std::fs::write(cache.join(format!("{i:02x}")), "").unwrap();
+    }
+    let mut args = run_args(
+        &dir.path().join("rec"),
+        &format!("{}/v1", server.uri()),
+        ModelOptions {
+            cache: Some(cache.clone()),
+            ..Default::default()
+        },
+    );
+    args.user_tasks = Some(vec!["user_task_0".into()]);
+    let report = sieve_bench::commands::run::run(&paths(), args)
+        .await
+        .unwrap();
+    let fatal = report.outcome.fatal.clone().expect("the run stopped");
+    assert!(
+        fatal.contains("cannot record a reply in the cache"),
+        "{fatal}"
+    );
+    assert_eq!(report.verdict().unwrap_err().exit_code(), 1);
+    assert_eq!(
+        report.outcome.ran, 0,
+        "no episode is recorded without its reply"
+    );
+}
+
+/// A `Retry-After` beyond what the harness waits (300 s) is refused at once and out loud
+/// (a fatal error naming the wait), not cut to 300 s per attempt in silence.
+#[tokio::test]
+async fn a_retry_after_longer_than_the_cap_is_refused_out_loud() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(429)
+                .insert_header("retry-after", "3600")
+                .set_body_json(json!({"error": {"message": "quota"}})),
+        )
+        .mount(&server)
+        .await;
+    let m = model(&server, ModelOptions::default());
+    let r = tokio::time::timeout(Duration::from_secs(20), ask(&m))
+        .await
+        .expect("refused without waiting");
+    match r {
+        Err(ModelError::Fatal(msg)) => {
+            assert!(msg.contains("retry after 3600 s"), "{msg}");
+            assert!(msg.contains("Retry-After"), "{msg}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// An endpoint's reply is read up to a cap (64 MiB): a longer body fails its call instead
+/// of being held whole.
+#[tokio::test]
+async fn a_reply_body_over_the_cap_fails_the_call_unread() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("x".repeat(65 << 20)))
+        .mount(&server)
+        .await;
+    let m = model(&server, ModelOptions::default());
+    match ask(&m).await {
+        Err(ModelError::Request(msg)) => assert!(msg.contains("longer than 64 MiB"), "{msg}"),
+        other => panic!("{other:?}"),
+    }
+}

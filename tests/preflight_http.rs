@@ -29,8 +29,10 @@ async fn a_closed_port_stops_the_run_within_seconds_naming_the_url() {
             .await
             .err()
             .expect("refused");
+    // Not a speed target: a run that retried the refused connection with its backoff
+    // (6 retries, up to 30 s each) would take minutes; a loaded machine takes seconds.
     assert!(
-        started.elapsed() < Duration::from_secs(10),
+        started.elapsed() < Duration::from_secs(60),
         "{:?}",
         started.elapsed()
     );

@@ -145,12 +145,10 @@ fn rows_follow_the_command_line_and_columns_pick() {
         .stderr(predicates::str::contains("did you mean `w_asr`"));
 }
 
-/// Whether `pdflatex` runs here (CI installs it from Debian's texlive packages).
+/// Whether `pdflatex` runs here (CI installs it from Debian's texlive packages and
+/// requires it).
 fn pdflatex() -> bool {
-    std::process::Command::new("pdflatex")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
+    tool_present("pdflatex")
 }
 
 /// Two runs of the same matrix under two agent models, reported together: every format
@@ -247,7 +245,12 @@ fn report_over_two_models_renders_every_format() {
         )
         .unwrap();
         let out = std::process::Command::new("pdflatex")
-            .args(["-interaction=nonstopmode", "-halt-on-error", "paper.tex"])
+            .args([
+                "-no-shell-escape",
+                "-interaction=nonstopmode",
+                "-halt-on-error",
+                "paper.tex",
+            ])
             .current_dir(tmp.path())
             .output()
             .unwrap();
@@ -259,5 +262,30 @@ fn report_over_two_models_renders_every_format() {
         assert!(tmp.path().join("paper.pdf").exists());
     } else {
         eprintln!("no pdflatex here: LaTeX checked by structure only");
+    }
+}
+
+/// A table the runs cannot have is refused with the reason that table needs, not
+/// another table's.
+#[test]
+fn a_missing_table_is_refused_with_its_own_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    run(
+        tmp.path(),
+        &out,
+        &["--suite", "banking", "--user-tasks", "user_task_0"],
+    );
+    for (table, reason) in [
+        ("per-class", "--attack context"),
+        ("ablation", "several SIEVE variants"),
+        ("sweeps", "ablate --sweep"),
+    ] {
+        bench(tmp.path())
+            .args(["report", "--tables", table])
+            .arg(&out)
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(reason));
     }
 }

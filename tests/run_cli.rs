@@ -451,26 +451,29 @@ fn ctrl_c_keeps_every_finished_episode_and_exits_130() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("big");
     // Far more episodes than can finish before the signal arrives.
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("sieve-bench"))
-        .current_dir(tmp.path())
-        .env("SIEVE_BENCH_HOME", home())
-        .args([
-            "run",
-            "--suite",
-            "all",
-            "--attack",
-            "important",
-            "--seeds",
-            "500",
-            "--quiet",
-            "--out",
-        ])
-        .arg(&out)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = KillOnDrop(Some(
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("sieve-bench"))
+            .current_dir(tmp.path())
+            .env("SIEVE_BENCH_HOME", home())
+            .args([
+                "run",
+                "--suite",
+                "all",
+                "--attack",
+                "important",
+                "--seeds",
+                "500",
+                "--quiet",
+                "--out",
+            ])
+            .arg(&out)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ));
     let episodes = out.join("episodes.jsonl");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    // Generous: the machine running the tests may be loaded.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
     while lines_or_empty(&episodes) < 20 {
         assert!(
             std::time::Instant::now() < deadline,
@@ -482,7 +485,7 @@ fn ctrl_c_keeps_every_finished_episode_and_exits_130() {
         .args(["-INT", &child.id().to_string()])
         .status()
         .unwrap();
-    let output = child.wait_with_output().unwrap();
+    let output = child.0.take().unwrap().wait_with_output().unwrap();
     assert_eq!(
         output.status.code(),
         Some(130),
@@ -502,6 +505,33 @@ fn ctrl_c_keeps_every_finished_episode_and_exits_130() {
         out.join("summary.json").is_file(),
         "the summary covers what finished"
     );
+    let partial = summary(&out)["partial"].as_str().map(str::to_string);
+    assert!(
+        partial
+            .as_deref()
+            .is_some_and(|p| p.contains("interrupted")),
+        "the summary says it is partial: {partial:?}"
+    );
+}
+
+/// A child process killed when the test ends, a failed assertion included, so a run the
+/// test started never outlives it.
+struct KillOnDrop(Option<std::process::Child>);
+
+impl std::ops::Deref for KillOnDrop {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        self.0.as_ref().expect("not yet waited for")
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
 }
 
 fn lines_or_empty(p: &std::path::Path) -> usize {
@@ -633,4 +663,89 @@ fn varied_agent_solves_every_task_in_other_words_and_other_paths() {
     // Every user task has alternatives in the corpus, so nearly every episode answers in
     // words other than the reference or takes another path.
     assert!(differ * 10 >= v.len() * 9, "{differ} of {} differ", v.len());
+}
+
+/// An attack asked for where the selection has no attacked episode is "nothing to run"
+/// (exit 4), never a clean-only run that exits 0; an empty `--attack` is a bad value.
+#[test]
+fn an_attack_without_attacked_episodes_exits_4() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A family without context-aware samples.
+    bench(tmp.path())
+        .args([
+            "run",
+            "--suite",
+            "dojo-style/banking",
+            "--attack",
+            "context",
+        ])
+        .args(["--user-tasks", "user_task_0", "--quiet", "--out", "a"])
+        .assert()
+        .code(4)
+        .stderr(predicates::str::contains("no context-aware samples"));
+    // A suite without injection tasks.
+    let suites = tmp.path().join("suites/dojo-style");
+    std::fs::create_dir_all(&suites).unwrap();
+    let copy = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(home().join("suites/dojo-style/banking"))
+        .arg(&suites)
+        .status()
+        .unwrap();
+    assert!(copy.success());
+    std::fs::write(suites.join("banking/injection_tasks.yaml"), "tasks: []\n").unwrap();
+    bench(tmp.path())
+        .arg("--suites-dir")
+        .arg(tmp.path().join("suites"))
+        .args(["run", "--suite", "banking", "--user-tasks", "user_task_0"])
+        .args(["--quiet", "--out", "b"])
+        .assert()
+        .code(4)
+        .stderr(predicates::str::contains("has no injection tasks"));
+    // Clean episodes only, asked for: fine.
+    bench(tmp.path())
+        .arg("--suites-dir")
+        .arg(tmp.path().join("suites"))
+        .args(["run", "--suite", "banking", "--user-tasks", "user_task_0"])
+        .args(["--attack", "none", "--quiet", "--out", "c"])
+        .assert()
+        .success();
+    for empty in ["", " , "] {
+        bench(tmp.path())
+            .args(["run", "--suite", "banking", "--quiet", "--out", "d"])
+            .arg(format!("--attack={empty}"))
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains("--attack names no attack"));
+    }
+}
+
+#[test]
+fn a_misspelt_tool_in_the_sieve_config_and_a_repeated_weight_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("sieve.toml");
+    let text = std::fs::read_to_string(home().join("configs/sieve.toml")).unwrap();
+    let typo = text.replacen("\n[risk]\n", "\n[risk]\nsend_mony = 0.9\n", 1);
+    assert_ne!(typo, text);
+    std::fs::write(&config, typo).unwrap();
+    bench(tmp.path())
+        .args(["run", "--suite", "banking", "--quiet", "--out", "a"])
+        .arg("--sieve-config")
+        .arg(&config)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("[risk] names `send_mony`"))
+        .stderr(predicates::str::contains("send_money"));
+    bench(tmp.path())
+        .args(["run", "--suite", "banking", "--quiet", "--out", "b"])
+        .args(["--defense", "sieve", "--weights", "w_sem=0.2,w_sem=0.8"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("given twice"));
+    bench(tmp.path())
+        .args(["run", "--suite", "banking", "--quiet", "--out", "c"])
+        .args(["--concurrency", "18446744073709551615"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--concurrency must be at most"));
 }

@@ -335,3 +335,76 @@ fn an_alternative_that_needs_attacker_text_fails_check_suites() {
         "variants.yaml: task `user_task_1`: alternative 0",
     ));
 }
+
+#[test]
+fn a_duplicate_key_is_named_in_our_words_not_the_yaml_librarys() {
+    let tmp = broken("suite.yaml", |t| t.replacen("\n", "\nname: banking2\n", 1));
+    check(&tmp)
+        .code(2)
+        .stderr(predicate::str::contains("suite.yaml"))
+        .stderr(predicate::str::contains("duplicate mapping key `name`"))
+        .stderr(predicate::str::contains("DuplicateKeyPolicy").not())
+        .stderr(predicate::str::contains("<input>").not());
+}
+
+#[test]
+fn an_empty_suites_folder_says_so_instead_of_listing_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("suites")).unwrap();
+    bench(tmp.path())
+        .arg("--suites-dir")
+        .arg(tmp.path().join("suites"))
+        .args(["run", "--suite", "banking", "--quiet"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("holds no suite"))
+        .stderr(predicate::str::contains("available: all, ").not());
+}
+
+/// A name holding an ESC sequence (or a `|`, the key separator) is refused where it is
+/// written, naming the file and field, instead of reaching keys, tables and terminals.
+#[test]
+fn names_with_control_characters_are_refused_naming_file_and_field() {
+    let no_raw_esc = || predicate::str::contains('\u{1b}').not();
+    let tmp = broken("user_tasks.yaml", |t| {
+        t.replacen("id: user_task_0\n", "id: \"user_task_0\\e[2J\"\n", 1)
+    });
+    check(&tmp)
+        .code(2)
+        .stderr(predicate::str::contains("user_tasks.yaml"))
+        .stderr(predicate::str::contains("id"))
+        .stderr(predicate::str::contains("no control character"))
+        .stderr(no_raw_esc());
+    let tmp = broken("injection_vectors.yaml", |t| {
+        t.replacen("id: injection_bill_note", "id: \"bill|note\"", 1)
+    });
+    check(&tmp)
+        .code(2)
+        .stderr(predicate::str::contains("injection_vectors.yaml"))
+        .stderr(predicate::str::contains("`|`"));
+    let tmp = broken("suite.yaml", |t| {
+        t.replacen("name: banking", "name: \"bank\\x07ing\"", 1)
+    });
+    check(&tmp)
+        .code(2)
+        .stderr(predicate::str::contains("suite.yaml"))
+        .stderr(predicate::str::contains("name"))
+        .stderr(predicate::str::contains("\\u{7}"));
+    // An attack template's name.
+    let attacks = tmp.path().join("attacks");
+    copy_dir(&home().join("attacks"), &attacks);
+    let file = attacks.join("direct.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let evil = text.replacen("name: direct", "name: \"direct\\e]0;owned\\a\"", 1);
+    assert_ne!(evil, text);
+    std::fs::write(&file, evil).unwrap();
+    bench(tmp.path())
+        .arg("--attacks-dir")
+        .arg(&attacks)
+        .args(["run", "--suite", "banking", "--quiet", "--out", "o"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("direct.yaml"))
+        .stderr(predicate::str::contains("`name`"))
+        .stderr(no_raw_esc());
+}

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reference_plans  # noqa: E402  (this project's plans, next to this file)
 
-PROTOCOL = 1
+PROTOCOL = 2  # docs/external-suites.md: every reply echoes its request's `id`
 PACKAGE = "agentdojo"
 
 try:
@@ -202,8 +202,6 @@ class Provider:
             })
         return {
             "suite": qualified,
-            "family": qualified.partition("/")[0],
-            "name": suite.name,
             "system_prompt": load_system_message(None),
             "tools": tools,
             "vectors": vectors,
@@ -251,7 +249,7 @@ class Provider:
             injections = attack.attack(user_task, injection_task)
         except ValueError as e:  # not injectable
             raise ProtocolError(str(e))
-        return {"injections": injections, "model_name": model_name}
+        return {"injections": injections}
 
     def start(self, req):
         suite = self.suite(req["suite"])
@@ -293,7 +291,7 @@ class Provider:
             if isinstance(v, str) and is_string_list(v):
                 from ast import literal_eval
                 args[k] = literal_eval(v)
-        ep["trace"].append(FunctionCall(function=name, args=args, id=req.get("id")))
+        ep["trace"].append(FunctionCall(function=name, args=args, id=req.get("call_id")))
         result, error = ep["runtime"].run_function(ep["env"], name, args)
         if error is not None:
             return {"error": error}
@@ -435,6 +433,7 @@ def main():
         line = line.strip()
         if not line:
             continue
+        req = None
         try:
             req = json.loads(line)
             op = req.get("op")
@@ -455,7 +454,10 @@ def main():
         except ProtocolError as e:
             reply = {"ok": False, "error": str(e)}
         except Exception as e:  # a bug in a task or here: the episode fails, the process lives
-            reply = {"ok": False, "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}
+            reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+            sys.stderr.write(traceback.format_exc())  # sieve-bench keeps stderr's tail
+            sys.stderr.flush()
+        reply["id"] = req.get("id") if isinstance(req, dict) else None
         out.write(json.dumps(reply, default=str) + "\n")
         out.flush()
 

@@ -6,7 +6,6 @@ use super::Atom;
 use crate::metrics::{ALL_SUITES, ClusterKey};
 use crate::runner::record::EpisodeRecord;
 use std::collections::{BTreeMap, HashMap};
-use std::io::BufRead;
 use std::path::Path;
 
 /// One episode as pairing sees it: 24 bytes beside its table's shared cluster list.
@@ -22,6 +21,8 @@ pub struct PairObs {
     /// The security check held.
     pub attack_success: bool,
     pub utility: bool,
+    /// The suite's own error convention, as the record carries it.
+    pub own: crate::suite::ErrorConvention,
 }
 
 /// An episode with its cluster, as [`crate::metrics::paired`] takes it.
@@ -69,14 +70,17 @@ impl PairTable {
             error_kind: r.error_kind,
             attack_success: r.attack_success == Some(true),
             utility: r.utility,
+            own: r.error_convention,
         };
         (Atom::of(r), obs)
     }
 
-    /// Reads a run's `episodes.jsonl` one line at a time, keeping each key's last record
-    /// (as [`crate::runner::record::read_records`] does). Malformed lines are skipped
-    /// silently: the summary read beside this one warns about them.
+    /// Streams a run's `episodes.jsonl` through the one record reader, keeping each key's
+    /// last record. Malformed lines are skipped silently: the summary read beside this
+    /// one warns about them.
     pub fn read(path: &Path) -> std::io::Result<PairTable> {
+        // The reader takes a missing file for an empty one; here it is an error.
+        std::fs::metadata(path)?;
         let mut t = PairTable::default();
         // Each episode's cell and observation in file order, and, per key hash, the
         // position of its last record (16 bytes an episode, not the keys).
@@ -84,31 +88,28 @@ impl PairTable {
         let mut atom_ids: HashMap<Atom, u32> = HashMap::new();
         let mut seen: Vec<(u32, PairObs)> = Vec::new();
         let mut last: HashMap<u64, usize> = HashMap::new();
-        let reader = std::io::BufReader::new(std::fs::File::open(path)?);
-        for line in reader.split(b'\n') {
-            let line = line?;
-            let Ok(text) = std::str::from_utf8(&line) else {
-                continue;
-            };
-            if text.trim().is_empty() {
-                continue;
-            }
-            let Ok(r) = serde_json::from_str::<EpisodeRecord>(text) else {
-                continue;
-            };
-            let (atom, obs) = t.observe(&r);
-            let id = match atom_ids.get(&atom) {
-                Some(&i) => i,
-                None => {
-                    let i = atoms.len() as u32;
-                    atom_ids.insert(atom.clone(), i);
-                    atoms.push(atom);
-                    i
-                }
-            };
-            last.insert(super::key_hash(&r.key), seen.len());
-            seen.push((id, obs));
-        }
+        crate::runner::record::for_each_record(
+            path,
+            |p| {
+                let Ok(r) = p.record else {
+                    return Ok(());
+                };
+                let (atom, obs) = t.observe(&r);
+                let id = match atom_ids.get(&atom) {
+                    Some(&i) => i,
+                    None => {
+                        let i = atoms.len() as u32;
+                        atom_ids.insert(atom.clone(), i);
+                        atoms.push(atom);
+                        i
+                    }
+                };
+                last.insert(crate::runner::record::key_hash(&r.key), seen.len());
+                seen.push((id, obs));
+                Ok(())
+            },
+            |e| e,
+        )?;
         let mut keep = vec![false; seen.len()];
         for i in last.into_values() {
             keep[i] = true;

@@ -275,6 +275,10 @@ impl Attack {
         if self.name.trim().is_empty() {
             return Err(err("`name` is empty".into()));
         }
+        crate::ids::check_name(&self.name).map_err(|why| err(format!("`name`: {why}")))?;
+        for a in &self.aliases {
+            crate::ids::check_name(a).map_err(|why| err(format!("`aliases`: {why}")))?;
+        }
         for p in placeholders(&self.template) {
             if !FIELDS.contains(&p) {
                 return Err(err(format!(
@@ -322,7 +326,7 @@ pub fn load_all(dir: &Path) -> Result<Vec<Attack>, AttackError> {
         )?;
         let attack: Attack = serde_saphyr::from_str(&text).map_err(|e| AttackError {
             file: path.clone(),
-            message: format!("invalid attack file: {e}"),
+            message: format!("invalid attack file: {}", crate::yaml::message(&e)),
         })?;
         attack.validate(&path)?;
         if let Some(reserved) = std::iter::once(&attack.name)
@@ -358,6 +362,11 @@ pub fn load_all(dir: &Path) -> Result<Vec<Attack>, AttackError> {
 /// samples), `context` (alias `agentlure`: the samples), or comma-separated names,
 /// aliases and provider-rendered attacks (`package:attack`).
 pub fn select(all: &[Attack], selector: &str) -> Result<Selection, String> {
+    if selector.split(',').all(|p| p.trim().is_empty()) {
+        return Err(format!(
+            "--attack names no attack; `none` runs clean episodes only (available: none, all, {CONTEXT}, or attack names)"
+        ));
+    }
     let mut out: Vec<Attack> = Vec::new();
     let mut context = false;
     for part in selector.split(',').map(str::trim).filter(|p| !p.is_empty()) {

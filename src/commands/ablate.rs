@@ -343,21 +343,22 @@ pub fn table(a: &Ablation) -> String {
 
 /// `ablation.md`.
 pub fn markdown(a: &Ablation) -> String {
+    use crate::escape::markdown as md;
     let mut out = String::from("# SIEVE ablation\n\n");
     if let Some(n) = &a.note {
-        writeln!(out, "> **{n}**\n").unwrap();
+        writeln!(out, "> **{}**\n", md(n)).unwrap();
     }
     writeln!(
         out,
-        "Model: `{}`{}\n",
-        a.model,
+        "Model: {}{}\n",
+        md(&a.model),
         if a.simulated { " (simulated)" } else { "" }
     )
     .unwrap();
     out.push_str(&crate::report::md_table(&HEADER, a.rows.iter().map(cells)));
     out.push('\n');
     for f in &a.footnotes {
-        writeln!(out, "- {f}").unwrap();
+        writeln!(out, "- {}", md(f)).unwrap();
     }
     out
 }
@@ -407,13 +408,14 @@ pub fn csv(a: &Ablation) -> Result<String, csv::Error> {
     ])?;
     for r in &a.rows {
         let paired_asr = r.vs_reference.iter().find(|p| p.metric == "asr");
+        let text = crate::escape::csv_cell;
         w.write_record([
-            r.suite.clone(),
-            r.attack.clone(),
-            r.defense.clone(),
-            a.model.clone(),
+            text(&r.suite),
+            text(&r.attack),
+            text(&r.defense),
+            text(&a.model),
             a.simulated.to_string(),
-            r.scripted.clone(),
+            text(&r.scripted),
             r.n_clean.to_string(),
             r.n_attacked.to_string(),
             r.errors.to_string(),
@@ -524,13 +526,14 @@ fn pct(v: Option<f64>) -> String {
 
 /// `sweep.md`: one table per sweep and the direction each figure moved.
 pub fn sweep_markdown(a: &Ablation, curves: &[Curve]) -> String {
+    use crate::escape::markdown as md;
     let mut out = String::from("# SIEVE sensitivity sweeps\n\n");
     if let Some(n) = &a.note {
-        writeln!(out, "> **{n}**\n").unwrap();
+        writeln!(out, "> **{}**\n", md(n)).unwrap();
     }
-    writeln!(out, "Model: `{}`\n", a.model).unwrap();
+    writeln!(out, "Model: {}\n", md(&a.model)).unwrap();
     for c in curves {
-        writeln!(out, "## {} ({})\n", c.setting, c.attack).unwrap();
+        writeln!(out, "## {} ({})\n", md(&c.setting), md(&c.attack)).unwrap();
         let header = [
             c.setting.as_str(),
             "ASR %",
@@ -566,27 +569,36 @@ pub fn sweep_markdown(a: &Ablation, curves: &[Curve]) -> String {
 }
 
 /// `sweep.csv`: setting, value and the curve's figures as fractions.
-pub fn sweep_csv(curves: &[Curve]) -> String {
+pub fn sweep_csv(curves: &[Curve]) -> Result<String, csv::Error> {
     let o = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
-    let mut out = String::from("setting,attack,value,asr,ua,bu,escalation_rate,bypass_asr\n");
+    let text = crate::escape::csv_cell;
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "setting",
+        "attack",
+        "value",
+        "asr",
+        "ua",
+        "bu",
+        "escalation_rate",
+        "bypass_asr",
+    ])?;
     for c in curves {
         for p in &c.points {
-            writeln!(
-                out,
-                "{},{},{},{},{},{},{},{}",
-                c.setting,
-                c.attack,
-                p.value,
+            w.write_record([
+                text(&c.setting),
+                text(&c.attack),
+                format!("{}", p.value),
                 o(p.asr),
                 o(p.ua),
                 o(p.bu),
                 o(p.escalation_rate),
-                o(p.bypass_asr)
-            )
-            .unwrap();
+                o(p.bypass_asr),
+            ])?;
         }
     }
-    out
+    let bytes = w.into_inner().map_err(|e| e.into_error())?;
+    Ok(String::from_utf8(bytes).expect("csv of utf-8 strings"))
 }
 
 /// What `ablate` produced.
@@ -686,7 +698,7 @@ pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, Cli
             let errors_as = args
                 .run
                 .error_policy()
-                .for_suites(base.iter().chain(&new).map(|(c, _)| c.0.as_str()));
+                .for_suites(base.iter().chain(&new).map(|(_, o)| o.own));
             r.vs_reference = crate::metrics::paired_all(&base, &new, errors_as);
         }
     }
@@ -719,7 +731,10 @@ pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, Cli
     if !sweeps.is_empty() {
         let curves: Vec<Curve> = sweeps.iter().map(|s| curve(s, &ablation.rows)).collect();
         write("sweep.md", sweep_markdown(&ablation, &curves))?;
-        write("sweep.csv", sweep_csv(&curves))?;
+        write(
+            "sweep.csv",
+            sweep_csv(&curves).map_err(|e| CliError::failed(e.to_string()))?,
+        )?;
     }
     Ok(AblateReport {
         run: report,

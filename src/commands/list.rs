@@ -5,7 +5,13 @@ use std::fmt::Write;
 
 /// Lists suites with their counts.
 pub fn list_suites(paths: &Paths) -> Result<String, CliError> {
-    let suites = load_suites(paths, "all")?;
+    // A folder of external providers only has no data suite to load.
+    let none = crate::suite::discover(paths.suites_dir()?).is_ok_and(|f| f.is_empty());
+    let suites = if none {
+        Vec::new()
+    } else {
+        load_suites(paths, "all")?
+    };
     let mut out = String::new();
     writeln!(
         out,
@@ -44,7 +50,8 @@ pub fn list_suites(paths: &Paths) -> Result<String, CliError> {
 }
 
 /// The suites each external provider serves (`suites/external/*.toml`), or why it cannot
-/// start and what to run. Counts need a `describe` per suite, so only names are listed.
+/// start and what to run. Listing runs each provider's command (the output says so);
+/// counts need a `describe` per suite, so only names are listed.
 fn list_external(paths: &Paths) -> Result<String, CliError> {
     let suites_dir = paths.suites_dir()?;
     let packages = crate::external::known_packages(suites_dir);
@@ -59,10 +66,12 @@ fn list_external(paths: &Paths) -> Result<String, CliError> {
     for package in packages {
         let provider = crate::external::Provider::open(suites_dir, &package)
             .map_err(|e| CliError::bad_input(e.to_string()))?;
+        // Listing starts the provider: say so, and what runs.
         writeln!(
             out,
-            "\nexternal suites from {} (the benchmark's own tasks, tools and checks, run in its provider):",
-            provider.file.display()
+            "\nexternal suites from {} (the benchmark's own tasks, tools and checks, run in its provider), listed by running its command: {}",
+            provider.file.display(),
+            provider.spec.command.join(" ")
         )
         .unwrap();
         match runtime.block_on(provider.list()) {

@@ -2,14 +2,19 @@
 //! array jobs need no distribution layer of their own.
 //!
 //! Shards must come from one benchmark: the same run identity (every setting that decides
-//! outcomes) and the same split, with every shard present unless `--partial`. The merged
-//! folder is built beside the output under a temporary name and renamed into place only
-//! when complete, so a failure half-way leaves the output as it was.
+//! outcomes), the same error convention and the same split, with every shard present
+//! unless `--partial`. The output is a new or empty folder or a run of its own, locked
+//! like `run` locks it; the merged files are written into a temporary folder inside it
+//! and renamed over the run's own files only when complete, so a failure half-way leaves
+//! the output as it was, and nothing the merge did not write is moved or removed.
+//! Records stream through the reader `report` uses: memory holds a 128-bit hash and an
+//! offset per episode, never the records.
 
 use super::CliError;
+use crate::runner::files::{self, Folder, FolderLock, LockError};
 use crate::runner::manifest::{self, Found, Invocation, Manifest};
-use crate::runner::record::{self, EPISODES, RUN_INFO, TRACES};
-use std::collections::{BTreeSet, HashSet};
+use crate::runner::record::{self, EPISODES, RUN_INFO, TRACES, key_hash128};
+use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -83,13 +88,191 @@ fn check_shards(inputs: &[(PathBuf, Manifest)], partial: bool) -> Result<(), Cli
     Ok(())
 }
 
-/// Writes every input's episodes and traces (one per key, the output's own first) into
-/// `out`; returns how many episodes the inputs added.
-pub fn merge(out: &Path, inputs: &[PathBuf], partial: bool) -> Result<usize, CliError> {
-    let io = |what: &str, p: &Path, e: std::io::Error| {
-        CliError::failed(format!("{what} {}: {e}", p.display()))
+/// Refuses inputs (and an output run) that count errored episodes differently: their
+/// rows would mix two conventions under one label.
+fn check_conventions(all: &[(PathBuf, Manifest)]) -> Result<(), CliError> {
+    let (first_dir, first) = &all[0];
+    for (dir, m) in &all[1..] {
+        if m.errors_as != first.errors_as {
+            let name = |s: &str| {
+                if s.is_empty() {
+                    "excluded".to_string()
+                } else {
+                    s.to_string()
+                }
+            };
+            return Err(CliError::bad_input(format!(
+                "{} counts errored episodes as `{}` and {} as `{}` (--errors-as): merged, their rows would mix two conventions. Rerun the shards with one --errors-as",
+                first_dir.display(),
+                name(&first.errors_as),
+                dir.display(),
+                name(&m.errors_as)
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn locked(e: LockError) -> CliError {
+    match e {
+        LockError::Busy(_) => CliError::Locked(e.to_string()),
+        LockError::Io(..) => CliError::failed(e.to_string()),
+    }
+}
+
+fn io(what: &str, p: &Path, e: std::io::Error) -> CliError {
+    CliError::failed(format!("{what} {}: {e}", p.display()))
+}
+
+/// An output folder this merge created: removed again if the merge fails (only what the
+/// merge put there, and the folder only when that leaves it empty).
+struct Created(Option<PathBuf>);
+
+impl Drop for Created {
+    fn drop(&mut self) {
+        if let Some(dir) = self.0.take() {
+            let _ = std::fs::remove_file(dir.join(files::LOCK));
+            let _ = std::fs::remove_dir(&dir);
+        }
+    }
+}
+
+/// Which record of each key the merge keeps: the first source holding the key (the
+/// output's own records first), and within it the key's last record. Per key hash, the
+/// source's index and the record's byte offset.
+fn choose(sources: &[PathBuf]) -> Result<HashMap<u128, (usize, u64)>, CliError> {
+    let mut chosen: HashMap<u128, (usize, u64)> = HashMap::new();
+    for (i, dir) in sources.iter().enumerate() {
+        let path = dir.join(EPISODES);
+        record::for_each_record(
+            &path,
+            |p| {
+                match p.record {
+                    Ok(r) => {
+                        let slot = chosen.entry(key_hash128(&r.key)).or_insert((i, p.offset));
+                        if slot.0 == i {
+                            slot.1 = p.offset;
+                        }
+                    }
+                    Err(why) => eprintln!("{}", record::skipped_line(&path, p.line, &why)),
+                }
+                Ok(())
+            },
+            |e| io("cannot read", &path, e),
+        )?;
+    }
+    Ok(chosen)
+}
+
+/// Copies the lines of `from` that start at `offsets` (sorted) to `to`.
+fn copy_lines(from: &Path, offsets: &[u64], to: &mut impl Write) -> Result<(), CliError> {
+    let mut next = offsets.iter().peekable();
+    record::read_batches(
+        from,
+        1,
+        |batches| {
+            for (_, at, line) in batches.iter().flat_map(|b| b.lines()) {
+                while next.next_if(|o| **o < at).is_some() {}
+                if next.next_if(|o| **o == at).is_some() {
+                    to.write_all(line)?;
+                    if line.last() != Some(&b'\n') {
+                        to.write_all(b"\n")?;
+                    }
+                }
+            }
+            Ok(())
+        },
+        |e| e,
+    )
+    .map_err(|e| io("cannot copy from", from, e))
+}
+
+/// Writes the chosen records and their traces (each key's last trace in the source its
+/// record comes from) into `tmp`.
+fn write_merged(
+    sources: &[PathBuf],
+    chosen: &HashMap<u128, (usize, u64)>,
+    tmp: &Path,
+) -> Result<(), CliError> {
+    let create = |name: &str| {
+        std::fs::File::create(tmp.join(name))
+            .map(std::io::BufWriter::new)
+            .map_err(|e| io("cannot create", tmp, e))
     };
-    let mut shards = Vec::new();
+    let (mut episodes, mut traces) = (create(EPISODES)?, create(TRACES)?);
+    for (i, dir) in sources.iter().enumerate() {
+        let mut offsets: Vec<u64> = chosen
+            .values()
+            .filter(|(s, _)| *s == i)
+            .map(|(_, o)| *o)
+            .collect();
+        offsets.sort_unstable();
+        copy_lines(&dir.join(EPISODES), &offsets, &mut episodes)?;
+        let tpath = dir.join(TRACES);
+        let mut last: HashMap<u128, u64> = HashMap::new();
+        record::read_batches(
+            &tpath,
+            1,
+            |batches| {
+                for (n, at, line) in batches.iter().flat_map(|b| b.lines()) {
+                    if line.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    match record::key_of(line) {
+                        Some(k) => {
+                            let h = key_hash128(&k);
+                            if chosen.get(&h).is_some_and(|(s, _)| *s == i) {
+                                last.insert(h, at);
+                            }
+                        }
+                        None => eprintln!(
+                            "warning: {}:{n}: trace line skipped, not valid",
+                            tpath.display()
+                        ),
+                    }
+                }
+                Ok(())
+            },
+            |e| io("cannot read", &tpath, e),
+        )?;
+        let mut offsets: Vec<u64> = last.into_values().collect();
+        offsets.sort_unstable();
+        copy_lines(&tpath, &offsets, &mut traces)?;
+    }
+    for (f, name) in [(episodes, EPISODES), (traces, TRACES)] {
+        f.into_inner()
+            .map_err(|e| e.into_error())
+            .and_then(|f| f.sync_all())
+            .map_err(|e| io("cannot write", &tmp.join(name), e))?;
+    }
+    Ok(())
+}
+
+/// The shards of the split that are not among the inputs (`--partial`), if any.
+fn missing(shards: &[(PathBuf, Manifest)]) -> Option<String> {
+    let n = shards.iter().find_map(|(_, m)| m.shard.map(|s| s.1))?;
+    let have: BTreeSet<usize> = shards
+        .iter()
+        .filter_map(|(_, m)| m.shard.map(|s| s.0))
+        .collect();
+    let gone: Vec<String> = (0..n)
+        .filter(|k| !have.contains(k))
+        .map(|k| format!("{k}/{n}"))
+        .collect();
+    (!gone.is_empty()).then(|| gone.join(", "))
+}
+
+/// Run folders with their manifests.
+type Runs = Vec<(PathBuf, Manifest)>;
+
+/// Reads the inputs: each a run directory with a manifest, each named once, each free
+/// of a live run (held until the merge ends).
+fn open_inputs(out: &Path, inputs: &[PathBuf]) -> Result<(Runs, Vec<FolderLock>), CliError> {
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let out_c = canonical(out);
+    let mut shards: Vec<(PathBuf, Manifest)> = Vec::new();
+    let mut seen = Vec::new();
+    let mut held = Vec::new();
     for input in inputs {
         if !input.join(EPISODES).is_file() {
             return Err(CliError::bad_input(format!(
@@ -97,15 +280,46 @@ pub fn merge(out: &Path, inputs: &[PathBuf], partial: bool) -> Result<usize, Cli
                 input.display()
             )));
         }
+        let c = canonical(input);
+        if seen.contains(&c) {
+            continue;
+        }
+        if c != out_c {
+            held.extend(FolderLock::hold_if_present(input).map_err(locked)?);
+        }
+        seen.push(c);
         shards.push((input.clone(), manifest_of(input)?));
     }
-    let existing = out.join(EPISODES).is_file();
+    Ok((shards, held))
+}
+
+/// A finished merge.
+pub struct Merged {
+    /// How many episodes the inputs added.
+    pub added: usize,
+    /// The output's lock, held until the caller has written the summary too.
+    _lock: FolderLock,
+}
+
+/// Writes every input's episodes and traces (one per key, the output's own first) into
+/// `out`.
+pub fn merge(out: &Path, inputs: &[PathBuf], partial: bool) -> Result<Merged, CliError> {
+    let (shards, _held) = open_inputs(out, inputs)?;
+    check_shards(&shards, partial)?;
+    let state = files::inspect(out).map_err(|e| io("cannot read", out, e))?;
+    if let Folder::Foreign(holds) = &state {
+        return Err(CliError::bad_input(files::not_a_run(out, holds, "merge")));
+    }
+    let mut created = Created(None);
+    if state == Folder::Missing {
+        std::fs::create_dir_all(out).map_err(|e| io("cannot create", out, e))?;
+        created.0 = Some(out.to_path_buf());
+    }
+    let lock = FolderLock::acquire(out).map_err(locked)?;
+    let existing = state == Folder::Run;
     let mut all = shards.clone();
     if existing {
         all.insert(0, (out.to_path_buf(), manifest_of(out)?));
-    }
-    check_shards(&shards, partial)?;
-    if existing {
         let changes = shards[0].1.settings.changes_from(&all[0].1.settings);
         if !changes.is_empty() {
             return Err(CliError::bad_input(format!(
@@ -114,79 +328,19 @@ pub fn merge(out: &Path, inputs: &[PathBuf], partial: bool) -> Result<usize, Cli
             )));
         }
     }
-    // Read everything before writing anything.
-    let mut sources = Vec::new();
-    for (dir, _) in &all {
-        let (records, _) =
-            record::read_records(&dir.join(EPISODES)).map_err(|e| io("cannot read", dir, e))?;
-        sources.push((dir.clone(), records));
-    }
-    let parent = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&parent).map_err(|e| io("cannot create", &parent, e))?;
+    check_conventions(&all)?;
+    let sources: Vec<PathBuf> = all.iter().map(|(d, _)| d.clone()).collect();
+    let chosen = choose(&sources)?;
+    let added = chosen
+        .values()
+        .filter(|(s, _)| !(existing && *s == 0))
+        .count();
     let tmp = tempfile::Builder::new()
         .prefix(".merge-")
-        .tempdir_in(&parent)
-        .map_err(|e| io("cannot create a temporary folder in", &parent, e))?;
-    let (mut episodes, mut traces) = {
-        let open = |name: &str| {
-            std::fs::File::create(tmp.path().join(name))
-                .map_err(|e| io("cannot create", tmp.path(), e))
-        };
-        (open(EPISODES)?, open(TRACES)?)
-    };
-    let mut seen: HashSet<String> = HashSet::new();
-    let mut added = 0;
-    for (i, (dir, records)) in sources.into_iter().enumerate() {
-        let mut new_here = HashSet::new();
-        for r in records {
-            if seen.insert(r.key.clone()) {
-                let line = serde_json::to_string(&r).expect("records serialise") + "\n";
-                episodes
-                    .write_all(line.as_bytes())
-                    .map_err(|e| io("cannot write", tmp.path(), e))?;
-                new_here.insert(r.key);
-            }
-        }
-        if !(existing && i == 0) {
-            added += new_here.len();
-        }
-        let tpath = dir.join(TRACES);
-        let bytes = match std::fs::read(&tpath) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(io("cannot read", &tpath, e)),
-        };
-        for (n, line) in bytes.split(|b| *b == b'\n').enumerate() {
-            if line.is_empty() {
-                continue;
-            }
-            let key = std::str::from_utf8(line)
-                .ok()
-                .and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-                .and_then(|v| v["key"].as_str().map(str::to_string));
-            match key {
-                Some(k) if new_here.remove(&k) => {
-                    traces
-                        .write_all(line)
-                        .and_then(|_| traces.write_all(b"\n"))
-                        .map_err(|e| io("cannot write", tmp.path(), e))?;
-                }
-                Some(_) => {}
-                None => eprintln!(
-                    "warning: {}:{}: trace line skipped, not valid",
-                    tpath.display(),
-                    n + 1
-                ),
-            }
-        }
-    }
-    for f in [&episodes, &traces] {
-        f.sync_all()
-            .map_err(|e| io("cannot write", tmp.path(), e))?;
-    }
+        .tempdir_in(out)
+        .map_err(|e| io("cannot create a temporary folder in", out, e))?;
+    write_merged(&sources, &chosen, tmp.path())?;
+    drop(chosen);
     // The merged manifest: the shards' settings, every invocation, and this merge.
     let mut merged = all[0].1.clone();
     for (_, m) in &all[1..] {
@@ -203,24 +357,19 @@ pub fn merge(out: &Path, inputs: &[PathBuf], partial: bool) -> Result<usize, Cli
         finished: Some(now.clone()),
         ran: 0,
         errored: 0,
-        outcome: format!("merged {} shard(s)", shards.len()),
+        outcome: match missing(&shards) {
+            Some(m) => format!("merged {} shard(s) (partial: {m} missing)", shards.len()),
+            None => format!("merged {} shard(s)", shards.len()),
+        },
     });
     merged.finished = Some(now);
     manifest::write(tmp.path(), &merged).map_err(|e| io("cannot write", tmp.path(), e))?;
-    // Into place: the old output (if any) moves aside, the new one in, the old one goes.
-    let tmp = tmp.keep();
-    if out.exists() {
-        let old = parent.join(format!(
-            ".merge-old-{}",
-            out.file_name()
-                .map_or("out".into(), |n| n.to_string_lossy().to_string())
-        ));
-        let _ = std::fs::remove_dir_all(&old);
-        std::fs::rename(out, &old).map_err(|e| io("cannot move aside", out, e))?;
-        std::fs::rename(&tmp, out).map_err(|e| io("cannot move into place", out, e))?;
-        let _ = std::fs::remove_dir_all(&old);
-    } else {
-        std::fs::rename(&tmp, out).map_err(|e| io("cannot move into place", out, e))?;
+    // Into place, one file at a time over the run's own: the traces before the records
+    // that name them, the manifest last.
+    for name in [TRACES, EPISODES, RUN_INFO] {
+        std::fs::rename(tmp.path().join(name), out.join(name))
+            .map_err(|e| io("cannot move into place", &out.join(name), e))?;
     }
-    Ok(added)
+    created.0 = None;
+    Ok(Merged { added, _lock: lock })
 }

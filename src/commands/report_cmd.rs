@@ -44,6 +44,17 @@ pub struct ReportArgs {
     pub table: TableFlags,
 }
 
+/// What a table that some runs lack needs, for the refusal naming it.
+fn why_absent(id: &str) -> &'static str {
+    match id {
+        "ablation" => "it needs records of several SIEVE variants",
+        "sweeps" => "it needs a sweep of a SIEVE threshold or weight, from `ablate --sweep`",
+        "per-class" => "it needs episodes of context-aware samples, from `--attack context`",
+        "reference" => "it needs `--reference published`",
+        _ => "the records hold nothing it can show",
+    }
+}
+
 /// The tables a format shows.
 fn selected(
     doc: &Document,
@@ -69,7 +80,8 @@ fn selected(
             None if TABLE_IDS.contains(&id.as_str()) && args.tables.is_none() => {}
             None if TABLE_IDS.contains(&id.as_str()) => {
                 return Err(CliError::bad_input(format!(
-                    "--tables: these runs have no `{id}` table (ablation needs several SIEVE variants, reference needs --reference)"
+                    "--tables: these runs have no `{id}` table ({})",
+                    why_absent(id)
                 )));
             }
             None => {
@@ -156,6 +168,7 @@ pub fn report(args: &ReportArgs) -> Result<String, CliError> {
                 "generated_by": doc.summary.generated_by,
                 "simulated": doc.summary.simulated,
                 "note": doc.summary.note,
+                "partial": doc.summary.partial,
                 "episodes": doc.summary.episodes,
                 "runs": doc.runs,
                 "tables": grids.iter().map(formats::json).collect::<Vec<_>>(),

@@ -73,10 +73,14 @@ pub struct RunArgs {
     /// (unnamed weights are 0; renormalised to sum to 1).
     #[arg(long, value_name = "W=X,..")]
     pub weights: Option<String>,
-    /// Seconds an `exec:` defense plugin may take to answer one hook; past it, that
-    /// episode errors and the run goes on.
-    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    /// Seconds an `exec:` defense plugin may take to answer one hook (at most a day);
+    /// past it, that episode errors and the run goes on.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0, value_parser = parse_plugin_timeout)]
     pub plugin_timeout: f64,
+    /// The longest reply line an `exec:` defense plugin may send, in MiB (1 to 1024); a
+    /// longer one errors that episode.
+    #[arg(long, value_name = "MIB", default_value_t = 8, value_parser = clap::value_parser!(u64).range(*PLUGIN_MAX_REPLY_MIB.start()..=*PLUGIN_MAX_REPLY_MIB.end()))]
+    pub plugin_max_reply: u64,
     /// Discard what the results folder holds (episodes, traces, summary, manifest) and
     /// start over: the way to rerun into a folder recorded under other settings.
     #[arg(long)]
@@ -119,6 +123,15 @@ impl RunArgs {
     }
 }
 
+fn parse_plugin_timeout(s: &str) -> Result<f64, String> {
+    let max = crate::defense::plugin::MAX_TIMEOUT_SECS;
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|t| t.is_finite() && *t > 0.0 && *t <= max)
+        .ok_or_else(|| format!("`{s}` is not a number of seconds in (0, {max}]"))
+}
+
 fn parse_percent(s: &str) -> Result<f64, String> {
     s.trim()
         .trim_end_matches('%')
@@ -143,6 +156,12 @@ impl Default for RunArgs {
 /// The most seeds one run takes: far beyond any useful repeat count, and small enough
 /// that the matrix of seeds fits in memory.
 pub const MAX_SEEDS: u64 = 100_000;
+
+/// The range of `--plugin-max-reply`, in MiB.
+pub const PLUGIN_MAX_REPLY_MIB: std::ops::RangeInclusive<u64> = 1..=1024;
+
+/// The most episodes in flight: each may hold a provider process and a plugin process.
+pub const MAX_CONCURRENCY: usize = 10_000;
 
 /// What `run` produced.
 pub struct RunReport {
@@ -327,6 +346,42 @@ pub fn defense_options(
     })
 }
 
+/// Refuses a SIEVE config whose `[risk]` or `[trust.tools]` table names a tool no
+/// domain of this build and no selected suite has: a misspelt tool would otherwise keep
+/// its default risk or trust in silence.
+fn check_tool_tables(
+    options: &crate::defense::BuildOptions,
+    suites: &[crate::suite::Suite],
+) -> Result<(), CliError> {
+    let Some(config) = &options.sieve_config else {
+        return Ok(());
+    };
+    let mut known: std::collections::BTreeSet<String> = crate::tools::DOMAINS
+        .iter()
+        .filter_map(|d| crate::tools::domain_tools(d))
+        .flatten()
+        .map(|t| t.name.as_str().to_string())
+        .collect();
+    known.extend(
+        suites
+            .iter()
+            .flat_map(|s| s.tools.names().map(|n| n.as_str().to_string())),
+    );
+    for (table, names) in [
+        ("[risk]", config.risk.keys().collect::<Vec<_>>()),
+        ("[trust.tools]", config.trust.tools.keys().collect()),
+    ] {
+        if let Some(bad) = names.into_iter().find(|n| !known.contains(*n)) {
+            return Err(CliError::bad_input(format!(
+                "{}: {table} names `{bad}`, which no tool domain and no selected suite has{}",
+                config.source,
+                crate::suggest::did_you_mean(bad, known.iter().map(String::as_str))
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// One cheap request to every endpoint in use (agent, planner, judge, embedder) before
 /// the matrix: what would fail every episode stops the run now, naming the URL and role.
 async fn preflight(models: &Models, tools: &[crate::model::ToolSchema]) -> Result<(), CliError> {
@@ -458,18 +513,9 @@ impl Roles {
 
 /// Removes what a run writes into a folder (`--fresh`); other files are left alone.
 fn clear_folder(out: &std::path::Path) -> Result<(), CliError> {
-    use runner::record::{EPISODES, RUN_INFO, TRACES};
-    for name in [
-        EPISODES,
-        TRACES,
-        RUN_INFO,
-        "summary.json",
-        "summary.csv",
-        "summary.md",
-        "ablation.json",
-        "ablation.csv",
-        "ablation.md",
-    ] {
+    use runner::files::{LOCK, RUN_FILES};
+    // The lock stays: this process holds it.
+    for name in RUN_FILES.iter().filter(|n| **n != LOCK) {
         let p = out.join(name);
         match std::fs::remove_file(&p) {
             Ok(()) => {}
@@ -635,6 +681,12 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     if args.concurrency == 0 {
         return Err(CliError::bad_input("--concurrency must be at least 1"));
     }
+    if args.concurrency > MAX_CONCURRENCY {
+        return Err(CliError::bad_input(format!(
+            "--concurrency must be at most {MAX_CONCURRENCY} (episodes in flight, each with its own provider or plugin process), got {}",
+            args.concurrency
+        )));
+    }
     if args.max_steps == 0 {
         return Err(CliError::bad_input("--max-steps must be at least 1"));
     }
@@ -676,12 +728,19 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     check_provider_attacks(&suites, &selection.templates)?;
     let mut options =
         defense_options(paths, args.sieve_config.as_deref(), args.weights.as_deref())?;
-    if !(args.plugin_timeout.is_finite() && args.plugin_timeout > 0.0) {
-        return Err(CliError::bad_input(
-            "--plugin-timeout must be a positive number of seconds",
-        ));
-    }
+    check_tool_tables(&options, &suites)?;
+    // Library callers skip the flag's parser: the same range holds for them.
+    parse_plugin_timeout(&args.plugin_timeout.to_string())
+        .map_err(|e| CliError::bad_input(format!("--plugin-timeout: {e}")))?;
     options.plugin_timeout = Some(std::time::Duration::from_secs_f64(args.plugin_timeout));
+    if !PLUGIN_MAX_REPLY_MIB.contains(&args.plugin_max_reply) {
+        return Err(CliError::bad_input(format!(
+            "--plugin-max-reply: must be 1 to {} MiB, got {}",
+            PLUGIN_MAX_REPLY_MIB.end(),
+            args.plugin_max_reply
+        )));
+    }
+    options.plugin_max_reply = Some((args.plugin_max_reply as usize) << 20);
     let mut defenses: Vec<Arc<dyn crate::defense::Defense>> = Vec::new();
     for d in crate::defense::expand(&args.defense) {
         let built = crate::defense::build_with(&d, &options).map_err(CliError::bad_input)?;
@@ -760,6 +819,13 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         .out
         .clone()
         .unwrap_or_else(|| args.results_dir.join(&run_id));
+    if let runner::files::Folder::Foreign(holds) = runner::files::inspect(&out)
+        .map_err(|e| CliError::bad_input(format!("cannot read {}: {e}", out.display())))?
+    {
+        return Err(CliError::bad_input(runner::files::not_a_run(
+            &out, &holds, "run",
+        )));
+    }
     std::fs::create_dir_all(&out)
         .map_err(|e| CliError::bad_input(format!("cannot create {}: {e}", out.display())))?;
     let order = report::Order {
@@ -960,5 +1026,43 @@ mod tests {
         assert_eq!(err.exit_code(), 2);
         assert!(err.to_string().contains("--seed"), "{err}");
         assert!(!dir.path().join("r").exists());
+    }
+
+    /// A library caller skips the flags' parsers: the same ranges hold, refused (never
+    /// clamped) before anything runs.
+    #[tokio::test]
+    async fn plugin_limits_out_of_range_are_refused_for_library_callers_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::resolve(None, None, Some(PathBuf::from(".")));
+        for (args, flag) in [
+            (
+                RunArgs {
+                    plugin_max_reply: 4096,
+                    ..RunArgs::default()
+                },
+                "--plugin-max-reply",
+            ),
+            (
+                RunArgs {
+                    plugin_timeout: 1e30,
+                    ..RunArgs::default()
+                },
+                "--plugin-timeout",
+            ),
+        ] {
+            let err = run(
+                &paths,
+                RunArgs {
+                    out: Some(dir.path().join("r")),
+                    ..args
+                },
+            )
+            .await
+            .err()
+            .expect("refused");
+            assert_eq!(err.exit_code(), 2);
+            assert!(err.to_string().contains(flag), "{err}");
+            assert!(!dir.path().join("r").exists());
+        }
     }
 }

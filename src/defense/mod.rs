@@ -539,6 +539,8 @@ pub struct BuildOptions {
     pub weights: Option<sieve::config::Weights>,
     /// How long an `exec:` plugin may take per hook.
     pub plugin_timeout: Option<std::time::Duration>,
+    /// The longest reply line an `exec:` plugin may send, in bytes.
+    pub plugin_max_reply: Option<usize>,
 }
 
 impl BuildOptions {
@@ -558,9 +560,11 @@ pub fn build(spec: &str) -> Result<Arc<dyn Defense>, String> {
 pub fn build_with(spec: &str, opts: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
     let spec = spec.trim();
     if let Some(cmd) = spec.strip_prefix("exec:") {
-        return Ok(Arc::new(plugin::PluginDefense::with_timeout(
+        return Ok(Arc::new(plugin::PluginDefense::with_limits(
             cmd,
             opts.plugin_timeout.unwrap_or(plugin::DEFAULT_TIMEOUT),
+            opts.plugin_max_reply
+                .unwrap_or(crate::child::DEFAULT_MAX_REPLY),
         )?));
     }
     // `sieve[:variant]@setting=value`: one setting moved, a point of a sweep.

@@ -1,45 +1,53 @@
 //! `exec:<command>`: a defense written in any language, run as a child process that
 //! speaks versioned JSON lines on stdin/stdout (docs/defense-plugin.md is the schema).
 //!
-//! One process per episode, started at the episode's first hook and killed when the
-//! episode ends, so a plugin that crashes or hangs costs exactly that episode: its
-//! failure becomes the episode's error and the run goes on. Every reply is awaited with
-//! a timeout; a reply that is not the schema's JSON is an error naming the hook and the
-//! offending line.
+//! One process (and its process group) per episode, started at the episode's first hook
+//! and killed when the episode ends, so a plugin that crashes or hangs costs exactly that
+//! episode: its failure becomes the episode's error and the run goes on. The exchange is
+//! [`crate::child`]'s: every reply echoes its request's id, fits a size cap and arrives
+//! within the timeout. Replies are typed per hook and unknown fields are refused, so a
+//! misspelt field is an error naming the hook, never a silent default.
 
 use super::{
     Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall, Verdict,
 };
-use crate::model::{Component, Usage};
+use crate::child::{self, Child, ChildError};
+use crate::model::{Component, Message, Usage};
 use async_trait::async_trait;
-use serde::Deserialize;
-use serde_json::{Value, json};
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-/// The protocol version this harness speaks; every request carries it.
-pub const PROTOCOL_VERSION: u64 = 1;
+/// The protocol version this harness speaks; every request carries it. Version 2 added
+/// the request `id` every reply echoes (version 1 plugins are told so by name).
+pub const PROTOCOL_VERSION: u64 = 2;
 /// How long a plugin may take to answer one hook.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-/// How much of the plugin's stderr an error message quotes.
-const STDERR_TAIL: usize = 1500;
+/// The longest `--plugin-timeout` (a day): a plugin slower than that is hung.
+pub const MAX_TIMEOUT_SECS: f64 = 86_400.0;
+/// The most one usage report may add to a count: far above any real call, far below
+/// what could overflow the episode's meter.
+pub const MAX_REPORTED: u64 = 1_000_000_000;
 
 /// The defense as selected on the command line.
 pub struct PluginDefense {
     name: String,
     command: String,
     timeout: Duration,
+    max_reply: usize,
 }
 
 impl PluginDefense {
     pub fn new(command: &str) -> Result<PluginDefense, String> {
-        Self::with_timeout(command, DEFAULT_TIMEOUT)
+        Self::with_limits(command, DEFAULT_TIMEOUT, child::DEFAULT_MAX_REPLY)
     }
 
-    pub fn with_timeout(command: &str, timeout: Duration) -> Result<PluginDefense, String> {
+    pub fn with_limits(
+        command: &str,
+        timeout: Duration,
+        max_reply: usize,
+    ) -> Result<PluginDefense, String> {
         let command = command.trim();
         if command.is_empty() {
             return Err(
@@ -50,6 +58,7 @@ impl PluginDefense {
             name: format!("exec:{command}"),
             command: command.to_string(),
             timeout,
+            max_reply,
         })
     }
 }
@@ -61,7 +70,13 @@ impl Defense for PluginDefense {
     fn episode(&self) -> Box<dyn EpisodeDefense> {
         Box::new(PluginEpisode {
             command: self.command.clone(),
-            timeout: self.timeout,
+            spec: child::Spec {
+                program: "sh".into(),
+                args: vec!["-c".into(), format!("exec {}", self.command)],
+                dir: None,
+                timeout: self.timeout,
+                max_reply: self.max_reply,
+            },
             process: None,
             system_prompt: None,
             usage_reports: 0,
@@ -69,28 +84,148 @@ impl Defense for PluginDefense {
     }
 }
 
-/// A running plugin.
-struct Process {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    stderr: Arc<Mutex<String>>,
-}
-
 struct PluginEpisode {
     command: String,
-    timeout: Duration,
-    process: Option<Process>,
+    spec: child::Spec,
+    process: Option<Child>,
     system_prompt: Option<String>,
     usage_reports: u64,
 }
 
-/// Usage a plugin reports for its own model calls, metered under its component.
+/// What the harness sends, one variant per hook (`hook` names it).
+#[derive(Serialize)]
+#[serde(tag = "hook", rename_all = "snake_case")]
+enum Request<'a> {
+    EpisodeStart {
+        suite: SuiteInfo<'a>,
+        user_prompt: &'a str,
+        tools: Vec<ToolInfo<'a>>,
+    },
+    ProposedCall {
+        call: CallInfo<'a>,
+        history: &'a [Message],
+    },
+    ToolOutput {
+        call: CallInfo<'a>,
+        output: &'a str,
+    },
+    FinalAnswer {
+        answer: &'a str,
+    },
+}
+
+impl Request<'_> {
+    fn hook(&self) -> &'static str {
+        match self {
+            Request::EpisodeStart { .. } => "episode_start",
+            Request::ProposedCall { .. } => "proposed_call",
+            Request::ToolOutput { .. } => "tool_output",
+            Request::FinalAnswer { .. } => "final_answer",
+        }
+    }
+
+    /// The hook and the request as the JSON object sent, protocol version included.
+    fn encode(&self) -> (&'static str, Map<String, Value>) {
+        let Value::Object(mut body) = serde_json::to_value(self).expect("requests serialise")
+        else {
+            unreachable!("a request is an object")
+        };
+        body.insert("v".into(), json!(PROTOCOL_VERSION));
+        (self.hook(), body)
+    }
+}
+
+#[derive(Serialize)]
+struct SuiteInfo<'a> {
+    name: String,
+    user: &'a str,
+    date: &'a str,
+}
+
+#[derive(Serialize)]
+struct ToolInfo<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+    kind: Option<crate::tools::ToolKind>,
+}
+
+#[derive(Serialize)]
+struct CallInfo<'a> {
+    id: &'a str,
+    tool: &'a str,
+    arguments: &'a Value,
+    step: usize,
+}
+
+impl<'a> CallInfo<'a> {
+    fn of(call: &'a ProposedCall) -> Self {
+        CallInfo {
+            id: &call.id,
+            tool: call.tool.as_str(),
+            arguments: &call.args,
+            step: call.step,
+        }
+    }
+}
+
+/// The reply to `episode_start`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
+enum StartReply {
+    Continue {
+        #[serde(default)]
+        tools: Option<Vec<String>>,
+        #[serde(default)]
+        system_prompt: Option<String>,
+    },
+}
+
+/// The reply to `proposed_call`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
+enum CallReply {
+    Allow {},
+    Block { reason: String },
+    AskUser { reason: String },
+    Fake { result: String },
+    Stop { reason: String },
+}
+
+/// The reply to `tool_output`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
+enum OutputReply {
+    Pass {},
+    Replace { output: String },
+    Stop { output: String },
+}
+
+/// The reply to `final_answer`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
+enum AnswerReply {
+    Allow {},
+    Replace { answer: String },
+}
+
+/// The component a plugin's own model use is metered under.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum UsageComponent {
+    Planner,
+    Judge,
+    #[default]
+    Detector,
+    Embedding,
+}
+
+/// Usage a plugin reports for its own model calls (any reply may carry one).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct UsageReport {
-    #[serde(default = "default_component")]
-    component: String,
+    #[serde(default)]
+    component: UsageComponent,
     #[serde(default)]
     calls: u64,
     #[serde(default)]
@@ -99,251 +234,167 @@ struct UsageReport {
     completion_tokens: u64,
 }
 
-fn default_component() -> String {
-    "detector".into()
-}
-
-/// A reply, before it is checked against the hook it answers.
-#[derive(Debug, Deserialize)]
-struct Reply {
-    #[serde(default)]
-    v: Option<u64>,
-    action: String,
-    #[serde(default)]
-    reason: Option<String>,
-    #[serde(default)]
-    result: Option<String>,
-    #[serde(default)]
-    output: Option<String>,
-    #[serde(default)]
-    answer: Option<String>,
-    #[serde(default)]
-    tools: Option<Vec<String>>,
-    #[serde(default)]
-    system_prompt: Option<String>,
-    #[serde(default)]
-    usage: Option<UsageReport>,
-}
-
 impl PluginEpisode {
     fn err(&self, hook: &str, what: impl std::fmt::Display) -> DefenseError {
-        let stderr = self
+        let tail = self
             .process
             .as_ref()
-            .map(|p| p.stderr.lock().expect("stderr lock").clone())
+            .map(Child::stderr_tail)
+            .filter(|t| !t.is_empty())
+            .map(|t| {
+                let cut = t.char_indices().rev().nth(1500).map_or(0, |(i, _)| i);
+                format!("\n  its stderr ends: {}", &t[cut..])
+            })
             .unwrap_or_default();
-        let tail = if stderr.trim().is_empty() {
-            String::new()
-        } else {
-            let s = stderr.trim();
-            let cut = s
-                .char_indices()
-                .rev()
-                .nth(STDERR_TAIL)
-                .map_or(0, |(i, _)| i);
-            format!("; its stderr ends: {}", &s[cut..])
-        };
         DefenseError::Other(format!(
             "plugin `{}` at hook `{hook}`: {what}{tail}",
             self.command
         ))
     }
 
-    fn spawn(&mut self) -> Result<(), DefenseError> {
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(format!("exec {}", self.command))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| self.err("episode_start", format!("cannot start it: {e}")))?;
-        let stdin = child.stdin.take().expect("piped stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
-        let mut stderr_pipe = child.stderr.take().expect("piped stderr");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let sink = stderr.clone();
-        tokio::spawn(async move {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = stderr_pipe.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                let mut s = sink.lock().expect("stderr lock");
-                s.push_str(&String::from_utf8_lossy(&buf[..n]));
-                // Keep only the tail; a chatty plugin must not grow memory.
-                if s.len() > 4 * STDERR_TAIL {
-                    let mut cut = s.len() - 2 * STDERR_TAIL;
-                    while !s.is_char_boundary(cut) {
-                        cut += 1;
-                    }
-                    s.drain(..cut);
-                }
+    /// Explains a failed exchange, with the plugin's exit status when it is gone.
+    async fn failed(&mut self, hook: &str, e: ChildError) -> DefenseError {
+        let what = match &e {
+            // A version 1 plugin neither sends ids nor reads them: name the change.
+            ChildError::Id {
+                got: None, reply, ..
+            } if reply.get("v").is_some_and(|v| v != PROTOCOL_VERSION) => format!(
+                "it speaks protocol version {}; this harness speaks {PROTOCOL_VERSION}, whose replies echo the request's `id` (docs/defense-plugin.md)",
+                reply["v"]
+            ),
+            _ => e.to_string(),
+        };
+        let status = match self.process.as_mut() {
+            Some(p) => p.kill().await,
+            None => None,
+        };
+        let status = match (&e, status) {
+            (ChildError::Closed | ChildError::Write(_), Some(s)) => {
+                format!(" (it exited with {s})")
             }
-        });
-        self.process = Some(Process {
-            child,
-            stdin,
-            stdout,
-            stderr,
-        });
-        Ok(())
+            _ => String::new(),
+        };
+        let err = self.err(hook, format!("{what}{status}"));
+        self.process = None;
+        err
     }
 
-    /// Sends one request and reads one reply line, within the timeout.
-    async fn exchange(
+    /// Sends one request (as [`Request::encode`] gives it) and returns the hook's typed
+    /// reply, metering any usage report.
+    async fn exchange<R: DeserializeOwned>(
         &mut self,
-        hook: &str,
-        mut request: Value,
+        (hook, body): (&'static str, Map<String, Value>),
         ctx: &mut DefenseCtx<'_>,
-    ) -> Result<Reply, DefenseError> {
+    ) -> Result<R, DefenseError> {
         if self.process.is_none() {
-            self.spawn()?;
+            let p = Child::spawn(&self.spec).map_err(|e| self.err(hook, e))?;
+            self.process = Some(p);
         }
-        request["v"] = json!(PROTOCOL_VERSION);
-        request["hook"] = json!(hook);
-        let mut line = serde_json::to_string(&request).expect("requests serialise");
-        line.push('\n');
-        let timeout = self.timeout;
         let p = self.process.as_mut().expect("spawned");
-        let io = async {
-            p.stdin.write_all(line.as_bytes()).await?;
-            p.stdin.flush().await?;
-            let mut reply = String::new();
-            let n = p.stdout.read_line(&mut reply).await?;
-            Ok::<_, std::io::Error>((n, reply))
+        let mut reply = match p.exchange(body).await {
+            Ok(r) => r,
+            Err(e) => return Err(self.failed(hook, e).await),
         };
-        let (n, reply) = match tokio::time::timeout(timeout, io).await {
-            Err(_) => {
-                return Err(self.err(
-                    hook,
-                    format!("no reply within {:.1} s (timeout)", timeout.as_secs_f64()),
-                ));
-            }
-            Ok(Err(e)) => return Err(self.exited(hook, format!("pipe error: {e}")).await),
-            Ok(Ok(x)) => x,
-        };
-        if n == 0 {
-            return Err(self
-                .exited(hook, "closed its stdout without replying")
-                .await);
-        }
-        let parsed: Reply = serde_json::from_str(reply.trim()).map_err(|e| {
-            self.err(
-                hook,
-                format!("malformed reply ({e}): {}", clip(reply.trim(), 300)),
-            )
-        })?;
-        if let Some(v) = parsed.v
+        if let Some(v) = reply.remove("v")
             && v != PROTOCOL_VERSION
         {
             return Err(self.err(
                 hook,
-                format!("speaks protocol version {v}; this harness speaks {PROTOCOL_VERSION}"),
+                format!("it speaks protocol version {v}; this harness speaks {PROTOCOL_VERSION}"),
             ));
         }
-        if let Some(u) = &parsed.usage {
-            let component = match u.component.as_str() {
-                "planner" => Component::Planner,
-                "judge" => Component::Judge,
-                "detector" => Component::Detector,
-                "embedding" => Component::Embedding,
-                other => {
-                    return Err(self.err(
-                        hook,
-                        format!(
-                            "usage.component `{other}` is not one of planner, judge, detector, embedding"
-                        ),
-                    ));
-                }
-            };
-            ctx.meter.record_usage(
-                component,
-                u.calls,
-                Usage {
-                    prompt_tokens: u.prompt_tokens,
-                    completion_tokens: u.completion_tokens,
-                    reasoning_tokens: 0,
-                    estimated: false,
-                },
-            );
-            self.usage_reports += 1;
+        if let Some(u) = reply.remove("usage") {
+            let u: UsageReport = serde_json::from_value(u)
+                .map_err(|e| self.err(hook, format!("malformed `usage`: {e}")))?;
+            self.meter(hook, u, ctx)?;
         }
-        Ok(parsed)
+        let shown = child::clip(&Value::Object(reply.clone()).to_string(), 300);
+        serde_json::from_value(Value::Object(reply))
+            .map_err(|e| self.err(hook, format!("malformed reply ({e}): {shown}")))
     }
 
-    /// The error for a plugin that stopped talking, with its exit status when it has one.
-    async fn exited(&mut self, hook: &str, what: impl std::fmt::Display) -> DefenseError {
-        let mut status = String::new();
-        if let Some(p) = self.process.as_mut()
-            && let Ok(Ok(s)) =
-                tokio::time::timeout(Duration::from_millis(500), p.child.wait()).await
-        {
-            status = format!(" (it exited with {s})");
+    fn meter(
+        &mut self,
+        hook: &str,
+        u: UsageReport,
+        ctx: &mut DefenseCtx<'_>,
+    ) -> Result<(), DefenseError> {
+        for (name, n) in [
+            ("calls", u.calls),
+            ("prompt_tokens", u.prompt_tokens),
+            ("completion_tokens", u.completion_tokens),
+        ] {
+            if n > MAX_REPORTED {
+                return Err(self.err(
+                    hook,
+                    format!("usage.{name} is {n}, above the {MAX_REPORTED} one reply may report"),
+                ));
+            }
         }
-        // Give the stderr reader a moment to drain what the plugin wrote before dying.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        self.err(hook, format!("{what}{status}"))
+        let component = match u.component {
+            UsageComponent::Planner => Component::Planner,
+            UsageComponent::Judge => Component::Judge,
+            UsageComponent::Detector => Component::Detector,
+            UsageComponent::Embedding => Component::Embedding,
+        };
+        ctx.meter.record_usage(
+            component,
+            u.calls,
+            Usage {
+                prompt_tokens: u.prompt_tokens,
+                completion_tokens: u.completion_tokens,
+                reasoning_tokens: 0,
+                estimated: false,
+            },
+        );
+        self.usage_reports += 1;
+        Ok(())
     }
-
-    fn unexpected(&self, hook: &str, action: &str, allowed: &str) -> DefenseError {
-        self.err(
-            hook,
-            format!("action `{action}` is not valid here; expected one of {allowed}"),
-        )
-    }
-
-    fn need(&self, hook: &str, field: Option<String>, name: &str) -> Result<String, DefenseError> {
-        field.ok_or_else(|| self.err(hook, format!("the reply lacks `{name}`")))
-    }
-}
-
-fn clip(s: &str, n: usize) -> String {
-    match s.char_indices().nth(n) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
-    }
-}
-
-fn call_json(call: &ProposedCall) -> Value {
-    json!({"id": call.id, "tool": call.tool.as_str(), "arguments": call.args, "step": call.step})
 }
 
 #[async_trait]
 impl EpisodeDefense for PluginEpisode {
     async fn start(&mut self, ctx: &mut DefenseCtx<'_>) -> Result<(), DefenseError> {
-        let tools: Vec<Value> = ctx
+        let suite = ctx.suite;
+        let tools: Vec<ToolInfo<'_>> = ctx
             .tools
             .iter()
-            .map(|t| {
-                let kind = ctx.suite.tools.get(t.name.as_str()).map(|x| x.kind);
-                json!({"name": t.name.as_str(), "description": t.description,
-                       "parameters": t.parameters, "kind": kind})
+            .map(|t| ToolInfo {
+                name: t.name.as_str(),
+                description: &t.description,
+                parameters: &t.parameters,
+                kind: suite.tools.get(t.name.as_str()).map(|x| x.kind),
             })
             .collect();
-        let request = json!({
-            "suite": {"name": ctx.suite.qualified_name(), "user": ctx.suite.meta.user,
-                      "date": ctx.suite.meta.date},
-            "user_prompt": ctx.user_prompt,
-            "tools": tools,
-        });
-        const HOOK: &str = "episode_start";
-        let reply = self.exchange(HOOK, request, ctx).await?;
-        if reply.action != "continue" {
-            return Err(self.unexpected(HOOK, &reply.action, "`continue`"));
-        }
-        if let Some(keep) = reply.tools {
+        let request = Request::EpisodeStart {
+            suite: SuiteInfo {
+                name: suite.qualified_name(),
+                user: &suite.meta.user,
+                date: &suite.meta.date,
+            },
+            user_prompt: ctx.user_prompt,
+            tools,
+        };
+        let request = request.encode();
+        let reply: StartReply = self.exchange(request, ctx).await?;
+        let StartReply::Continue {
+            tools,
+            system_prompt,
+        } = reply;
+        if let Some(keep) = tools {
             if let Some(bad) = keep
                 .iter()
                 .find(|k| !ctx.tools.iter().any(|t| t.name.as_str() == k.as_str()))
             {
-                return Err(self.err(HOOK, format!("`tools` names `{bad}`, which is not offered")));
+                return Err(self.err(
+                    "episode_start",
+                    format!("`tools` names `{bad}`, which is not offered"),
+                ));
             }
             ctx.tools
                 .retain(|t| keep.iter().any(|k| k == t.name.as_str()));
         }
-        self.system_prompt = reply.system_prompt;
+        self.system_prompt = system_prompt;
         Ok(())
     }
 
@@ -356,26 +407,18 @@ impl EpisodeDefense for PluginEpisode {
         call: &ProposedCall,
         ctx: &mut DefenseCtx<'_>,
     ) -> Result<Verdict, DefenseError> {
-        const HOOK: &str = "proposed_call";
-        let request = json!({"call": call_json(call), "history": ctx.history});
-        let reply = self.exchange(HOOK, request, ctx).await?;
-        Ok(match reply.action.as_str() {
-            "allow" => Verdict::Allow,
-            "block" => Verdict::Block {
-                reason: self.need(HOOK, reply.reason, "reason")?,
-            },
-            "ask_user" => Verdict::AskUser {
-                reason: self.need(HOOK, reply.reason, "reason")?,
-            },
-            "fake" => Verdict::Fake {
-                result: self.need(HOOK, reply.result, "result")?,
-            },
-            "stop" => Verdict::Stop {
-                reason: self.need(HOOK, reply.reason, "reason")?,
-            },
-            other => {
-                return Err(self.unexpected(HOOK, other, "allow, block, ask_user, fake, stop"));
-            }
+        let request = Request::ProposedCall {
+            call: CallInfo::of(call),
+            history: ctx.history,
+        }
+        .encode();
+        let reply: CallReply = self.exchange(request, ctx).await?;
+        Ok(match reply {
+            CallReply::Allow {} => Verdict::Allow,
+            CallReply::Block { reason } => Verdict::Block { reason },
+            CallReply::AskUser { reason } => Verdict::AskUser { reason },
+            CallReply::Fake { result } => Verdict::Fake { result },
+            CallReply::Stop { reason } => Verdict::Stop { reason },
         })
     }
 
@@ -385,20 +428,22 @@ impl EpisodeDefense for PluginEpisode {
         output: String,
         ctx: &mut DefenseCtx<'_>,
     ) -> Result<OutputVerdict, DefenseError> {
-        const HOOK: &str = "tool_output";
-        let request = json!({"call": call_json(call), "output": output});
-        let reply = self.exchange(HOOK, request, ctx).await?;
-        Ok(match reply.action.as_str() {
-            "pass" => OutputVerdict::Pass(output),
-            "replace" => {
+        let request = Request::ToolOutput {
+            call: CallInfo::of(call),
+            output: &output,
+        }
+        .encode();
+        let reply: OutputReply = self.exchange(request, ctx).await?;
+        Ok(match reply {
+            OutputReply::Pass {} => OutputVerdict::Pass(output),
+            OutputReply::Replace { output } => {
                 ctx.stats.flagged_outputs += 1;
-                OutputVerdict::Pass(self.need(HOOK, reply.output, "output")?)
+                OutputVerdict::Pass(output)
             }
-            "stop" => {
+            OutputReply::Stop { output } => {
                 ctx.stats.flagged_outputs += 1;
-                OutputVerdict::Stop(self.need(HOOK, reply.output, "output")?)
+                OutputVerdict::Stop(output)
             }
-            other => return Err(self.unexpected(HOOK, other, "pass, replace, stop")),
         })
     }
 
@@ -407,22 +452,50 @@ impl EpisodeDefense for PluginEpisode {
         answer: &str,
         ctx: &mut DefenseCtx<'_>,
     ) -> Result<Option<String>, DefenseError> {
-        const HOOK: &str = "final_answer";
-        let reply = self.exchange(HOOK, json!({"answer": answer}), ctx).await?;
-        let out = match reply.action.as_str() {
-            "allow" => None,
-            "replace" => Some(self.need(HOOK, reply.answer, "answer")?),
-            other => return Err(self.unexpected(HOOK, other, "allow, replace")),
-        };
-        // The episode is over: close stdin so the plugin can exit on its own.
-        if let Some(mut p) = self.process.take() {
-            let _ = p.stdin.shutdown().await;
-            let _ = tokio::time::timeout(Duration::from_millis(200), p.child.wait()).await;
+        let request = Request::FinalAnswer { answer }.encode();
+        let reply: AnswerReply = self.exchange(request, ctx).await?;
+        // The episode is over: close stdin so the plugin can exit on its own, then end
+        // its process group.
+        if let Some(p) = self.process.take() {
+            p.close(Duration::from_millis(200)).await;
         }
-        Ok(out)
+        Ok(match reply {
+            AnswerReply::Allow {} => None,
+            AnswerReply::Replace { answer } => Some(answer),
+        })
     }
 
     fn notes(&self) -> Value {
         json!({"plugin": self.command, "usage_reports": self.usage_reports})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_are_typed_per_hook_and_unknown_fields_refused() {
+        let call = |v: Value| serde_json::from_value::<CallReply>(v);
+        assert!(matches!(
+            call(json!({"action": "block", "reason": "r"})).unwrap(),
+            CallReply::Block { .. }
+        ));
+        assert!(matches!(
+            call(json!({"action": "allow"})).unwrap(),
+            CallReply::Allow {}
+        ));
+        for bad in [
+            json!({"action": "allow", "reasn": "typo"}),
+            json!({"action": "block"}),
+            json!({"action": "pass"}),
+            json!({"reason": "no action"}),
+        ] {
+            assert!(call(bad.clone()).is_err(), "{bad}");
+        }
+        let out = serde_json::from_value::<OutputReply>(json!({"action": "allow"}));
+        assert!(out.unwrap_err().to_string().contains("unknown variant"));
+        let usage = serde_json::from_value::<UsageReport>(json!({"component": "oracle"}));
+        assert!(usage.is_err());
     }
 }

@@ -4,8 +4,12 @@
 //! episodes run in a leased provider process ([`world::ExternalWorld`]), so the agent
 //! loop, defenses, scripted agents, records and reports work on it unchanged.
 //!
-//! A provider is declared by `suites/external/<package>.toml`; its suites are named
-//! `<package>@<version>/<suite>`, e.g. `agentdojo@v1.2.2/banking`.
+//! A provider is declared by `suites/external/<package>.toml`; its suites are named by the
+//! harness `<package>@<version>/<suite>` from that file's name, e.g.
+//! `agentdojo@v1.2.2/banking`: a provider lists versions and suites under its own package
+//! only, so it can never pass for another package's suites. What a provider describes is
+//! checked as a data suite is (unique ids, plans naming its tools with their required
+//! arguments, ids without control characters).
 
 pub mod pool;
 pub mod process;
@@ -16,7 +20,8 @@ use crate::ids::{TaskId, ToolName, VectorId};
 use crate::suite::check::Check;
 use crate::suite::env::EnvTemplate;
 use crate::suite::{
-    Family, InjectionTask, PlannedCall, Suite, SuiteMeta, Surface, UserTask, Vector,
+    ErrorConvention, Family, InjectionTask, PlannedCall, Suite, SuiteMeta, Surface, UserTask,
+    Vector,
 };
 use crate::tools::{Tool, ToolKind, ToolSet};
 use pool::Pool;
@@ -66,6 +71,14 @@ pub struct ProviderSpec {
     /// The longest one reply may take before the process counts as hung.
     #[serde(default = "default_timeout")]
     pub timeout_secs: f64,
+    /// The longest reply line, in MiB (1 to 1024); a longer one fails its episode.
+    #[serde(default = "default_max_reply_mb")]
+    pub max_reply_mb: u64,
+    /// How the served suites' rows count errored episodes unless `--errors-as` names
+    /// one convention: `excluded` (the default) or `agentdojo`, which only AgentDojo's
+    /// own adapter declares.
+    #[serde(default)]
+    pub error_convention: ErrorConvention,
     /// Further files the provider reads (modules its script imports), relative to the
     /// project home: like the command's own files, their bytes are part of every served
     /// suite's fingerprint, since changing them can change outcomes.
@@ -76,6 +89,13 @@ pub struct ProviderSpec {
 fn default_timeout() -> f64 {
     300.0
 }
+
+fn default_max_reply_mb() -> u64 {
+    (crate::child::DEFAULT_MAX_REPLY >> 20) as u64
+}
+
+/// The longest `timeout_secs` (a day).
+const MAX_TIMEOUT_SECS: f64 = 86_400.0;
 
 /// A provider ready to serve: its spec and its process pool.
 pub struct Provider {
@@ -118,8 +138,17 @@ impl Provider {
         let Some((program, args)) = spec.command.split_first() else {
             return Err(spec_error("field `command` is empty".into()));
         };
-        if spec.timeout_secs.is_nan() || spec.timeout_secs <= 0.0 {
-            return Err(spec_error("field `timeout_secs` must be positive".into()));
+        if !(spec.timeout_secs > 0.0 && spec.timeout_secs <= MAX_TIMEOUT_SECS) {
+            return Err(spec_error(format!(
+                "field `timeout_secs`: must be a number of seconds in (0, {MAX_TIMEOUT_SECS}], got {}",
+                spec.timeout_secs
+            )));
+        }
+        if !(1..=1024).contains(&spec.max_reply_mb) {
+            return Err(spec_error(format!(
+                "field `max_reply_mb`: must be 1 to 1024, got {}",
+                spec.max_reply_mb
+            )));
         }
         let home = suites_dir
             .parent()
@@ -154,6 +183,7 @@ impl Provider {
             args: args.to_vec(),
             dir: home,
             timeout: Duration::from_secs_f64(spec.timeout_secs),
+            max_reply: (spec.max_reply_mb as usize) << 20,
         };
         Ok(Provider {
             pool: Pool::new(launch, 1),
@@ -183,17 +213,34 @@ impl Provider {
         }
     }
 
-    /// The qualified names of every suite the provider serves.
+    /// The qualified names of every suite the provider serves: each listed name must be
+    /// `<package>@<version>/<suite>` with this file's package, and is rebuilt here from
+    /// its parts.
     pub async fn list(&self) -> Result<Vec<String>, ExternalError> {
         let listing: Listing = self
             .pool
             .ask(&Request::List)
             .await
             .map_err(|e| self.explain(e))?;
-        Ok(listing.suites)
+        let mut out: Vec<String> = Vec::new();
+        for listed in &listing.suites {
+            let name =
+                qualified(&self.spec.package, listed).map_err(|why| ExternalError::Refused {
+                    op: "list".into(),
+                    message: format!("`{}`: {why}", crate::escape::terminal_cell(listed)),
+                })?;
+            if out.contains(&name) {
+                return Err(ExternalError::Refused {
+                    op: "list".into(),
+                    message: format!("`{name}` is listed twice"),
+                });
+            }
+            out.push(name);
+        }
+        Ok(out)
     }
 
-    /// Loads one suite from the provider.
+    /// Loads one suite from the provider; `qualified` is one of [`list`](Self::list)'s.
     pub async fn load(&self, qualified: &str) -> Result<Suite, ExternalError> {
         let mut lease = self.pool.lease().await.map_err(|e| self.explain(e))?;
         let hello = lease.hello().clone();
@@ -201,6 +248,17 @@ impl Provider {
             .request(&Request::Describe { suite: qualified })
             .await?;
         drop(lease);
+        let refused = |message: String| ExternalError::Refused {
+            op: "describe".into(),
+            message: format!("`{qualified}`: {message}"),
+        };
+        if desc.suite != qualified {
+            return Err(refused(format!(
+                "the provider describes it as `{}`; a suite's name is the harness's (`<package>@<version>/<suite>` from {})",
+                crate::escape::terminal_cell(&desc.suite),
+                self.file.display()
+            )));
+        }
         let mut files = Vec::new();
         for f in &self.command_files {
             files.push(std::fs::read(f).map_err(|e| ExternalError::Spec {
@@ -208,13 +266,40 @@ impl Provider {
                 message: format!("cannot read: {e}"),
             })?);
         }
-        build_suite(self.pool.clone(), hello, desc, &files).map_err(|message| {
-            ExternalError::Refused {
-                op: "describe".into(),
-                message: format!("`{qualified}`: {message}"),
-            }
-        })
+        let origin = Origin {
+            qualified: qualified.to_string(),
+            error_convention: self.spec.error_convention,
+        };
+        build_suite(self.pool.clone(), hello, desc, &files, origin).map_err(refused)
     }
+}
+
+/// A name a provider lists, rebuilt as `<package>@<version>/<suite>` when it is one of
+/// `package`'s, with a version and a suite name of letters, digits, `.`, `_` and `-`.
+pub fn qualified(package: &str, listed: &str) -> Result<String, String> {
+    let token = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 64
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    };
+    let (family, suite) = listed
+        .split_once('/')
+        .ok_or("not `<package>@<version>/<suite>`")?;
+    let (pkg, version) = family
+        .split_once('@')
+        .ok_or("not `<package>@<version>/<suite>`")?;
+    if pkg != package {
+        return Err(format!(
+            "the provider of `{package}` may serve `{package}@<version>/<suite>` only"
+        ));
+    }
+    if !token(version) || !token(suite) {
+        return Err(
+            "a version and a suite name are letters, digits, `.`, `_` and `-` (at most 64)".into(),
+        );
+    }
+    Ok(format!("{package}@{version}/{suite}"))
 }
 
 fn resolve(home: &Path, p: &str) -> PathBuf {
@@ -247,15 +332,6 @@ pub fn is_external_selector(part: &str) -> bool {
     part.split('/').next().is_some_and(|f| f.contains('@'))
 }
 
-/// The package whose suites are AgentDojo's own (served by adapters/agentdojo).
-pub const AGENTDOJO_PACKAGE: &str = "agentdojo";
-
-/// Whether a qualified suite name is one of AgentDojo's own suites
-/// (`agentdojo@<version>/<suite>`), whatever provider serves it.
-pub fn is_agentdojo_suite(suite: &str) -> bool {
-    is_external_selector(suite) && package_of(suite) == AGENTDOJO_PACKAGE
-}
-
 /// The package of an external selector part.
 pub fn package_of(part: &str) -> &str {
     part.split('@').next().unwrap_or(part)
@@ -274,6 +350,17 @@ pub struct ExternalSuite {
     /// Those of `attacks` that are denial of service: run once per user task and scored
     /// by the utility they take away.
     pub dos_attacks: Vec<String>,
+    /// From the provider file: how the suite's rows count errored episodes.
+    pub error_convention: ErrorConvention,
+    /// The tools as described, to check the plans `start` recomputes.
+    pub tools: Vec<protocol::ToolDesc>,
+}
+
+/// What the harness decides about a described suite, not the provider: its name and its
+/// error convention.
+pub struct Origin {
+    pub qualified: String,
+    pub error_convention: ErrorConvention,
 }
 
 impl fmt::Debug for ExternalSuite {
@@ -307,20 +394,129 @@ fn default_risk(kind: ToolKind) -> f64 {
     }
 }
 
+/// A name the harness puts in keys, tables and messages ([`crate::ids::check_name`]).
+fn check_name(what: &str, name: &str) -> Result<(), String> {
+    crate::ids::check_name(name).map_err(|why| format!("{what}: {why}"))
+}
+
+/// Checks a plan as a data suite's is checked: each call names a described tool, its
+/// arguments are an object with every parameter the tool's schema requires, and none it
+/// does not declare.
+pub fn check_plan(
+    tools: &[protocol::ToolDesc],
+    where_: &str,
+    plan: &[protocol::CallDesc],
+) -> Result<(), String> {
+    for (i, c) in plan.iter().enumerate() {
+        let at = format!("{where_}: field `plan[{i}]`");
+        let Some(tool) = tools.iter().find(|t| t.name == c.tool) else {
+            return Err(format!(
+                "{at}: unknown tool `{}`",
+                crate::escape::terminal_cell(&c.tool)
+            ));
+        };
+        let args = match &c.args {
+            Value::Null => &serde_json::Map::new(),
+            Value::Object(m) => m,
+            _ => return Err(format!("{at}: `args` must be an object")),
+        };
+        let params = &tool.parameters;
+        if let Some(required) = params.get("required").and_then(Value::as_array) {
+            for r in required.iter().filter_map(Value::as_str) {
+                if !args.contains_key(r) {
+                    return Err(format!("{at}: `{}` lacks required argument `{r}`", c.tool));
+                }
+            }
+        }
+        if let Some(props) = params.get("properties").and_then(Value::as_object)
+            && let Some(extra) = args.keys().find(|k| !props.contains_key(*k))
+        {
+            return Err(format!(
+                "{at}: `{}` has no parameter `{}`",
+                c.tool,
+                crate::escape::terminal_cell(extra)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What the harness relies on in a description, checked as a data suite's: unique
+/// tools, vectors and task ids, usable names, plans that fit their tools, rates in range.
+fn check_description(desc: &Description) -> Result<(), String> {
+    let unique = |what: &str, names: &mut dyn Iterator<Item = &String>| -> Result<(), String> {
+        let mut seen = std::collections::BTreeSet::new();
+        for n in names {
+            check_name(what, n)?;
+            if !seen.insert(n) {
+                return Err(format!("{what} `{n}` is described twice"));
+            }
+        }
+        Ok(())
+    };
+    unique("tool", &mut desc.tools.iter().map(|t| &t.name))?;
+    unique("vector", &mut desc.vectors.iter().map(|v| &v.id))?;
+    unique("user task", &mut desc.user_tasks.iter().map(|t| &t.id))?;
+    unique(
+        "injection task",
+        &mut desc.injection_tasks.iter().map(|t| &t.id),
+    )?;
+    unique("attack", &mut desc.attacks.iter())?;
+    for t in &desc.tools {
+        if let Some(r) = t.risk
+            && !(0.0..=1.0).contains(&r)
+        {
+            return Err(format!(
+                "tool `{}`: field `risk`: must be in [0, 1], got {r}",
+                t.name
+            ));
+        }
+    }
+    for t in &desc.user_tasks {
+        check_plan(&desc.tools, &format!("user task `{}`", t.id), &t.plan)?;
+        for v in &t.vectors {
+            if !desc.vectors.iter().any(|x| &x.id == v) {
+                return Err(format!(
+                    "user task `{}`: field `vectors`: unknown vector `{}`",
+                    t.id,
+                    crate::escape::terminal_cell(v)
+                ));
+            }
+        }
+    }
+    for t in &desc.injection_tasks {
+        check_plan(&desc.tools, &format!("injection task `{}`", t.id), &t.plan)?;
+        let severity = t.severity.unwrap_or(1.0);
+        if !(severity > 0.0 && severity <= 1.0) {
+            return Err(format!(
+                "injection task `{}`: field `severity`: must be in (0, 1], got {severity}",
+                t.id
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Turns a description into a suite, checking what the harness relies on.
 pub fn build_suite(
     pool: Arc<Pool>,
     hello: Hello,
     desc: Description,
     command_files: &[Vec<u8>],
+    origin: Origin,
 ) -> Result<Suite, String> {
     use sha2::{Digest, Sha256};
+    check_description(&desc)?;
     let mut h = Sha256::new();
     h.update(serde_json::to_vec(&hello).expect("serialises"));
     h.update(serde_json::to_vec(&desc).expect("serialises"));
     for f in command_files {
         h.update((f.len() as u64).to_le_bytes());
         h.update(f);
+    }
+    if !origin.error_convention.is_default() {
+        // Records of the suite count errors this way: another convention is another suite.
+        h.update(serde_json::to_vec(&origin.error_convention).expect("serialises"));
     }
     let fingerprint: String = h
         .finalize()
@@ -329,10 +525,10 @@ pub fn build_suite(
         .map(|b| format!("{b:02x}"))
         .collect();
 
-    let (family, name) = desc
-        .suite
+    let (_, name) = origin
+        .qualified
         .split_once('/')
-        .ok_or_else(|| format!("suite name `{}` is not `package@version/suite`", desc.suite))?;
+        .expect("a qualified name of the harness's");
     let tools = ToolSet::from_tools(desc.tools.iter().map(|t| {
         let kind = t.kind.unwrap_or(ToolKind::Write);
         Tool::external(
@@ -344,17 +540,6 @@ pub fn build_suite(
         )
         .replacing(t.replaces)
     }));
-    let known_tool = |task: &str, plan: &[PlannedCall]| -> Result<(), String> {
-        for (i, c) in plan.iter().enumerate() {
-            if tools.get(c.tool.as_str()).is_none() {
-                return Err(format!(
-                    "task `{task}`: field `plan[{i}]`: unknown tool `{}`",
-                    c.tool
-                ));
-            }
-        }
-        Ok(())
-    };
     let vectors: Vec<Vector> = desc
         .vectors
         .iter()
@@ -369,15 +554,6 @@ pub fn build_suite(
     let mut user_tasks = Vec::new();
     for t in &desc.user_tasks {
         let plan = plan_of(&t.plan);
-        known_tool(&t.id, &plan)?;
-        for v in &t.vectors {
-            if !vectors.iter().any(|x| x.id.as_str() == v) {
-                return Err(format!(
-                    "task `{}`: field `vectors`: unknown vector `{v}`",
-                    t.id
-                ));
-            }
-        }
         injectable.insert(
             TaskId(t.id.clone()),
             t.vectors.iter().map(|v| VectorId(v.clone())).collect(),
@@ -395,14 +571,7 @@ pub fn build_suite(
     let mut injection_tasks = Vec::new();
     for t in &desc.injection_tasks {
         let plan = plan_of(&t.plan);
-        known_tool(&t.id, &plan)?;
         let severity = t.severity.unwrap_or(1.0);
-        if severity.is_nan() || severity <= 0.0 || severity > 1.0 {
-            return Err(format!(
-                "task `{}`: field `severity`: must be in (0, 1], got {severity}",
-                t.id
-            ));
-        }
         injection_tasks.push(InjectionTask {
             id: TaskId(t.id.clone()),
             goal: t.goal.clone(),
@@ -434,16 +603,18 @@ pub fn build_suite(
         tools: None,
     };
     let external = ExternalSuite {
-        qualified: format!("{family}/{name}"),
+        qualified: origin.qualified.clone(),
         pool,
         hello,
         system_prompt: desc.system_prompt.clone(),
         attacks: desc.attacks.clone(),
         dos_attacks: desc.dos_attacks.clone(),
+        error_convention: origin.error_convention,
+        tools: desc.tools.clone(),
     };
     Ok(Suite {
         meta,
-        dir: PathBuf::from(&desc.suite),
+        dir: PathBuf::from(&origin.qualified),
         tools: Arc::new(tools),
         env: EnvTemplate::new(Value::Object(Default::default()), Vec::new(), &[])
             .expect("an empty template has no placeholders"),

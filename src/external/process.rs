@@ -1,18 +1,17 @@
-//! One provider process: spawn, one request line out, one reply line back, with a
-//! deadline. Any failure that leaves the stream in doubt (crash, hang, malformed reply)
-//! marks the process broken; the pool then discards it and starts a fresh one.
+//! One provider process: [`crate::child`]'s exchange (its own process group, request ids,
+//! a size cap on replies, a deadline, stderr drained as bytes) with the provider
+//! protocol's envelope: `op` out, `ok` (and `error`) back. Any failure that leaves the
+//! stream in doubt (crash, hang, malformed or stray reply) marks the process broken; the
+//! pool then discards it and starts a fresh one.
 
 use super::ExternalError;
 use super::protocol::{Hello, PROTOCOL, Request};
+use crate::child::{self, Child, ChildError};
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
-use std::collections::VecDeque;
+use serde_json::{Map, Value};
 use std::path::PathBuf;
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 /// How to start a provider.
 #[derive(Clone, Debug)]
@@ -22,57 +21,43 @@ pub struct Launch {
     pub dir: PathBuf,
     /// The longest a single reply may take before the process counts as hung.
     pub timeout: Duration,
+    /// The longest reply line, in bytes.
+    pub max_reply: usize,
 }
-
-/// Lines of the provider's stderr kept to explain a crash.
-const STDERR_TAIL: usize = 20;
 
 pub struct ProviderProcess {
     child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    stderr_tail: Arc<Mutex<VecDeque<String>>>,
-    timeout: Duration,
     broken: bool,
     pub hello: Hello,
+}
+
+/// An `ok: false` reply.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Refusal {
+    #[serde(default)]
+    error: Option<String>,
 }
 
 impl ProviderProcess {
     /// Starts the process and checks its protocol version.
     pub async fn spawn(launch: &Launch) -> Result<Self, ExternalError> {
-        let mut child = Command::new(&launch.program)
-            .args(&launch.args)
-            .current_dir(&launch.dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| ExternalError::Spawn {
-                program: launch.program.display().to_string(),
-                message: e.to_string(),
-            })?;
-        let stdin = child.stdin.take().expect("piped stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
-        let stderr = child.stderr.take().expect("piped stderr");
-        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
-        let tail = stderr_tail.clone();
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                let mut t = tail.lock().expect("stderr tail lock");
-                if t.len() == STDERR_TAIL {
-                    t.pop_front();
-                }
-                t.push_back(line);
-            }
-        });
+        let child = Child::spawn(&child::Spec {
+            program: launch.program.clone(),
+            args: launch.args.clone(),
+            dir: Some(launch.dir.clone()),
+            timeout: launch.timeout,
+            max_reply: launch.max_reply,
+        })
+        .map_err(|e| ExternalError::Spawn {
+            program: launch.program.display().to_string(),
+            message: match e {
+                ChildError::Spawn(m) => m,
+                other => other.to_string(),
+            },
+        })?;
         let mut p = ProviderProcess {
             child,
-            stdin,
-            stdout,
-            stderr_tail,
-            timeout: launch.timeout,
             broken: false,
             hello: Hello {
                 protocol: 0,
@@ -97,28 +82,26 @@ impl ProviderProcess {
         self.broken
     }
 
-    fn stderr_tail(&self) -> String {
-        let t = self.stderr_tail.lock().expect("stderr tail lock");
-        if t.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "; its last stderr lines:\n    {}",
-                t.iter().cloned().collect::<Vec<_>>().join("\n    ")
-            )
-        }
-    }
-
     async fn fail(&mut self, what: String) -> ExternalError {
         self.broken = true;
-        let _ = self.child.start_kill();
-        let status = match tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await {
-            Ok(Ok(s)) => format!(" ({s})"),
-            _ => String::new(),
+        let status = self
+            .child
+            .kill()
+            .await
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default();
+        let tail = self.child.stderr_tail();
+        let tail = if tail.is_empty() {
+            String::new()
+        } else {
+            let lines: Vec<&str> = tail.lines().collect();
+            let from = lines.len().saturating_sub(20);
+            format!(
+                "\n  its last stderr lines:\n    {}",
+                lines[from..].join("\n    ")
+            )
         };
-        // Give the stderr reader a moment to drain what the process said last.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        ExternalError::Broken(format!("{what}{status}{}", self.stderr_tail()))
+        ExternalError::Broken(format!("{what}{status}{tail}"))
     }
 
     /// Sends one request and parses the reply's payload as `T`.
@@ -131,76 +114,67 @@ impl ProviderProcess {
                 "the provider process was already discarded".into(),
             ));
         }
-        let mut line = serde_json::to_string(req).expect("requests serialise");
-        line.push('\n');
         let op = req.op();
-        if let Err(e) = self.stdin.write_all(line.as_bytes()).await {
-            return Err(self
-                .fail(format!("cannot write `{op}` to the provider: {e}"))
-                .await);
-        }
-        if let Err(e) = self.stdin.flush().await {
-            return Err(self
-                .fail(format!("cannot write `{op}` to the provider: {e}"))
-                .await);
-        }
-        let mut reply = String::new();
-        match tokio::time::timeout(self.timeout, self.stdout.read_line(&mut reply)).await {
-            Err(_) => {
-                return Err(self
-                    .fail(format!(
-                        "the provider did not answer `{op}` within {:?} (hung)",
-                        self.timeout
-                    ))
-                    .await);
-            }
-            Ok(Err(e)) => {
-                return Err(self
-                    .fail(format!("cannot read the reply to `{op}`: {e}"))
-                    .await);
-            }
-            Ok(Ok(0)) => {
-                return Err(self
-                    .fail(format!(
-                        "the provider exited before answering `{op}` (crashed)"
-                    ))
-                    .await);
-            }
-            Ok(Ok(_)) => {}
-        }
-        let value: Value = match serde_json::from_str(reply.trim_end()) {
-            Ok(v) => v,
-            Err(e) => {
-                let shown: String = reply.trim_end().chars().take(200).collect();
-                return Err(self
-                    .fail(format!(
-                        "malformed reply to `{op}` (not JSON: {e}): `{shown}`"
-                    ))
-                    .await);
-            }
+        let Value::Object(body) = serde_json::to_value(req).expect("requests serialise") else {
+            unreachable!("a request is an object")
         };
-        match value.get("ok").and_then(Value::as_bool) {
-            Some(true) => {}
-            Some(false) => {
-                let message = value
-                    .get("error")
-                    .and_then(Value::as_str)
-                    .unwrap_or("(no error message)")
-                    .to_string();
-                return Err(ExternalError::Refused {
-                    op: op.to_string(),
-                    message,
-                });
+        let mut reply = match self.child.exchange(body).await {
+            Ok(r) => r,
+            Err(e) => return Err(self.failed(op, e).await),
+        };
+        match reply.remove("ok") {
+            Some(Value::Bool(true)) => {}
+            Some(Value::Bool(false)) => {
+                return match serde_json::from_value::<Refusal>(Value::Object(reply)) {
+                    Ok(r) => Err(ExternalError::Refused {
+                        op: op.to_string(),
+                        message: r.error.unwrap_or_else(|| "(no error message)".into()),
+                    }),
+                    Err(e) => Err(self.fail(format!("malformed refusal of `{op}`: {e}")).await),
+                };
             }
-            None => {
+            _ => {
                 return Err(self
                     .fail(format!("malformed reply to `{op}`: no boolean `ok` field"))
                     .await);
             }
         }
-        match serde_json::from_value(value) {
+        match serde_json::from_value(Value::Object(reply)) {
             Ok(t) => Ok(t),
             Err(e) => Err(self.fail(format!("malformed reply to `{op}`: {e}")).await),
         }
     }
+
+    /// Explains a failed exchange; a version 1 provider (no ids) is told what changed.
+    async fn failed(&mut self, op: &str, e: ChildError) -> ExternalError {
+        if let ChildError::Id {
+            got: None, reply, ..
+        } = &e
+            && let Some(theirs) = old_protocol(reply)
+        {
+            self.broken = true;
+            self.child.kill().await;
+            return ExternalError::Version {
+                theirs,
+                ours: PROTOCOL,
+            };
+        }
+        let what = match e {
+            ChildError::Timeout(secs) => {
+                format!("the provider did not answer `{op}` within {secs:.1} s (hung)")
+            }
+            ChildError::Closed => format!("the provider exited before answering `{op}` (crashed)"),
+            e => format!("the provider's reply to `{op}`: {e}"),
+        };
+        self.fail(what).await
+    }
+}
+
+/// The protocol version a reply without an id says it speaks, when it says one.
+fn old_protocol(reply: &Map<String, Value>) -> Option<u32> {
+    reply
+        .get("protocol")
+        .and_then(Value::as_u64)
+        .and_then(|v| u32::try_from(v).ok())
+        .filter(|v| *v != PROTOCOL)
 }

@@ -1,7 +1,9 @@
-//! The messages of the external-suite protocol, version 1 (docs/external-suites.md).
+//! The messages of the external-suite protocol, version 2 (docs/external-suites.md).
 //!
-//! One JSON object per line each way. Every request carries `op`; every reply carries
-//! `ok`, and `error` when `ok` is false.
+//! One JSON object per line each way. Every request carries `op` and an `id`; every reply
+//! carries the `id` it answers and `ok`, and `error` when `ok` is false ([`crate::child`]
+//! adds and checks the ids). Replies are typed and a field a reply type does not declare
+//! is an error, so a misspelt or stale field never passes silently.
 
 use crate::ids::VectorId;
 use serde::{Deserialize, Serialize};
@@ -9,8 +11,8 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// The protocol version this harness speaks; a provider answering `hello` with another
-/// one is refused.
-pub const PROTOCOL: u32 = 1;
+/// one is refused. Version 2 added request ids and refuses unknown reply fields.
+pub const PROTOCOL: u32 = 2;
 
 /// What the harness asks of a provider.
 #[derive(Clone, Debug, Serialize)]
@@ -42,7 +44,9 @@ pub enum Request<'a> {
     },
     /// Runs one tool in the current episode.
     Call {
-        id: &'a str,
+        /// The agent's id for this tool call. Not `id`: that name is the request id the
+        /// child-process layer adds to every request.
+        call_id: &'a str,
         tool: &'a str,
         arguments: &'a Value,
     },
@@ -66,6 +70,7 @@ impl Request<'_> {
 
 /// The reply to `hello`.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct Hello {
     pub protocol: u32,
     #[serde(default)]
@@ -79,12 +84,14 @@ pub struct Hello {
 
 /// The reply to `list`.
 #[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Listing {
     pub suites: Vec<String>,
 }
 
 /// A tool as the provider describes it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ToolDesc {
     pub name: String,
     #[serde(default)]
@@ -102,6 +109,7 @@ pub struct ToolDesc {
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct VectorDesc {
     pub id: String,
     #[serde(default)]
@@ -111,6 +119,7 @@ pub struct VectorDesc {
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CallDesc {
     pub tool: String,
     #[serde(default)]
@@ -118,6 +127,7 @@ pub struct CallDesc {
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct UserTaskDesc {
     pub id: String,
     pub prompt: String,
@@ -133,6 +143,7 @@ pub struct UserTaskDesc {
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct InjectionTaskDesc {
     pub id: String,
     pub goal: String,
@@ -149,6 +160,7 @@ pub struct InjectionTaskDesc {
 
 /// The reply to `describe`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Description {
     pub suite: String,
     /// The agent's whole system prompt, when the suite defines its own.
@@ -175,6 +187,7 @@ pub struct Description {
 
 /// The reply to `attack`.
 #[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Injections {
     pub injections: BTreeMap<String, String>,
 }
@@ -182,6 +195,7 @@ pub struct Injections {
 /// The reply to `start`: optionally the reference plans recomputed on this episode's
 /// environment (an injection can change a name the reference solution uses).
 #[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Started {
     #[serde(default)]
     pub plan: Option<Vec<CallDesc>>,
@@ -191,6 +205,7 @@ pub struct Started {
 
 /// The reply to `call`: exactly one of the two is set.
 #[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CallReply {
     #[serde(default)]
     pub output: Option<String>,
@@ -201,6 +216,7 @@ pub struct CallReply {
 
 /// The reply to `finish`.
 #[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Verdicts {
     pub utility: bool,
     /// Set for attacked episodes: true means the attack succeeded.

@@ -59,6 +59,20 @@ impl ExternalWorld {
                 injections: &injections,
             })
             .await?;
+        // The plans recomputed for this episode are checked as the described ones were.
+        for (what, plan) in [
+            ("the recomputed `plan`", &started.plan),
+            ("the recomputed `injection_plan`", &started.injection_plan),
+        ] {
+            if let Some(plan) = plan {
+                super::check_plan(&suite.tools, what, plan).map_err(|message| {
+                    ExternalError::Refused {
+                        op: "start".into(),
+                        message,
+                    }
+                })?;
+            }
+        }
         let rendered = injection
             .and_then(|i| i.provider_attack)
             .map(|_| injections.values().cloned().collect());
@@ -79,7 +93,7 @@ impl World for ExternalWorld {
         let reply: CallReply = self
             .lease
             .request(&Request::Call {
-                id,
+                call_id: id,
                 tool,
                 arguments: args,
             })

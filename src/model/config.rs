@@ -63,11 +63,13 @@ pub struct ModelOptions {
     /// Retries of 429, 5xx, timeouts and dropped connections per call [default: 6].
     #[arg(long, value_name = "N")]
     pub max_retries: Option<u32>,
-    /// Requests per minute per endpoint, shared by every role on it.
-    #[arg(long, value_name = "N")]
+    /// Requests per minute per endpoint, shared by every role on it (at least 1; leave it
+    /// out for no limit).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub rpm: Option<u32>,
-    /// Tokens per minute per endpoint, shared by every role on it.
-    #[arg(long, value_name = "N")]
+    /// Tokens per minute per endpoint, shared by every role on it (at least 1; leave it
+    /// out for no limit).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub tpm: Option<u32>,
     /// JSON object merged into every chat request body, e.g. '{"chat_template_kwargs":{"enable_thinking":false}}'.
     #[arg(long, value_name = "JSON", value_parser = parse_extra_body)]
@@ -344,6 +346,14 @@ impl ModelFactory {
         }
         cfg.rpm = o.rpm.or(ep.and_then(|e| e.rpm));
         cfg.tpm = o.tpm.or(ep.and_then(|e| e.tpm));
+        for (what, v) in [("rpm", cfg.rpm), ("tpm", cfg.tpm)] {
+            if v == Some(0) {
+                return Err(format!(
+                    "{MODELS_TOML}: endpoint `{}`: {what} = 0 would mean no limit; leave it out for no limit, or give at least 1",
+                    cfg.name
+                ));
+            }
+        }
         let e = Arc::new(Endpoint::new(cfg)?);
         map.insert(map_key, e.clone());
         Ok(e)

@@ -328,17 +328,19 @@ fn is_zero(n: &u64) -> bool {
 
 impl CostTotals {
     pub fn tokens(&self) -> u64 {
-        self.prompt_tokens + self.completion_tokens
+        self.prompt_tokens.saturating_add(self.completion_tokens)
     }
+    /// Adds another total; counts saturate rather than wrap (an endpoint or plugin can
+    /// report any number).
     pub fn add(&mut self, o: &CostTotals) {
-        self.calls += o.calls;
-        self.prompt_tokens += o.prompt_tokens;
-        self.completion_tokens += o.completion_tokens;
-        self.reasoning_tokens += o.reasoning_tokens;
+        self.calls = self.calls.saturating_add(o.calls);
+        self.prompt_tokens = self.prompt_tokens.saturating_add(o.prompt_tokens);
+        self.completion_tokens = self.completion_tokens.saturating_add(o.completion_tokens);
+        self.reasoning_tokens = self.reasoning_tokens.saturating_add(o.reasoning_tokens);
         self.latency_ms += o.latency_ms;
-        self.retries += o.retries;
+        self.retries = self.retries.saturating_add(o.retries);
         self.estimated |= o.estimated;
-        self.truncated += o.truncated;
+        self.truncated = self.truncated.saturating_add(o.truncated);
     }
 }
 
@@ -352,35 +354,47 @@ pub struct CostMeter {
 
 impl CostMeter {
     pub fn record(&mut self, component: Component, reply: &ChatReply) {
-        let t = self.by_component.entry(component).or_default();
-        t.calls += 1;
-        t.prompt_tokens += reply.usage.prompt_tokens;
-        t.completion_tokens += reply.usage.completion_tokens;
-        t.reasoning_tokens += reply.usage.reasoning_tokens;
-        t.latency_ms += reply.latency_ms;
-        t.retries += reply.retries as u64;
-        t.estimated |= reply.usage.estimated;
-        if reply.finish_reason.as_deref() == Some("length") {
-            t.truncated += 1;
-        }
+        self.by_component
+            .entry(component)
+            .or_default()
+            .add(&CostTotals {
+                calls: 1,
+                prompt_tokens: reply.usage.prompt_tokens,
+                completion_tokens: reply.usage.completion_tokens,
+                reasoning_tokens: reply.usage.reasoning_tokens,
+                latency_ms: reply.latency_ms,
+                retries: reply.retries as u64,
+                estimated: reply.usage.estimated,
+                truncated: u64::from(reply.finish_reason.as_deref() == Some("length")),
+            });
     }
 
     /// Records calls that did not go through a [`ChatModel`] (a classifier endpoint, a
     /// plugin's own model use), with the usage they report.
     pub fn record_usage(&mut self, component: Component, calls: u64, usage: Usage) {
-        let t = self.by_component.entry(component).or_default();
-        t.calls += calls;
-        t.prompt_tokens += usage.prompt_tokens;
-        t.completion_tokens += usage.completion_tokens;
-        t.reasoning_tokens += usage.reasoning_tokens;
-        t.estimated |= usage.estimated;
+        self.by_component
+            .entry(component)
+            .or_default()
+            .add(&CostTotals {
+                calls,
+                prompt_tokens: usage.prompt_tokens,
+                completion_tokens: usage.completion_tokens,
+                reasoning_tokens: usage.reasoning_tokens,
+                estimated: usage.estimated,
+                ..Default::default()
+            });
     }
 
     /// Records embedding calls (one API call embeds a batch).
     pub fn record_embedding(&mut self, calls: u64, tokens: u64) {
-        let t = self.by_component.entry(Component::Embedding).or_default();
-        t.calls += calls;
-        t.prompt_tokens += tokens;
+        self.by_component
+            .entry(Component::Embedding)
+            .or_default()
+            .add(&CostTotals {
+                calls,
+                prompt_tokens: tokens,
+                ..Default::default()
+            });
     }
 
     pub fn total(&self) -> CostTotals {
@@ -438,5 +452,26 @@ impl Models {
                 role.map(|r| (c, r))
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meter_counts_saturate_instead_of_wrapping() {
+        let mut m = CostMeter::default();
+        let huge = Usage {
+            prompt_tokens: u64::MAX / 2 + 1,
+            completion_tokens: 1,
+            reasoning_tokens: 0,
+            estimated: false,
+        };
+        m.record_usage(Component::Judge, u64::MAX, huge);
+        m.record_usage(Component::Judge, 1, huge);
+        let t = m.get(Component::Judge);
+        assert_eq!((t.calls, t.prompt_tokens), (u64::MAX, u64::MAX));
+        assert_eq!(m.total().tokens(), u64::MAX);
     }
 }

@@ -81,7 +81,8 @@ pub struct EndpointConfig {
     /// First backoff delay; doubles per retry up to `backoff_cap`, with full jitter.
     pub backoff_base: Duration,
     pub backoff_cap: Duration,
-    /// Longest `Retry-After` honoured as given.
+    /// Longest `Retry-After` honoured; a server asking for longer stops the run (a
+    /// fatal error naming the wait), never a silent shorter wait.
     pub retry_after_cap: Duration,
     pub rpm: Option<u32>,
     pub tpm: Option<u32>,
@@ -139,6 +140,13 @@ enum Attempt {
     },
     Fail(ModelError),
 }
+
+/// The longest reply body read from an endpoint (a chat completion or a batch of
+/// embeddings is far smaller); a longer one fails its call.
+pub const MAX_REPLY_BYTES: usize = 64 << 20;
+
+/// A wait before a retry at least this long is said on stderr.
+const LOUD_WAIT: Duration = Duration::from_secs(10);
 
 /// Parses `Retry-After`: delta seconds (possibly fractional) or an HTTP date.
 pub fn parse_retry_after(v: &str, now: SystemTime) -> Option<Duration> {
@@ -362,15 +370,31 @@ impl Endpoint {
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| parse_retry_after(v, SystemTime::now()));
-        let bytes = match resp.bytes().await {
-            Ok(b) => b,
-            Err(e) => {
-                return Attempt::Retry {
-                    why: describe(&e),
-                    after: None,
-                };
+        // The body is read up to a cap: an endpoint cannot make the harness hold more.
+        let mut resp = resp;
+        let mut bytes: Vec<u8> = Vec::new();
+        loop {
+            match resp.chunk().await {
+                Ok(Some(chunk)) => {
+                    if bytes.len() + chunk.len() > MAX_REPLY_BYTES {
+                        return Attempt::Fail(ModelError::Request(format!(
+                            "{} sent a reply longer than {} MiB (HTTP {}); not read further",
+                            self.cfg.name,
+                            MAX_REPLY_BYTES >> 20,
+                            status.as_u16()
+                        )));
+                    }
+                    bytes.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    return Attempt::Retry {
+                        why: describe(&e),
+                        after: None,
+                    };
+                }
             }
-        };
+        }
         let code = status.as_u16();
         if status.is_success() {
             return match serde_json::from_slice::<Value>(&bytes) {
@@ -482,6 +506,18 @@ impl Endpoint {
                     });
                 }
                 Attempt::Retry { why, after } => {
+                    // A wait beyond the cap is refused, out loud: the endpoint's quota is
+                    // spent for longer than a run should sit idle.
+                    if let Some(wait) = after
+                        && wait > self.cfg.retry_after_cap
+                    {
+                        return Err(ModelError::Fatal(self.scrub(&format!(
+                            "{} asks to retry after {:.0} s (Retry-After; {why}), longer than the {:.0} s this harness waits: its quota is spent for now. Rerun the same command later to resume",
+                            self.cfg.name,
+                            wait.as_secs_f64(),
+                            self.cfg.retry_after_cap.as_secs_f64()
+                        ))));
+                    }
                     if retries >= self.cfg.max_retries {
                         return Err(ModelError::Request(self.scrub(&format!(
                             "{} failed after {} attempt(s), last: {why}",
@@ -489,7 +525,15 @@ impl Endpoint {
                             retries + 1
                         ))));
                     }
-                    tokio::time::sleep(self.backoff(retries, after)).await;
+                    let wait = self.backoff(retries, after);
+                    if wait >= LOUD_WAIT {
+                        eprintln!(
+                            "note: {} asks to retry after {:.0} s ({why}); waiting",
+                            self.cfg.name,
+                            wait.as_secs_f64()
+                        );
+                    }
+                    tokio::time::sleep(wait).await;
                     retries += 1;
                 }
             }
@@ -532,11 +576,15 @@ impl Endpoint {
             response: posted.body,
             latency_ms: posted.latency_ms,
         };
+        // A reply the cache cannot hold (a full disk) would be missing from the replay:
+        // the run stops here, and this episode runs again on resume.
         let body = match c.put(&entry) {
             Ok(recorded) => recorded.response,
             Err(e) => {
-                eprintln!("warning: cannot write cache entry {key}: {e}");
-                entry.response
+                return Err(ModelError::Fatal(format!(
+                    "cannot record a reply in the cache {} ({e}); a replay of this run would miss it. Free space (or fix the folder) and rerun the same command",
+                    c.dir().display()
+                )));
             }
         };
         Ok(Posted { body, ..posted })

@@ -3,6 +3,7 @@
 //! `<id>_lo`/`<id>_hi` interval fields (documented in `docs/columns.md`).
 
 use super::columns::{Grid, Show, Value, clean};
+use super::escape;
 use serde_json::{Map, Value as Json, json};
 use std::fmt::Write;
 
@@ -39,21 +40,21 @@ pub fn essential(grid: &Grid) -> Grid {
     grid.select(&keep)
 }
 
-fn md_escape(s: &str) -> String {
-    s.replace('|', "\\|")
-}
-
 /// A Markdown table, the best per column in bold.
 pub fn markdown(grid: &Grid) -> String {
     let mut out = String::new();
-    writeln!(out, "## {}\n", grid.title).unwrap();
+    writeln!(out, "## {}\n", escape::markdown(&grid.title)).unwrap();
     for n in &grid.notes {
-        writeln!(out, "{n}  ").unwrap();
+        writeln!(out, "{}  ", escape::markdown(n)).unwrap();
     }
     if !grid.notes.is_empty() {
         out.push('\n');
     }
-    let titles: Vec<String> = grid.columns.iter().map(|c| md_escape(&c.title)).collect();
+    let titles: Vec<String> = grid
+        .columns
+        .iter()
+        .map(|c| escape::markdown(&c.title))
+        .collect();
     writeln!(out, "| {} |", titles.join(" | ")).unwrap();
     let aligns: Vec<&str> = grid
         .columns
@@ -66,7 +67,11 @@ pub fn markdown(grid: &Grid) -> String {
             .iter()
             .enumerate()
             .map(|(c, v)| {
-                let s = md_escape(&v.display(true));
+                // Figures are the writer's own; text may be anyone's.
+                let s = match v {
+                    Value::Text(t) => escape::markdown(t),
+                    v => v.display(true),
+                };
                 if grid.is_best(r, c) {
                     format!("**{s}**")
                 } else {
@@ -79,7 +84,7 @@ pub fn markdown(grid: &Grid) -> String {
     if !grid.footnotes.is_empty() {
         out.push('\n');
         for f in &grid.footnotes {
-            writeln!(out, "- {f}").unwrap();
+            writeln!(out, "- {}", escape::markdown(f)).unwrap();
         }
     }
     out
@@ -125,11 +130,11 @@ fn row_fields(grid: &Grid, row: &[Value]) -> Vec<Json> {
 /// A CSV table: a header of field names, then one line per row.
 pub fn csv(grid: &Grid) -> Result<String, csv::Error> {
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(grid.file_fields())?;
+    w.write_record(grid.file_fields().iter().map(|f| escape::csv_cell(f)))?;
     for row in &grid.rows {
         w.write_record(row_fields(grid, row).iter().map(|j| match j {
             Json::Null => String::new(),
-            Json::String(s) => s.clone(),
+            Json::String(s) => escape::csv_cell(s),
             other => other.to_string(),
         }))?;
     }
@@ -186,26 +191,6 @@ fn unit(interval: bool, grid: &Grid, id: &str) -> &'static str {
     }
 }
 
-/// Escapes LaTeX's special characters in text.
-pub fn tex_escape(s: &str) -> String {
-    let mut out = String::new();
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\textbackslash{}"),
-            '&' | '%' | '$' | '#' | '_' | '{' | '}' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '~' => out.push_str("\\textasciitilde{}"),
-            '^' => out.push_str("\\textasciicircum{}"),
-            '–' => out.push_str("--"),
-            '×' => out.push_str("$\\times$"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
 /// A `table` float with a booktabs `tabular` (`\toprule`, `\midrule`, `\bottomrule`),
 /// the best per column in bold. Needs `\usepackage{booktabs}`.
 pub fn latex(grid: &Grid) -> String {
@@ -215,13 +200,19 @@ pub fn latex(grid: &Grid) -> String {
         .iter()
         .map(|c| if c.show == Show::Key { 'l' } else { 'r' })
         .collect();
-    writeln!(out, "% {}", grid.title).unwrap();
+    // Comment lines too carry escaped text: a line break in a note would end the
+    // comment and start a live line.
+    writeln!(out, "% {}", escape::latex(&grid.title)).unwrap();
     for n in &grid.notes {
-        writeln!(out, "% {n}").unwrap();
+        writeln!(out, "% {}", escape::latex(n)).unwrap();
     }
     writeln!(out, "\\begin{{table}}[t]\n\\centering\n\\small").unwrap();
     writeln!(out, "\\begin{{tabular}}{{{spec}}}\n\\toprule").unwrap();
-    let titles: Vec<String> = grid.columns.iter().map(|c| tex_escape(&c.title)).collect();
+    let titles: Vec<String> = grid
+        .columns
+        .iter()
+        .map(|c| escape::latex(&c.title))
+        .collect();
     writeln!(out, "{} \\\\\n\\midrule", titles.join(" & ")).unwrap();
     let first_key = grid.columns.iter().position(|c| c.show == Show::Key);
     for (r, row) in grid.rows.iter().enumerate() {
@@ -235,7 +226,7 @@ pub fn latex(grid: &Grid) -> String {
             .iter()
             .enumerate()
             .map(|(c, v)| {
-                let s = tex_escape(&v.display(false));
+                let s = escape::latex(&v.display(false));
                 if grid.is_best(r, c) {
                     format!("\\textbf{{{s}}}")
                 } else {
@@ -246,9 +237,9 @@ pub fn latex(grid: &Grid) -> String {
         writeln!(out, "{} \\\\", cells.join(" & ")).unwrap();
     }
     writeln!(out, "\\bottomrule\n\\end{{tabular}}").unwrap();
-    let mut caption = tex_escape(&grid.title);
+    let mut caption = escape::latex(&grid.title);
     for n in &grid.notes {
-        caption.push_str(&format!("; {}", tex_escape(n)));
+        caption.push_str(&format!("; {}", escape::latex(n)));
     }
     writeln!(
         out,

@@ -334,7 +334,7 @@ fn beside_figure(rows: &[BesideRow]) -> String {
 pub fn render(doc: &Document) -> String {
     let mut body = String::new();
     writeln!(body, "<h1>sieve-bench report</h1>").unwrap();
-    if let Some(note) = &doc.summary.note {
+    for note in doc.summary.partial.iter().chain(&doc.summary.note) {
         writeln!(body, "<p class=\"sim\">{}</p>", esc(note)).unwrap();
     }
     writeln!(
@@ -366,9 +366,9 @@ pub fn render(doc: &Document) -> String {
     for f in &doc.summary.footnotes {
         writeln!(body, "<p class=\"foot\">{}</p>", esc(f)).unwrap();
     }
-    let data = serde_json::to_string(&doc.episodes)
-        .expect("episodes serialise")
-        .replace("</", "<\\/");
+    let data = super::escape::json_in_html(
+        &serde_json::to_string(&doc.episodes).expect("episodes serialise"),
+    );
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>sieve-bench report</title><style>{STYLE}</style></head>\n<body><main>{body}</main><aside id=\"drill\"><h2>Episodes</h2><p class=\"note\">Click a table cell or a figure mark.</p></aside>\n<script type=\"application/json\" id=\"episodes\">{data}</script>\n<script>{SCRIPT}</script></body></html>\n"
     )

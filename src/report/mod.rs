@@ -4,6 +4,8 @@
 pub mod columns;
 pub mod compare;
 pub mod formats;
+#[cfg(test)]
+mod hostile;
 pub mod html;
 pub mod plots;
 pub mod published;
@@ -11,6 +13,8 @@ pub mod runs;
 pub mod tables;
 pub mod text;
 
+/// The one escaping layer per output format (a leaf module, so every layer may use it).
+pub use crate::escape;
 pub use columns::Grid;
 pub use tables::Order;
 pub use text::TextOptions;
@@ -157,6 +161,10 @@ pub struct Summary {
     pub simulated: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Set when the rows cover part of what was asked: the last run into the folder was
+    /// interrupted or stopped, or shards were merged with some missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<String>,
     pub episodes: usize,
     pub malformed_lines: usize,
     pub rows: Vec<Row>,
@@ -189,6 +197,7 @@ impl Summary {
             generated_by: format!("sieve-bench {}", env!("CARGO_PKG_VERSION")),
             simulated,
             note: simulated_note(&rows),
+            partial: None,
             episodes,
             malformed_lines,
             rows,
@@ -224,6 +233,7 @@ const PRICE_NOTE_PREFIX: &str = "$/ep = dollars per episode at";
 /// every row.
 pub fn summary_grid(summary: &Summary) -> Grid {
     let mut g = tables::summary(&summary.rows);
+    g.notes.extend(summary.partial.clone());
     if let Some(note) = &summary.note {
         g.notes.push(note.clone());
     }
@@ -284,10 +294,10 @@ pub fn grid<const N: usize>(
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Disabled);
-    t.set_header(header.iter().map(Cell::new));
+    t.set_header(header.iter().map(|h| Cell::new(escape::terminal_cell(h))));
     for r in rows {
         t.add_row(r.into_iter().enumerate().map(|(i, c)| {
-            let cell = Cell::new(c);
+            let cell = Cell::new(escape::terminal_cell(&c));
             if i >= right_from {
                 cell.set_alignment(CellAlignment::Right)
             } else {
@@ -298,14 +308,21 @@ pub fn grid<const N: usize>(
     t
 }
 
-/// A Markdown table with the same header and cells as [`grid`].
+/// A Markdown table with the same header and cells as [`grid`], every cell escaped.
 pub fn md_table<const N: usize>(
     header: &[&str; N],
     rows: impl Iterator<Item = [String; N]>,
 ) -> String {
-    let mut out = format!("| {} |\n|{}\n", header.join(" | "), "---|".repeat(N));
+    let cells = |r: &[String]| {
+        r.iter()
+            .map(|c| escape::markdown(c))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    };
+    let header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    let mut out = format!("| {} |\n|{}\n", cells(&header), "---|".repeat(N));
     for r in rows {
-        writeln!(out, "| {} |", r.join(" | ")).unwrap();
+        writeln!(out, "| {} |", cells(&r)).unwrap();
     }
     out
 }
@@ -367,7 +384,37 @@ pub fn from_dir(dir: &Path) -> Result<Summary, String> {
     let loaded = runs::load(std::slice::from_ref(&dir.to_path_buf()), 0)?;
     let mut summary = summary_of(&loaded, false);
     summary.breakdown = loaded.aggregate.breakdown();
+    summary.partial = partial_note(std::slice::from_ref(&dir.to_path_buf()));
     Ok(summary)
+}
+
+/// The mark of rows that cover part of what was asked, from the folders' manifests: the
+/// last invocation into a folder was interrupted or stopped, or merged shards with some
+/// missing.
+pub fn partial_note(dirs: &[PathBuf]) -> Option<String> {
+    use crate::runner::manifest::{Found, read};
+    let why: Vec<String> = dirs
+        .iter()
+        .filter_map(|d| match read(d) {
+            Found::Manifest(m) => m
+                .invocations
+                .last()
+                .map(|i| i.outcome.clone())
+                .filter(|o| {
+                    o.starts_with("interrupted")
+                        || o.starts_with("stopped")
+                        || o.contains("partial")
+                })
+                .map(|o| format!("{}: {o}", d.display())),
+            _ => None,
+        })
+        .collect();
+    (!why.is_empty()).then(|| {
+        format!(
+            "PARTIAL: these rows cover only the episodes finished so far ({}). Rerun the same command to complete them.",
+            why.join("; ")
+        )
+    })
 }
 
 /// The summary rows of loaded runs, priced and in their order (`order_always`: sorted by
@@ -416,6 +463,7 @@ pub fn document(
 ) -> Result<Document, String> {
     let loaded = runs::load(dirs, per_outcome)?;
     let mut summary = summary_of(&loaded, true);
+    summary.partial = partial_note(dirs);
     let views = tables::views(&loaded.aggregate, &summary.rows, &summary.order);
     if summary.breakdown.is_empty() {
         summary.breakdown = loaded.aggregate.breakdown();
@@ -432,6 +480,9 @@ pub fn document(
         }
         if let Some(note) = &summary.note {
             g.notes.insert(0, note.clone());
+        }
+        if let Some(partial) = &summary.partial {
+            g.notes.insert(0, partial.clone());
         }
     }
     let scores = views

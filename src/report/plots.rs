@@ -1,15 +1,9 @@
 //! The HTML report's figures as hand-written SVG: no plotting library, no fonts or
 //! scripts from the network, so the page stays one self-contained file.
 
+/// Text in HTML and SVG: the report's one HTML escaping layer.
+pub use super::escape::html as esc;
 use std::fmt::Write;
-
-/// Escapes text for HTML and SVG.
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 /// Series colours (colour-blind safe, Okabe–Ito).
 pub const PALETTE: [&str; 8] = [

@@ -3,14 +3,13 @@
 //! per cell are kept, with their traces, for the HTML drill-down.
 
 use super::tables::{Order, cell_id};
-use crate::aggregate::{Aggregate, key_hash};
+use crate::aggregate::Aggregate;
 use crate::metrics::{ErrorPolicy, ErrorsAs};
-use crate::runner::record::{EPISODES, EpisodeRecord, RUN_INFO, TRACES};
+use crate::runner::record::key_hash;
+use crate::runner::record::{self, EPISODES, EpisodeRecord, RUN_INFO, TRACES};
 use rayon::prelude::*;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 /// What the report keeps of an episode for the drill-down.
@@ -120,66 +119,16 @@ fn check_identities(dirs: &[PathBuf]) -> Result<(), String> {
     Ok(())
 }
 
-/// Lines are read and parsed in batches of about this many bytes; a few batches per
-/// thread are in memory at once, so memory does not grow with the file.
-const BATCH_BYTES: usize = 1 << 20;
-
 /// Whole lines of one run's `episodes.jsonl`.
 struct Batch {
     /// The run's index in the report's list.
     dir: usize,
-    /// Byte offset of the first line in its file.
-    offset: u64,
-    /// Number of the first line (from 1), for warnings.
-    first_line: usize,
-    bytes: Vec<u8>,
+    lines: record::Batch,
 }
 
 /// Where a line is: its run and byte offset, in the order runs and lines are read.
 fn position(dir: usize, offset: u64) -> u64 {
     ((dir as u64) << 48) | offset
-}
-
-/// Reads `path` in batches of whole lines and hands them to `f`, `group` at a time.
-fn read_batches(
-    path: &Path,
-    dir: usize,
-    group: usize,
-    mut f: impl FnMut(Vec<Batch>) -> Result<(), String>,
-) -> Result<(), String> {
-    let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
-    let mut reader = BufReader::with_capacity(1 << 20, File::open(path).map_err(cannot)?);
-    let (mut offset, mut line) = (0u64, 1usize);
-    let mut pending = Vec::with_capacity(group);
-    loop {
-        let mut bytes = Vec::with_capacity(BATCH_BYTES + (BATCH_BYTES >> 3));
-        let mut lines = 0;
-        while bytes.len() < BATCH_BYTES {
-            if reader.read_until(b'\n', &mut bytes).map_err(cannot)? == 0 {
-                break;
-            }
-            lines += 1;
-        }
-        if bytes.is_empty() {
-            break;
-        }
-        let len = bytes.len() as u64;
-        pending.push(Batch {
-            dir,
-            offset,
-            first_line: line,
-            bytes,
-        });
-        offset += len;
-        line += lines;
-        if pending.len() == group {
-            f(std::mem::take(&mut pending))?;
-        }
-    }
-    if !pending.is_empty() {
-        f(pending)?;
-    }
-    Ok(())
 }
 
 /// What one pass over the records asks of each batch.
@@ -247,27 +196,18 @@ fn fold(batch: &Batch, pass: &Pass<'_>) -> Folded {
     };
     let mut versions: HashMap<String, String> = HashMap::new();
     let mut kept: HashMap<(String, &'static str), usize> = HashMap::new();
-    let mut offset = batch.offset;
-    for (i, line) in batch.bytes.split_inclusive(|b| *b == b'\n').enumerate() {
+    for (number, offset, line) in batch.lines.lines() {
         let at = position(batch.dir, offset);
-        offset += line.len() as u64;
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let parsed = std::str::from_utf8(line)
-            .map_err(|_| "not valid UTF-8".to_string())
-            .and_then(|l| {
-                serde_json::from_str::<EpisodeRecord>(l).map_err(|e| format!("not a record: {e}"))
-            });
-        let r = match parsed {
-            Ok(r) => r,
-            Err(why) => {
+        let r = match record::parse_line(line) {
+            None => continue,
+            Some(Ok(r)) => r,
+            Some(Err(why)) => {
                 out.malformed += 1;
                 if pass.first {
-                    out.warnings.push(format!(
-                        "warning: {}:{}: line skipped, {why}",
-                        pass.paths[batch.dir].join(EPISODES).display(),
-                        batch.first_line + i
+                    out.warnings.push(record::skipped_line(
+                        &pass.paths[batch.dir].join(EPISODES),
+                        number,
+                        &why,
                     ));
                 }
                 continue;
@@ -436,21 +376,32 @@ fn fold_all(
     let mut kept: HashMap<(String, &'static str), usize> = HashMap::new();
     let group = rayon::current_num_threads().max(1) * 2;
     for (i, dir) in dirs.iter().enumerate() {
-        read_batches(&dir.join(EPISODES), i, group, |batches| {
-            let folded: Vec<Folded> = batches.par_iter().map(|b| fold(b, pass)).collect();
-            for f in folded {
-                see(&f)?;
-                for e in f.samples {
-                    let n = kept.entry((e.cell.clone(), e.outcome)).or_default();
-                    if *n < pass.per_outcome {
-                        *n += 1;
-                        samples.push((i, e));
+        let path = dir.join(EPISODES);
+        let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
+        record::read_batches(
+            &path,
+            group,
+            |batches| {
+                let batches: Vec<Batch> = batches
+                    .into_iter()
+                    .map(|lines| Batch { dir: i, lines })
+                    .collect();
+                let folded: Vec<Folded> = batches.par_iter().map(|b| fold(b, pass)).collect();
+                for f in folded {
+                    see(&f)?;
+                    for e in f.samples {
+                        let n = kept.entry((e.cell.clone(), e.outcome)).or_default();
+                        if *n < pass.per_outcome {
+                            *n += 1;
+                            samples.push((i, e));
+                        }
                     }
+                    aggregate.merge(f.aggregate);
                 }
-                aggregate.merge(f.aggregate);
-            }
-            Ok(())
-        })?;
+                Ok(())
+            },
+            cannot,
+        )?;
     }
     Ok((aggregate, samples))
 }
@@ -502,34 +453,35 @@ fn attach_traces(
     episodes: &mut [Episode],
     wanted: &HashMap<String, (PathBuf, usize)>,
 ) -> Result<(), String> {
-    #[derive(serde::Deserialize)]
-    struct KeyOnly {
-        key: String,
-    }
     let mut dirs: Vec<&PathBuf> = wanted.values().map(|(d, _)| d).collect();
     dirs.sort();
     dirs.dedup();
     for dir in dirs {
         let path = dir.join(TRACES);
-        let Ok(file) = std::fs::File::open(&path) else {
-            continue;
-        };
-        for line in BufReader::new(file).lines() {
-            let line = line.map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            let Ok(k) = serde_json::from_str::<KeyOnly>(&line) else {
-                continue;
-            };
-            if let Some((d, i)) = wanted.get(&k.key)
-                && d == dir
-                && let Ok(mut v) = serde_json::from_str::<Value>(&line)
-            {
-                shorten(&mut v);
-                if let Some(o) = v.as_object_mut() {
-                    o.remove("key");
+        let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
+        record::read_batches(
+            &path,
+            1,
+            |batches| {
+                for (_, _, line) in batches.iter().flat_map(|b| b.lines()) {
+                    let Some(key) = record::key_of(line) else {
+                        continue;
+                    };
+                    if let Some((d, i)) = wanted.get(&key)
+                        && d == dir
+                        && let Ok(mut v) = serde_json::from_slice::<Value>(line)
+                    {
+                        shorten(&mut v);
+                        if let Some(o) = v.as_object_mut() {
+                            o.remove("key");
+                        }
+                        episodes[*i].trace = v;
+                    }
                 }
-                episodes[*i].trace = v;
-            }
-        }
+                Ok(())
+            },
+            cannot,
+        )?;
     }
     Ok(())
 }

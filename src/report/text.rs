@@ -2,6 +2,7 @@
 //! a mess), fitted to the terminal width, the best defense per column marked with `*`.
 
 use super::columns::{Grid, Show};
+use super::escape;
 use std::fmt::Write;
 
 /// How to fit a table to the terminal.
@@ -305,7 +306,16 @@ fn render_body(grid: &Grid, with_ci: bool) -> String {
     let cells: Vec<Vec<String>> = grid
         .rows
         .iter()
-        .map(|r| r.iter().map(|v| v.display(with_ci)).collect())
+        .map(|r| {
+            r.iter()
+                .map(|v| escape::terminal_cell(&v.display(with_ci)))
+                .collect()
+        })
+        .collect();
+    let titles: Vec<String> = grid
+        .columns
+        .iter()
+        .map(|c| escape::terminal_cell(&c.title))
         .collect();
     let marks: Vec<bool> = (0..ncol)
         .map(|c| (0..grid.rows.len()).any(|r| grid.is_best(r, c)))
@@ -318,7 +328,7 @@ fn render_body(grid: &Grid, with_ci: bool) -> String {
                 .max()
                 .unwrap_or(0)
                 + usize::from(marks[c]);
-            data.max(grid.columns[c].title.chars().count())
+            data.max(titles[c].chars().count())
         })
         .collect();
     let is_key = |c: usize| grid.columns[c].show == Show::Key;
@@ -332,7 +342,7 @@ fn render_body(grid: &Grid, with_ci: bool) -> String {
     out.push_str(&line(
         (0..ncol)
             .map(|c| {
-                let t = &grid.columns[c].title;
+                let t = &titles[c];
                 if is_key(c) {
                     format!("{t:<w$}", w = widths[c])
                 } else {
@@ -374,8 +384,10 @@ fn render_body(grid: &Grid, with_ci: bool) -> String {
     out
 }
 
-/// Word-wraps `text` to `width` with `indent` on every line.
+/// Word-wraps `text` to `width` with `indent` on every line, control characters shown
+/// as `\u{…}` (the terminal's escaping layer).
 pub fn wrap(text: &str, width: usize, indent: &str) -> String {
+    let text = escape::terminal_cell(text);
     let mut out = String::new();
     let mut line = String::from(indent);
     for word in text.split_whitespace() {

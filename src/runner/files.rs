@@ -1,5 +1,6 @@
-//! Files that survive anything: an exclusive lock on a results folder, and atomic writes
-//! (temp file + rename) so a crash or a full disk never leaves a half-written file.
+//! Files that survive anything: an exclusive lock on a results folder, atomic writes
+//! (temp file + rename) so a crash or a full disk never leaves a half-written file, and
+//! the check that a folder a command writes into is empty or a run of its own.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -28,6 +29,23 @@ pub enum LockError {
 }
 
 impl FolderLock {
+    /// Takes the lock of a folder that is read, not written (a shard being merged), when
+    /// it has one: a folder without a lock file was never locked by a live run. Held, it
+    /// keeps a run from starting to write into the folder while it is read.
+    pub fn hold_if_present(dir: &Path) -> Result<Option<FolderLock>, LockError> {
+        let path = dir.join(LOCK);
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(LockError::Io(dir.to_path_buf(), e)),
+        };
+        match file.try_lock() {
+            Ok(()) => Ok(Some(FolderLock { _file: file, path })),
+            Err(std::fs::TryLockError::WouldBlock) => Err(LockError::Busy(dir.to_path_buf())),
+            Err(std::fs::TryLockError::Error(e)) => Err(LockError::Io(dir.to_path_buf(), e)),
+        }
+    }
+
     /// Takes the folder's lock without waiting.
     pub fn acquire(dir: &Path) -> Result<FolderLock, LockError> {
         let path = dir.join(LOCK);
@@ -43,6 +61,76 @@ impl FolderLock {
             Err(std::fs::TryLockError::Error(e)) => Err(LockError::Io(dir.to_path_buf(), e)),
         }
     }
+}
+
+/// Every file `run`, `ablate` and `merge` write into a results folder. `run --fresh`
+/// removes these and nothing else.
+pub const RUN_FILES: &[&str] = &[
+    super::record::EPISODES,
+    super::record::TRACES,
+    super::record::RUN_INFO,
+    "summary.json",
+    "summary.csv",
+    "summary.md",
+    "breakdown.csv",
+    "ablation.json",
+    "ablation.csv",
+    "ablation.md",
+    "sweep.md",
+    "sweep.csv",
+    LOCK,
+];
+
+/// What a folder holds, before a command writes a run into it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Folder {
+    Missing,
+    /// Empty, or only files a run writes (an interrupted first start): free to use.
+    Ours,
+    /// A run: it has a manifest. Files of the user's beside it are left alone.
+    Run,
+    /// Anything else: the first few of its entries. Never written into.
+    Foreign(Vec<String>),
+}
+
+/// Looks at `dir` before a command writes a run into it.
+pub fn inspect(dir: &Path) -> std::io::Result<Folder> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Folder::Missing),
+        Err(e) => return Err(e),
+    };
+    let mut foreign = Vec::new();
+    let mut run = false;
+    for e in entries {
+        let e = e?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        let is_dir = e.file_type()?.is_dir();
+        if name == super::record::RUN_INFO && !is_dir {
+            run = true;
+        } else if is_dir || !RUN_FILES.contains(&name.as_str()) {
+            foreign.push(if is_dir { format!("{name}/") } else { name });
+        }
+    }
+    Ok(if run {
+        Folder::Run
+    } else if foreign.is_empty() {
+        Folder::Ours
+    } else {
+        foreign.sort();
+        foreign.truncate(6);
+        Folder::Foreign(foreign)
+    })
+}
+
+/// The refusal for a folder that is neither empty nor a run, naming what it holds.
+pub fn not_a_run(dir: &Path, holds: &[String], command: &str) -> String {
+    format!(
+        "{} is not a run folder: it holds {} and no {}. `{command}` writes only into a new or empty folder or a run folder of its own, and never moves or removes what it did not write; choose another --out",
+        dir.display(),
+        holds.join(", "),
+        super::record::RUN_INFO
+    )
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same folder and a rename:
@@ -73,6 +161,44 @@ mod tests {
         ));
         drop(first);
         FolderLock::acquire(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn a_folder_is_a_run_only_with_its_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("out");
+        assert_eq!(inspect(&d).unwrap(), Folder::Missing);
+        std::fs::create_dir(&d).unwrap();
+        assert_eq!(inspect(&d).unwrap(), Folder::Ours);
+        std::fs::write(d.join(LOCK), "").unwrap();
+        std::fs::write(d.join("summary.md"), "").unwrap();
+        assert_eq!(inspect(&d).unwrap(), Folder::Ours);
+        std::fs::create_dir(d.join("run-b")).unwrap();
+        std::fs::write(d.join("thesis.tex"), "").unwrap();
+        assert_eq!(
+            inspect(&d).unwrap(),
+            Folder::Foreign(vec!["run-b/".into(), "thesis.tex".into()])
+        );
+        std::fs::write(d.join(crate::runner::record::RUN_INFO), "{}").unwrap();
+        assert_eq!(inspect(&d).unwrap(), Folder::Run);
+    }
+
+    #[test]
+    fn a_read_folder_is_held_only_when_free() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(FolderLock::hold_if_present(dir.path()).unwrap().is_none());
+        let live = FolderLock::acquire(dir.path()).unwrap();
+        assert!(matches!(
+            FolderLock::hold_if_present(dir.path()),
+            Err(LockError::Busy(_))
+        ));
+        drop(live);
+        let held = FolderLock::hold_if_present(dir.path()).unwrap();
+        assert!(held.is_some());
+        assert!(matches!(
+            FolderLock::acquire(dir.path()),
+            Err(LockError::Busy(_))
+        ));
     }
 
     #[test]

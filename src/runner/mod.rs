@@ -15,8 +15,9 @@ use crate::defense::Defense;
 use crate::model::{Models, ToolSchema};
 use crate::suite::Suite;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use record::key_hash;
 use record::{EpisodeRecord, RecordWriter, TraceRecord};
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -153,8 +154,27 @@ pub fn episode_seed(identity: &str, seed: u64) -> u64 {
 }
 
 impl RunPlan {
-    /// Every job of the matrix, in a deterministic order.
+    /// Every job of the matrix (this shard's), in a deterministic order.
     pub fn jobs(&self) -> Vec<Job> {
+        let jobs = self.matrix();
+        match self.shard {
+            Some((k, n)) => jobs
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| i % n == k)
+                .map(|(_, j)| j)
+                .collect(),
+            None => jobs,
+        }
+    }
+
+    /// Whether the command asked for attacked episodes (a template or the samples).
+    pub fn asks_for_attacks(&self) -> bool {
+        !self.attacks.is_empty() || self.context
+    }
+
+    /// Every job of the whole matrix, every shard's, in a deterministic order.
+    pub fn matrix(&self) -> Vec<Job> {
         let model = self.models.agent.name();
         let mut jobs = Vec::new();
         for (si, suite) in self.suites.iter().enumerate() {
@@ -240,14 +260,6 @@ impl RunPlan {
                 }
             }
         }
-        if let Some((k, n)) = self.shard {
-            jobs = jobs
-                .into_iter()
-                .enumerate()
-                .filter(|(i, _)| i % n == k)
-                .map(|(_, j)| j)
-                .collect();
-        }
         jobs
     }
 }
@@ -255,6 +267,24 @@ impl RunPlan {
 /// The circuit breaker: this many episodes in a row failing with the same error stop the
 /// run, since the cause (a dead server, a spent quota) would fail every other one too.
 pub const BREAKER_RUN: usize = 20;
+
+/// What makes two errors the same cause for the breaker: the first line of the message
+/// (what follows quotes a process's stderr, which differs from process to process) with
+/// every number masked (a pid, a port, a line number, an exit status).
+fn cause(error: &str) -> String {
+    let first = error.lines().next().unwrap_or("");
+    let mut out = String::with_capacity(first.len());
+    for c in first.chars() {
+        if c.is_ascii_digit() {
+            if !out.ends_with('#') {
+                out.push('#');
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
 
 #[derive(Default)]
 struct Breaker {
@@ -272,10 +302,11 @@ impl Breaker {
                 None
             }
             Some(e) => {
-                if self.last.as_deref() == Some(e) {
+                let cause = cause(e);
+                if self.last.as_deref() == Some(cause.as_str()) {
                     self.count += 1;
                 } else {
-                    self.last = Some(e.to_string());
+                    self.last = Some(cause);
                     self.count = 1;
                 }
                 (self.count >= BREAKER_RUN).then(|| {
@@ -427,6 +458,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         version: env!("CARGO_PKG_VERSION").to_string(),
         suite_fingerprint: suite.fingerprint.clone(),
         attack_fingerprint,
+        error_convention: suite.error_convention(),
     };
     let trace = TraceRecord {
         key: job.key.to_string(),
@@ -453,14 +485,63 @@ pub enum RunError {
     NothingToRun(String),
 }
 
-/// Refuses to resume over records made with other suite or attack data.
-fn check_fresh(plan: &RunPlan, existing: &[EpisodeRecord]) -> Result<(), RunError> {
-    let mut stale = std::collections::BTreeSet::new();
-    for r in existing {
+/// Sees the records already in the folder, one at a time: which jobs they finish, and
+/// whether any was made with other suite or attack data (resuming over those would mix
+/// two benchmarks in one table).
+struct Resume<'a> {
+    plan: &'a RunPlan,
+    jobs: &'a [Job],
+    /// Each job's key hash with its index, sorted: 16 bytes a job, no key kept twice.
+    index: Vec<(u64, usize)>,
+    /// Per job: recorded (its last record), and not an error to retry.
+    done: Vec<bool>,
+    /// Each selected attack's fingerprint, computed once.
+    attack_prints: HashMap<&'a str, String>,
+    stale: std::collections::BTreeSet<String>,
+}
+
+impl<'a> Resume<'a> {
+    fn new(plan: &'a RunPlan, jobs: &'a [Job]) -> Self {
+        Resume {
+            plan,
+            jobs,
+            index: Vec::new(),
+            done: vec![false; jobs.len()],
+            attack_prints: plan
+                .attacks
+                .iter()
+                .map(|a| (a.name.as_str(), a.fingerprint_for(&plan.attack_model_name)))
+                .collect(),
+            stale: Default::default(),
+        }
+    }
+
+    /// The job a recorded key names, if the plan has it.
+    fn job_of(&mut self, key: &str) -> Option<usize> {
+        if self.index.is_empty() {
+            self.index = self
+                .jobs
+                .iter()
+                .enumerate()
+                .map(|(i, j)| (key_hash(&j.key.to_string()), i))
+                .collect();
+            self.index.sort_unstable();
+        }
+        let h = key_hash(key);
+        let from = self.index.partition_point(|(x, _)| *x < h);
+        self.index[from..]
+            .iter()
+            .take_while(|(x, _)| *x == h)
+            .map(|(_, i)| *i)
+            .find(|&i| self.jobs[i].key.to_string() == key)
+    }
+
+    fn see(&mut self, r: &EpisodeRecord) {
+        let plan = self.plan;
         if let Some(s) = plan.suites.iter().find(|s| s.qualified_name() == r.suite)
             && r.suite_fingerprint != s.fingerprint
         {
-            stale.insert(format!(
+            self.stale.insert(format!(
                 "suite {} (recorded {}, now {})",
                 r.suite,
                 or_unknown(&r.suite_fingerprint),
@@ -468,25 +549,69 @@ fn check_fresh(plan: &RunPlan, existing: &[EpisodeRecord]) -> Result<(), RunErro
             ));
         }
         if let Some(name) = &r.attack
-            && let Some(a) = plan.attacks.iter().find(|a| &a.name == name)
-            && r.attack_fingerprint.as_deref()
-                != Some(a.fingerprint_for(&plan.attack_model_name).as_str())
+            && let Some(now) = self.attack_prints.get(name.as_str())
+            && r.attack_fingerprint.as_deref() != Some(now.as_str())
         {
-            stale.insert(format!(
-                "attack {name} (recorded {}, now {})",
+            self.stale.insert(format!(
+                "attack {name} (recorded {}, now {now})",
                 or_unknown(r.attack_fingerprint.as_deref().unwrap_or("")),
-                a.fingerprint_for(&plan.attack_model_name)
+            ));
+        }
+        if let Some(i) = self.job_of(&r.key) {
+            // The last record of a key decides: a retried error recorded again counts.
+            self.done[i] = !(plan.retry_errors && r.error.is_some());
+        }
+    }
+
+    /// Streams the folder's records (the reader `report` uses) and returns, per job,
+    /// whether it is done.
+    fn read(mut self, path: &std::path::Path) -> Result<Vec<bool>, RunError> {
+        record::for_each_record(
+            path,
+            |p| {
+                match &p.record {
+                    Ok(r) => self.see(r),
+                    Err(why) => eprintln!("{}", record::skipped_line(path, p.line, why)),
+                }
+                Ok(())
+            },
+            RunError::Io,
+        )?;
+        if self.stale.is_empty() {
+            return Ok(self.done);
+        }
+        Err(RunError::Stale(format!(
+            "{} holds episodes recorded with other versions of: {}. Resuming would mix them in one table; run into a new --out directory (or delete this one).",
+            self.plan.out.display(),
+            std::mem::take(&mut self.stale)
+                .into_iter()
+                .collect::<Vec<_>>()
+                .join("; ")
+        )))
+    }
+}
+
+/// Why an attack was asked for and none will run, naming what is missing.
+fn no_attacked_episodes(plan: &RunPlan) -> String {
+    let mut why = Vec::new();
+    for s in &plan.suites {
+        if !plan.attacks.is_empty() && s.injection_tasks.is_empty() {
+            why.push(format!("{} has no injection tasks", s.qualified_name()));
+        }
+        if plan.context && s.samples.is_empty() {
+            why.push(format!(
+                "{} has no context-aware samples (samples.yaml)",
+                s.qualified_name()
             ));
         }
     }
-    if stale.is_empty() {
-        return Ok(());
+    if why.is_empty() {
+        why.push("the --user-tasks / --injection-tasks filters leave none".into());
     }
-    Err(RunError::Stale(format!(
-        "{} holds episodes recorded with other versions of: {}. Resuming would mix them in one table; run into a new --out directory (or delete this one).",
-        plan.out.display(),
-        stale.into_iter().collect::<Vec<_>>().join("; ")
-    )))
+    format!(
+        "an attack was asked for, but the selection has no attacked episode: {}. Select other suites or tasks, or pass --attack none for clean episodes only",
+        why.join("; ")
+    )
 }
 
 fn or_unknown(s: &str) -> &str {
@@ -499,13 +624,9 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
     let ep_path = plan.out.join(record::EPISODES);
     outcome.dropped_partial_line = record::drop_partial_tail(&ep_path)?;
     record::drop_partial_tail(&plan.out.join(record::TRACES))?;
-    let (existing, _) = record::read_records(&ep_path)?;
-    check_fresh(&plan, &existing)?;
-    let done: HashSet<String> = existing
-        .iter()
-        .filter(|r| !(plan.retry_errors && r.error.is_some()))
-        .map(|r| r.key.clone())
-        .collect();
+    if plan.asks_for_attacks() && !plan.matrix().iter().any(|j| j.injection.is_some()) {
+        return Err(RunError::NothingToRun(no_attacked_episodes(&plan)));
+    }
     let all = plan.jobs();
     if all.is_empty() {
         return Err(RunError::NothingToRun(format!(
@@ -515,10 +636,13 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
                 .unwrap_or_default()
         )));
     }
+    let done = Resume::new(&plan, &all).read(&ep_path)?;
     outcome.planned = all.len();
     let todo: Vec<Job> = all
         .into_iter()
-        .filter(|j| !done.contains(&j.key.to_string()))
+        .zip(done)
+        .filter(|(_, done)| !done)
+        .map(|(j, _)| j)
         .collect();
     outcome.skipped = outcome.planned - todo.len();
 
@@ -625,6 +749,30 @@ mod tests {
             b.see(Some("HTTP 500"));
         }
         assert!(b.see(Some("HTTP 500")).unwrap().contains("HTTP 500"));
+    }
+
+    #[test]
+    fn breaker_sees_one_cause_through_pids_and_stderr_tails() {
+        let mut b = Breaker::default();
+        let mut tripped = None;
+        for i in 0..BREAKER_RUN {
+            let e = format!(
+                "suite provider failed: the provider exited before answering `call` (crashed) (exit status: 1)\n  its stderr ends: worker {} died at 0x{:x}",
+                4000 + i,
+                i * 977
+            );
+            tripped = b.see(Some(&e));
+        }
+        assert!(tripped.is_some(), "a pid in the text kept the breaker open");
+        let mut b = Breaker::default();
+        for i in 0..BREAKER_RUN * 2 {
+            let e = if i % 2 == 0 {
+                "HTTP 500"
+            } else {
+                "HTTP 429 Too Many Requests"
+            };
+            assert_eq!(b.see(Some(e)), None, "two causes are not one");
+        }
     }
 
     #[test]

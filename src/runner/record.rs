@@ -3,11 +3,11 @@
 
 use crate::agent::CallRecord;
 use crate::model::{CostMeter, Message};
+use crate::suite::ErrorConvention;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
-use std::io::{Seek, SeekFrom, Write};
+use std::io::{BufRead, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 /// The file names inside a run directory.
@@ -84,6 +84,11 @@ pub struct EpisodeRecord {
     /// The attack template's fingerprint, for attacked episodes.
     #[serde(default)]
     pub attack_fingerprint: Option<String>,
+    /// How the suite's rows count this episode if it errored, unless `--errors-as` names
+    /// one convention (`agentdojo` for AgentDojo's own suites, from their provider file;
+    /// absent means `excluded`).
+    #[serde(default, skip_serializing_if = "ErrorConvention::is_default")]
+    pub error_convention: ErrorConvention,
 }
 
 impl EpisodeRecord {
@@ -103,7 +108,7 @@ pub struct TraceRecord {
 }
 
 /// Cuts a half-written last line (a run killed mid-write) so appends stay well-formed.
-/// Returns whether anything was cut.
+/// Returns whether anything was cut. Reads only the file's tail, back to its last newline.
 pub fn drop_partial_tail(path: &Path) -> std::io::Result<bool> {
     let Ok(mut f) = OpenOptions::new().read(true).write(true).open(path) else {
         return Ok(false);
@@ -112,59 +117,197 @@ pub fn drop_partial_tail(path: &Path) -> std::io::Result<bool> {
     if len == 0 {
         return Ok(false);
     }
-    let mut data = Vec::new();
-    std::io::Read::read_to_end(&mut f, &mut data)?;
-    if data.last() == Some(&b'\n') {
-        return Ok(false);
+    let mut end = len;
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut first = true;
+    while end > 0 {
+        let start = end.saturating_sub(chunk.len() as u64);
+        let buf = &mut chunk[..(end - start) as usize];
+        f.seek(SeekFrom::Start(start))?;
+        f.read_exact(buf)?;
+        if first && buf.last() == Some(&b'\n') {
+            return Ok(false);
+        }
+        first = false;
+        if let Some(i) = buf.iter().rposition(|b| *b == b'\n') {
+            f.set_len(start + i as u64 + 1)?;
+            f.seek(SeekFrom::End(0))?;
+            return Ok(true);
+        }
+        end = start;
     }
-    let keep = data.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-    f.set_len(keep as u64)?;
-    f.seek(SeekFrom::End(0))?;
+    f.set_len(0)?;
     Ok(true)
 }
 
-/// Reads every well-formed record, one per key: a key recorded twice (a retried error,
-/// a duplicated line) counts once, as its last record. A line that is not valid UTF-8 or
-/// not a record is skipped with a warning naming the file and line, never failing the
-/// whole file; the count of skipped lines is returned.
-pub fn read_records(path: &Path) -> std::io::Result<(Vec<EpisodeRecord>, usize)> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
-        Err(e) => return Err(e),
+/// Lines are read in batches of about this many bytes; a few batches are in memory at
+/// once, so memory does not grow with the file.
+pub const BATCH_BYTES: usize = 1 << 20;
+
+/// Whole lines of a JSON-lines file, as read.
+pub struct Batch {
+    /// Byte offset of the first line in its file.
+    pub offset: u64,
+    /// Number of the first line (from 1), for warnings.
+    pub first_line: usize,
+    pub bytes: Vec<u8>,
+}
+
+impl Batch {
+    /// Each line with its number (from 1) and byte offset, newline included.
+    pub fn lines(&self) -> impl Iterator<Item = (usize, u64, &[u8])> {
+        let mut offset = self.offset;
+        self.bytes
+            .split_inclusive(|b| *b == b'\n')
+            .enumerate()
+            .map(move |(i, line)| {
+                let at = offset;
+                offset += line.len() as u64;
+                (self.first_line + i, at, line)
+            })
+    }
+}
+
+/// Reads `path` in batches of whole lines and hands them to `f`, `group` at a time. A
+/// missing file has no lines. This is the one reader of `episodes.jsonl` and
+/// `traces.jsonl`: `report`, `compare`, `run`'s resume and `merge` all stream through it.
+pub fn read_batches<E>(
+    path: &Path,
+    group: usize,
+    mut f: impl FnMut(Vec<Batch>) -> Result<(), E>,
+    io_error: impl Fn(std::io::Error) -> E,
+) -> Result<(), E> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_error(e)),
     };
-    let mut out: Vec<EpisodeRecord> = Vec::new();
-    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    let mut bad = 0;
-    for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let (mut offset, mut line) = (0u64, 1usize);
+    let mut pending = Vec::with_capacity(group.max(1));
+    loop {
+        let mut bytes = Vec::with_capacity(BATCH_BYTES + (BATCH_BYTES >> 3));
+        let mut lines = 0;
+        while bytes.len() < BATCH_BYTES {
+            if reader.read_until(b'\n', &mut bytes).map_err(&io_error)? == 0 {
+                break;
+            }
+            lines += 1;
         }
-        let parsed = std::str::from_utf8(line)
+        if bytes.is_empty() {
+            break;
+        }
+        let len = bytes.len() as u64;
+        pending.push(Batch {
+            offset,
+            first_line: line,
+            bytes,
+        });
+        offset += len;
+        line += lines;
+        if pending.len() >= group.max(1) {
+            f(std::mem::take(&mut pending))?;
+        }
+    }
+    if !pending.is_empty() {
+        f(pending)?;
+    }
+    Ok(())
+}
+
+/// Parses one line of `episodes.jsonl`: `None` for a blank line, else the record or why
+/// the line is not one.
+pub fn parse_line(line: &[u8]) -> Option<Result<EpisodeRecord, String>> {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    Some(
+        std::str::from_utf8(line)
             .map_err(|_| "not valid UTF-8".to_string())
             .and_then(|l| {
                 serde_json::from_str::<EpisodeRecord>(l).map_err(|e| format!("not a record: {e}"))
-            });
-        match parsed {
-            Ok(r) => match index.get(&r.key) {
-                Some(&at) => out[at] = r,
-                None => {
-                    index.insert(r.key.clone(), out.len());
-                    out.push(r);
-                }
-            },
-            Err(why) => {
-                bad += 1;
-                eprintln!("warning: {}:{}: line skipped, {why}", path.display(), i + 1);
-            }
-        }
-    }
-    Ok((out, bad))
+            }),
+    )
 }
 
-/// The keys already recorded, for resume.
-pub fn recorded_keys(records: &[EpisodeRecord]) -> HashSet<String> {
-    records.iter().map(|r| r.key.clone()).collect()
+/// One line of `episodes.jsonl`, parsed.
+pub struct Parsed {
+    /// The line's number (from 1).
+    pub line: usize,
+    /// Its byte offset in the file.
+    pub offset: u64,
+    /// The record, or why the line is not one.
+    pub record: Result<EpisodeRecord, String>,
+}
+
+/// Streams every record of `path` in file order to `f`, parsing batches in parallel: a
+/// few batches are in memory at once, whatever the file's length. Blank lines are
+/// skipped; a line that is not a record reaches `f` as an error (the caller warns). A
+/// key recorded twice reaches `f` twice: the caller keeps the last.
+pub fn for_each_record<E>(
+    path: &Path,
+    mut f: impl FnMut(Parsed) -> Result<(), E>,
+    io_error: impl Fn(std::io::Error) -> E,
+) -> Result<(), E> {
+    use rayon::prelude::*;
+    let group = rayon::current_num_threads().max(1) * 2;
+    read_batches(
+        path,
+        group,
+        |batches| {
+            let parsed: Vec<Vec<Parsed>> = batches
+                .par_iter()
+                .map(|b| {
+                    b.lines()
+                        .filter_map(|(line, offset, bytes)| {
+                            parse_line(bytes).map(|record| Parsed {
+                                line,
+                                offset,
+                                record,
+                            })
+                        })
+                        .collect()
+                })
+                .collect();
+            for p in parsed.into_iter().flatten() {
+                f(p)?;
+            }
+            Ok(())
+        },
+        io_error,
+    )
+}
+
+/// A key's 64-bit hash. Deduplication keeps one hash per distinct episode (a set of
+/// about 16 bytes an episode, the table's slack included), not the keys: two keys with
+/// one hash would count as one episode, about 3 in 10⁸ for a million episodes.
+pub fn key_hash(key: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    key.hash(&mut h);
+    h.finish()
+}
+
+/// A key's 128-bit hash, for what must never confuse two episodes (`merge` keeps one
+/// record per hash): two keys in 10²⁷ share one among a million episodes.
+pub fn key_hash128(key: &str) -> u128 {
+    use sha2::{Digest, Sha256};
+    let d = Sha256::digest(key.as_bytes());
+    u128::from_le_bytes(d[..16].try_into().expect("16 bytes"))
+}
+
+/// The `key` of a JSON line (a record or a trace), when it has one.
+pub fn key_of(line: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct KeyOnly {
+        key: String,
+    }
+    serde_json::from_slice::<KeyOnly>(line).ok().map(|k| k.key)
+}
+
+/// The warning for a line that is not a record.
+pub fn skipped_line(path: &Path, line: usize, why: &str) -> String {
+    format!("warning: {}:{line}: line skipped, {why}", path.display())
 }
 
 /// Appends records and traces, one line each, flushed per episode.
@@ -217,5 +360,62 @@ mod tests {
         );
         assert!(!drop_partial_tail(&p).unwrap());
         assert!(!drop_partial_tail(&dir.path().join("missing")).unwrap());
+        // A torn line longer than the tail it reads at once, and a file with no newline.
+        let long = "x".repeat(200_000);
+        std::fs::write(&p, format!("{{\"a\":1}}\n{long}")).unwrap();
+        assert!(drop_partial_tail(&p).unwrap());
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "{\"a\":1}\n");
+        std::fs::write(&p, &long).unwrap();
+        assert!(drop_partial_tail(&p).unwrap());
+        assert_eq!(std::fs::read(&p).unwrap().len(), 0);
     }
+
+    #[test]
+    fn records_stream_in_file_order_with_their_lines_and_offsets() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(EPISODES);
+        assert!(
+            for_each_record(&p, |_| Err(()), |_| ()).is_ok(),
+            "a missing file has no records"
+        );
+        let line = |key: &str| {
+            let mut r: serde_json::Value = serde_json::from_str(SAMPLE).unwrap();
+            r["key"] = key.into();
+            r.to_string() + "\n"
+        };
+        // Enough lines for several batches, a blank one and a broken one.
+        let mut text = String::new();
+        let n = 3 * BATCH_BYTES / SAMPLE.len() + 7;
+        for i in 0..n {
+            text.push_str(&line(&format!("k{i}")));
+            if i == 5 {
+                text.push_str("\n{not json\n");
+            }
+        }
+        std::fs::write(&p, &text).unwrap();
+        let mut seen = Vec::new();
+        let mut bad = Vec::new();
+        for_each_record(
+            &p,
+            |parsed| {
+                match parsed.record {
+                    Ok(r) => {
+                        let at = parsed.offset as usize;
+                        assert!(text[at..].starts_with("{\"run_id\""));
+                        seen.push(r.key);
+                    }
+                    Err(_) => bad.push(parsed.line),
+                }
+                Ok::<_, ()>(())
+            },
+            |_| (),
+        )
+        .unwrap();
+        assert_eq!(seen.len(), n);
+        assert!(seen.iter().enumerate().all(|(i, k)| *k == format!("k{i}")));
+        assert_eq!(bad, [8], "line 7 is blank, line 8 broken");
+    }
+
+    /// One record as `run` writes it.
+    const SAMPLE: &str = r#"{"run_id":"r","key":"k","suite":"s/t","user_task":"u","injection_task":null,"attack":null,"defense":"none","model":"sim:obedient","simulated":true,"seed":0,"utility":true,"attack_success":null,"severity":null,"steps":1,"hit_step_limit":false,"proposed_calls":0,"blocked":0,"asked_user":0,"faked":0,"escalated":0,"approved":0,"cost":{},"latency_ms":0.0,"error":null,"version":"0"}"#;
 }

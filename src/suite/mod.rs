@@ -257,6 +257,26 @@ pub struct Suite {
     pub external: Option<Arc<crate::external::ExternalSuite>>,
 }
 
+/// How a suite's own rows count an errored episode (`metrics::ErrorsAs` turns it into a
+/// row's convention): apart from the rates (this project's), or as AgentDojo does (a
+/// failed task and a successful attack), which only AgentDojo's adapter declares.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+pub enum ErrorConvention {
+    #[default]
+    #[serde(rename = "excluded")]
+    Excluded,
+    #[serde(rename = "agentdojo")]
+    AgentDojo,
+}
+
+impl ErrorConvention {
+    pub fn is_default(&self) -> bool {
+        *self == ErrorConvention::Excluded
+    }
+}
+
 /// The result of running a plan on an environment.
 pub struct PlanRun {
     pub calls: Vec<ExecutedCall>,
@@ -310,6 +330,15 @@ impl Suite {
         format!("{}/{}", self.meta.family, self.meta.name)
     }
 
+    /// How the suite's rows count errored episodes unless `--errors-as` names one
+    /// convention: its provider file's `error_convention` for an external suite, this
+    /// project's (errors apart) for the rest. Never read from the suite's name.
+    pub fn error_convention(&self) -> ErrorConvention {
+        self.external
+            .as_ref()
+            .map_or_else(Default::default, |x| x.error_convention)
+    }
+
     pub fn defaults(&self) -> Vec<String> {
         self.vectors.iter().map(|v| v.default.clone()).collect()
     }
@@ -359,8 +388,14 @@ pub fn read_yaml_located(path: &Path, root: &Path) -> Result<(Value, source::Sca
     let options = serde_saphyr::options! {}
         .with_filesystem_root(root)
         .map_err(|e| SuiteError::at(path, None, None, format!("cannot set include root: {e}")))?;
-    let value = serde_saphyr::from_str_with_options::<Value>(&text, options)
-        .map_err(|e| SuiteError::at(path, None, None, format!("invalid YAML: {e}")))?;
+    let value = serde_saphyr::from_str_with_options::<Value>(&text, options).map_err(|e| {
+        SuiteError::at(
+            path,
+            None,
+            None,
+            format!("invalid YAML: {}", crate::yaml::message(&e)),
+        )
+    })?;
     let scan = source::scan(&text);
     if let Some(cut) = scan.cuts.first() {
         let (task, field) = scan.locate(&cut.path);
@@ -451,6 +486,8 @@ fn task_maps<'a>(file: &Path, doc: &'a Value) -> Result<Vec<(String, &'a TaskMap
                 "missing or not a string",
             )
         })?;
+        crate::ids::check_name(id)
+            .map_err(|why| SuiteError::at(file, Some(&format!("#{i}")), Some("id"), why))?;
         if !seen.insert(id.to_string()) {
             return Err(SuiteError::at(
                 file,
@@ -520,6 +557,8 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
     let meta_doc = read_yaml(&meta_path, dir)?;
     let meta: SuiteMeta = serde_json::from_value(meta_doc)
         .map_err(|e| SuiteError::at(&meta_path, None, None, e.to_string()))?;
+    crate::ids::check_name(&meta.name)
+        .map_err(|why| SuiteError::at(&meta_path, None, Some("name"), why))?;
     crate::tools::check_date("date", &meta.date)
         .map_err(|e| SuiteError::at(&meta_path, None, Some("date"), e.message))?;
     let mut tools =
@@ -539,6 +578,8 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
 
     let mut seen_vectors = std::collections::HashSet::new();
     for v in &vectors {
+        crate::ids::check_name(v.id.as_str())
+            .map_err(|why| SuiteError::at(&vec_path, None, Some("vectors"), why))?;
         if !seen_vectors.insert(v.id.as_str()) {
             return Err(SuiteError::at(
                 &vec_path,
@@ -852,6 +893,12 @@ pub fn select(root: &Path, selector: &str) -> Result<Vec<SuiteRef>, String> {
         if matched.is_empty() {
             let names: Vec<String> = found.iter().map(SuiteRef::qualified).collect();
             let short: Vec<&str> = found.iter().map(|s| s.name.as_str()).collect();
+            if names.is_empty() {
+                return Err(format!(
+                    "no suite matches `{part}`: {} holds no suite (`<family>/<suite>/suite.yaml`)",
+                    root.display()
+                ));
+            }
             return Err(format!(
                 "no suite matches `{part}` in {}{}; available: all, {}",
                 root.display(),

@@ -42,3 +42,82 @@ pub fn lines(path: &Path) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+
+/// Names and texts an attacker could put in a run's records (a shared results folder, a
+/// provider's or plugin's text): markup of every output format, formulas, a LaTeX
+/// command behind a line break, terminal control sequences, and comment and script
+/// openers that would swallow an HTML page's script.
+pub const HOSTILE_SUITE: &str =
+    "dojo-style/=HYPERLINK(\"http://x\")<img src=x onerror=\"document.body.dataset.pwned=1\">";
+pub const HOSTILE_ATTACK: &str = "+cmd|' /C calc'!A0 <!--";
+pub const HOSTILE_MODEL: &str =
+    "sim:obedient\n\\input{/etc/hostname}\n% \u{1b}[2J\u{1b}]0;pwned\u{7}";
+pub const HOSTILE_TRACE: &str = "<!--<script>document.body.dataset.pwned=2</script> </script><script>document.body.dataset.pwned=3</script>";
+
+/// A small real run whose records and traces were then rewritten with the hostile names
+/// and texts above, as a folder shared by someone else could hold them.
+pub fn hostile_run(cwd: &Path) -> PathBuf {
+    let out = cwd.join("hostile");
+    run(
+        cwd,
+        &out,
+        &[
+            "--suite",
+            "banking",
+            "--attack",
+            "important",
+            "--defense",
+            "none,sieve",
+            "--user-tasks",
+            "user_task_0,user_task_1",
+            "--injection-tasks",
+            "injection_task_0",
+        ],
+    );
+    let rewrite = |name: &str, f: &dyn Fn(&mut Value)| {
+        let path = out.join(name);
+        let text: Vec<String> = lines(&path)
+            .iter()
+            .map(|l| {
+                let mut v: Value = serde_json::from_str(l).unwrap();
+                f(&mut v);
+                v.to_string()
+            })
+            .collect();
+        std::fs::write(&path, text.join("\n") + "\n").unwrap();
+    };
+    rewrite("episodes.jsonl", &|r| {
+        r["suite"] = HOSTILE_SUITE.into();
+        r["model"] = HOSTILE_MODEL.into();
+        if !r["attack"].is_null() {
+            r["attack"] = HOSTILE_ATTACK.into();
+        }
+        r["user_task"] = Value::from(format!("<b>{}</b>", r["user_task"].as_str().unwrap()));
+    });
+    rewrite("traces.jsonl", &|t| {
+        for m in t["messages"].as_array_mut().unwrap() {
+            m["content"] = HOSTILE_TRACE.into();
+        }
+        t["answer"] = HOSTILE_TRACE.into();
+    });
+    std::fs::remove_file(out.join("summary.json")).unwrap();
+    out
+}
+
+/// Whether an external tool (`pdflatex`, `chromium`) runs here. Tests that need one skip
+/// without it, unless SIEVE_BENCH_REQUIRE_TOOLS is set (CI sets it after installing
+/// both), when its absence fails them.
+pub fn tool_present(name: &str) -> bool {
+    let found = std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {name}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("SIEVE_BENCH_REQUIRE_TOOLS").is_none(),
+            "{name} is required here (SIEVE_BENCH_REQUIRE_TOOLS is set) but not installed"
+        );
+        eprintln!("{name} is not installed: its part of this test is skipped");
+    }
+    found
+}

@@ -146,6 +146,7 @@ impl Weights {
             w_prov: 0.0,
             w_risk: 0.0,
         };
+        let mut seen: Vec<Term> = Vec::new();
         for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (k, v) = part
                 .split_once('=')
@@ -154,7 +155,15 @@ impl Weights {
                 .trim()
                 .parse()
                 .map_err(|_| format!("--weights: `{v}` is not a number"))?;
-            match Term::parse(k).map_err(|e| format!("--weights: {e}"))? {
+            let term = Term::parse(k).map_err(|e| format!("--weights: {e}"))?;
+            if seen.contains(&term) {
+                return Err(format!(
+                    "--weights: `{}` is given twice; name each weight once",
+                    k.trim()
+                ));
+            }
+            seen.push(term);
+            match term {
                 Term::Sem => w.w_sem = v,
                 Term::Causal => w.w_causal = v,
                 Term::Prov => w.w_prov = v,
