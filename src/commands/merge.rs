@@ -13,6 +13,33 @@ use std::collections::{BTreeSet, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+/// Adds a shard's ledger (replacing the part an earlier merge took from the same shard)
+/// and its served models to the merged manifest.
+fn merge_ledgers_and_lineage(merged: &mut Manifest, m: &Manifest) {
+    if merged.budget_parts.is_empty() && merged.shard.is_some() {
+        let key = shard_key(merged);
+        merged.budget_parts.insert(key, merged.budget.clone());
+    }
+    if m.budget_parts.is_empty() {
+        merged.budget_parts.insert(shard_key(m), m.budget.clone());
+    } else {
+        merged.budget_parts.extend(m.budget_parts.clone());
+    }
+    merged.budget = Default::default();
+    for l in merged.budget_parts.values() {
+        merged.budget.add(l);
+    }
+    for (c, l) in &m.served_models {
+        let e = merged.served_models.entry(*c).or_insert_with(|| l.clone());
+        e.served.extend(l.served.iter().cloned());
+    }
+}
+
+fn shard_key(m: &Manifest) -> String {
+    m.shard
+        .map_or_else(|| m.run_id.clone(), |(k, n)| format!("{k}/{n}"))
+}
+
 /// Reads a run folder's manifest, refusing folders without a readable one.
 fn manifest_of(dir: &Path) -> Result<Manifest, CliError> {
     match manifest::read(dir) {
@@ -193,6 +220,7 @@ pub fn merge(out: &Path, inputs: &[PathBuf], partial: bool) -> Result<usize, Cli
         merged.settings = merged.settings.merged_with(&m.settings);
         merged.invocations.extend(m.invocations.iter().cloned());
         merged.simulated |= m.simulated;
+        merge_ledgers_and_lineage(&mut merged, m);
     }
     merged.identity = merged.settings.fingerprint();
     merged.shard = None;

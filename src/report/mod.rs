@@ -6,6 +6,7 @@ pub mod compare;
 pub mod formats;
 pub mod html;
 pub mod plots;
+pub mod power;
 pub mod published;
 pub mod runs;
 pub mod tables;

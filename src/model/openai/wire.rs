@@ -272,6 +272,9 @@ struct WireResponse {
     choices: Option<Vec<WireChoice>>,
     #[serde(default)]
     usage: Option<WireUsage>,
+    /// The model id the server says answered (an alias may resolve to a dated snapshot).
+    #[serde(default)]
+    model: Option<String>,
 }
 
 #[derive(Deserialize, Debug)]
@@ -348,6 +351,8 @@ pub struct ParsedReply {
     pub reasoning: String,
     /// (prompt, completion, reasoning) as the endpoint reported them.
     pub usage: Option<(u64, u64, u64)>,
+    /// The `model` the reply names, when it names one.
+    pub served_model: Option<String>,
 }
 
 /// Parses a chat-completion body. `Err` carries a description for the episode error.
@@ -415,6 +420,7 @@ pub fn parse_chat_body(
         finish_reason: choice.finish_reason,
         reasoning,
         usage,
+        served_model: resp.model.filter(|m| !m.trim().is_empty()),
     })
 }
 
