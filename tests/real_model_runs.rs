@@ -340,3 +340,33 @@ fn a_budget_stop_exits_six() {
         .code(6)
         .stderr(predicates::str::contains("budget reached"));
 }
+
+/// `ablate --dry-run` estimates the ablation's matrix (every defense it would run) and
+/// writes nothing.
+#[test]
+fn ablate_has_a_dry_run_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("sieve-bench")
+        .unwrap()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "ablate",
+            "--suite",
+            "banking",
+            "--user-tasks",
+            "user_task_0",
+            "--injection-tasks",
+            "injection_task_0",
+            "--dry-run",
+            "--out",
+        ])
+        .arg(dir.path().join("ablation"))
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("dry run: nothing was sent"), "{text}");
+    for d in ["none", "audit", "sieve"] {
+        assert!(text.contains(&format!(" {d} ")), "{d}: {text}");
+    }
+    assert!(!dir.path().join("ablation").exists());
+}

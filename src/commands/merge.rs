@@ -252,3 +252,37 @@ pub fn merge(out: &Path, inputs: &[PathBuf], partial: bool) -> Result<usize, Cli
     }
     Ok(added)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::budget::Ledger;
+
+    fn shard(k: usize, tokens: u64) -> Manifest {
+        let mut budget = Ledger::default();
+        budget.charge(0.0, tokens, false);
+        serde_json::from_value::<Manifest>(serde_json::json!({
+            "run_id": "r", "crate_version": "0", "identity": "i",
+            "settings": {"harness_version": "0", "agent": null, "planner": null, "judge": null,
+                "embedder": null, "max_steps": 1, "defense_config": "", "system_prompts": {}},
+            "simulated": true, "started": "t", "invocations": [],
+            "shard": [k, 2], "budget": budget,
+        }))
+        .unwrap()
+    }
+
+    /// Shards' ledgers add up, and merging a shard again replaces its part.
+    #[test]
+    fn ledgers_add_over_shards_and_a_remerged_shard_counts_once() {
+        let mut merged = shard(0, 100);
+        merge_ledgers_and_lineage(&mut merged, &shard(1, 50));
+        assert_eq!(merged.budget.spent_tokens, 150);
+        merged.shard = None;
+        merge_ledgers_and_lineage(&mut merged, &shard(1, 70));
+        assert_eq!(
+            merged.budget.spent_tokens, 170,
+            "shard 1 replaced, not added"
+        );
+        assert_eq!(merged.budget_parts.len(), 2);
+    }
+}

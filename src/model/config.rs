@@ -16,6 +16,7 @@
 //! tpm = 2000000
 //! tool_format = "native"             # or "prompted"
 //! max_tokens = 2048
+//! price_per_mtok = [0.0, 0.0]       # optional: $ per million prompt, completion tokens
 //! extra_body = { chat_template_kwargs = { enable_thinking = false } }
 //! ```
 

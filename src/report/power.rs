@@ -115,6 +115,28 @@ mod tests {
         );
     }
 
+    /// The table in README.md ("How many episodes a gate needs") and
+    /// docs/real-model-runs.md: rows are thresholds in points, columns base rates.
+    #[test]
+    fn the_documented_table_is_what_the_gate_computes() {
+        let table: [(f64, [u64; 4]); 5] = [
+            (1.0, [615, 6426, 20151, 30909]),
+            (2.0, [305, 1743, 5128, 7725]),
+            (5.0, [120, 343, 862, 1233]),
+            (10.0, [58, 111, 231, 305]),
+            (20.0, [27, 39, 64, 74]),
+        ];
+        for (d, row) in table {
+            for (p0, want) in [0.0, 0.05, 0.2, 0.5].into_iter().zip(row) {
+                let got = episodes_needed(p0, d / 100.0, DEFAULT_ALPHA).unwrap();
+                assert!(
+                    got.abs_diff(want) <= 1,
+                    "{d} pts from {p0}: {got}, documented {want}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn zero_thresholds_and_impossible_rises_need_nothing() {
         assert_eq!(episodes_needed(0.3, 0.0, 0.05), None);

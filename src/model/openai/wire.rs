@@ -463,6 +463,26 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The model id a server says served the reply is kept; a blank one is not a name.
+    #[test]
+    fn the_served_model_is_read_from_the_reply() {
+        let reply = |model: serde_json::Value| {
+            parse_chat_body(
+                &json!({"model": model, "choices": [{"message": {"content": "hi"}}]}),
+                ToolFormat::Native,
+                0,
+            )
+            .unwrap()
+            .served_model
+        };
+        assert_eq!(
+            reply(json!("gpt-4o-2024-08-06")).as_deref(),
+            Some("gpt-4o-2024-08-06")
+        );
+        assert_eq!(reply(json!(" ")), None);
+        assert_eq!(reply(serde_json::Value::Null), None);
+    }
+
     #[test]
     fn tolerant_parsing() {
         let body = json!({
