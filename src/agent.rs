@@ -558,6 +558,7 @@ mod tests {
                 latency_ms: 0.0,
                 finish_reason: None,
                 retries: 0,
+                served_model: None,
             })
         }
     }

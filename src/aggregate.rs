@@ -115,6 +115,8 @@ pub struct Acc {
     via: [u64; 3],
     bypass_pairs: u64,
     bypass_succeeded: u64,
+    /// Episodes whose LLM usage was estimated locally.
+    usage_estimated: u64,
 }
 
 impl Acc {
@@ -179,6 +181,7 @@ impl Acc {
             self.by_component[i].0 += t.tokens();
             self.by_component[i].1 += t.calls;
         }
+        self.usage_estimated += u64::from(r.usage_estimated());
         let total = r.cost.total();
         self.prompt_tokens += total.prompt_tokens;
         self.completion_tokens += total.completion_tokens;
@@ -235,6 +238,7 @@ impl Acc {
         }
         self.bypass_pairs += o.bypass_pairs;
         self.bypass_succeeded += o.bypass_succeeded;
+        self.usage_estimated += o.usage_estimated;
     }
 
     /// Counted episodes.
@@ -360,6 +364,7 @@ impl Acc {
             bypass_tagged_success: attacked.bypass_succeeded,
             token_overhead_vs_none: None,
             dollars_per_episode: None,
+            usage_estimated: all.usage_estimated,
         }
     }
 }

@@ -127,6 +127,10 @@ enum Command {
         /// Repeatable.
         #[arg(long, value_name = "BASE=NEW")]
         pair: Vec<String>,
+        /// Fail rows marked INSUFFICIENT: too few episodes to resolve a threshold at 80%
+        /// power (see "How many episodes a gate needs" in docs/real-model-runs.md).
+        #[arg(long)]
+        require_power: bool,
     },
 }
 
@@ -140,7 +144,17 @@ enum ListWhat {
     Samples,
 }
 
+/// `--dry-run`: print the estimate; nothing is sent and nothing is written.
+fn dry_run(paths: &Paths, args: &RunArgs) -> Result<(), CliError> {
+    let est = runtime()?.block_on(commands::estimate::dry_run(paths, args))?;
+    print!("{}", commands::estimate::render(&est));
+    Ok(())
+}
+
 fn run_command(paths: &Paths, args: RunArgs, table: &TableFlags) -> Result<(), CliError> {
+    if args.dry_run {
+        return dry_run(paths, &args);
+    }
     let quiet = args.quiet;
     let report = runtime()?.block_on(commands::run::run(paths, args))?;
     if !quiet {
@@ -174,6 +188,12 @@ fn finish(report: &commands::run::RunReport) -> Result<(), CliError> {
 }
 
 fn ablate_command(paths: &Paths, args: AblateArgs) -> Result<(), CliError> {
+    if args.run.dry_run {
+        return dry_run(
+            paths,
+            &commands::ablate::ablation_run_args(paths, &args)?.run_args,
+        );
+    }
     let quiet = args.run.quiet;
     let report = runtime()?.block_on(commands::ablate::ablate(paths, args))?;
     if !quiet {
@@ -218,6 +238,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
             max_utility_drop,
             significance,
             pair,
+            require_power,
         } => {
             let (text, failed) = commands::report_cmd::compare(
                 &base,
@@ -226,6 +247,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
                     max_asr_increase,
                     max_utility_drop,
                     significance,
+                    require_power,
                 },
                 &pair,
             )?;

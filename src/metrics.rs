@@ -510,6 +510,15 @@ pub struct Row {
     /// included, at the input price; completion tokens at the output price).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dollars_per_episode: Option<f64>,
+    /// Episodes in which a role played by an LLM got a reply without `usage`: their
+    /// token counts come from the local tokenizer (unknown, never zero), and every table
+    /// marks the row's token figures as estimated.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub usage_estimated: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Row {
@@ -769,6 +778,7 @@ mod tests {
             approved: 0,
             flagged_outputs: 0,
             cost,
+            served_models: Default::default(),
             latency_ms: 0.0,
             error: None,
             error_kind: None,

@@ -196,6 +196,7 @@ pub fn row_with(
         bypass_tagged_success: tagged.iter().filter(|r| succeeded(r)).count() as u64,
         token_overhead_vs_none: None,
         dollars_per_episode: None,
+        usage_estimated: all.iter().filter(|r| r.usage_estimated()).count() as u64,
     }
 }
 

@@ -649,7 +649,17 @@ pub fn default_out(a: &AblateArgs) -> PathBuf {
 }
 
 /// Runs the ablation and writes `ablation.{csv,json,md}` next to the run's files.
-pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, CliError> {
+/// What an ablation runs: its `run` arguments, folder, defense order and sweeps.
+pub struct AblationPlan {
+    pub run_args: RunArgs,
+    pub out: PathBuf,
+    pub order: Vec<String>,
+    pub sweeps: Vec<Sweep>,
+}
+
+/// The `run` arguments an ablation runs with (its defenses, its folder), and the folder
+/// and defense order: what `ablate` runs and `ablate --dry-run` estimates.
+pub fn ablation_run_args(paths: &Paths, args: &AblateArgs) -> Result<AblationPlan, CliError> {
     if args.run.defense != RunArgs::default().defense {
         return Err(CliError::bad_input(
             "ablate chooses its defenses (none, audit, sieve and its variants); use --variants to pick variants, or `run --defense` for others",
@@ -680,10 +690,25 @@ pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, Cli
             }
         }
     }
-    let out = args.run.out.clone().unwrap_or_else(|| default_out(&args));
+    let out = args.run.out.clone().unwrap_or_else(|| default_out(args));
     let mut run_args = args.run.clone();
     run_args.defense = order.join(",");
     run_args.out = Some(out.clone());
+    Ok(AblationPlan {
+        run_args,
+        out,
+        order,
+        sweeps,
+    })
+}
+
+pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, CliError> {
+    let AblationPlan {
+        run_args,
+        out,
+        order,
+        sweeps,
+    } = ablation_run_args(paths, &args)?;
     let report = run(paths, run_args).await?;
     let simulated = report.summary.simulated;
     let mut ablation_rows = rows(&report.summary.rows, &order);

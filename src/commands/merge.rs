@@ -18,6 +18,33 @@ use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+/// Adds a shard's ledger (replacing the part an earlier merge took from the same shard)
+/// and its served models to the merged manifest.
+fn merge_ledgers_and_lineage(merged: &mut Manifest, m: &Manifest) {
+    if merged.budget_parts.is_empty() && merged.shard.is_some() {
+        let key = shard_key(merged);
+        merged.budget_parts.insert(key, merged.budget.clone());
+    }
+    if m.budget_parts.is_empty() {
+        merged.budget_parts.insert(shard_key(m), m.budget.clone());
+    } else {
+        merged.budget_parts.extend(m.budget_parts.clone());
+    }
+    merged.budget = Default::default();
+    for l in merged.budget_parts.values() {
+        merged.budget.add(l);
+    }
+    for (c, l) in &m.served_models {
+        let e = merged.served_models.entry(*c).or_insert_with(|| l.clone());
+        e.served.extend(l.served.iter().cloned());
+    }
+}
+
+fn shard_key(m: &Manifest) -> String {
+    m.shard
+        .map_or_else(|| m.run_id.clone(), |(k, n)| format!("{k}/{n}"))
+}
+
 /// Reads a run folder's manifest, refusing folders without a readable one.
 fn manifest_of(dir: &Path) -> Result<Manifest, CliError> {
     match manifest::read(dir) {
@@ -347,6 +374,7 @@ pub fn merge(out: &Path, inputs: &[PathBuf], partial: bool) -> Result<Merged, Cl
         merged.settings = merged.settings.merged_with(&m.settings);
         merged.invocations.extend(m.invocations.iter().cloned());
         merged.simulated |= m.simulated;
+        merge_ledgers_and_lineage(&mut merged, m);
     }
     merged.identity = merged.settings.fingerprint();
     merged.shard = None;
@@ -372,4 +400,38 @@ pub fn merge(out: &Path, inputs: &[PathBuf], partial: bool) -> Result<Merged, Cl
     }
     created.0 = None;
     Ok(Merged { added, _lock: lock })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::budget::Ledger;
+
+    fn shard(k: usize, tokens: u64) -> Manifest {
+        let mut budget = Ledger::default();
+        budget.charge(0.0, tokens, false);
+        serde_json::from_value::<Manifest>(serde_json::json!({
+            "run_id": "r", "crate_version": "0", "identity": "i",
+            "settings": {"harness_version": "0", "agent": null, "planner": null, "judge": null,
+                "embedder": null, "max_steps": 1, "defense_config": "", "system_prompts": {}},
+            "simulated": true, "started": "t", "invocations": [],
+            "shard": [k, 2], "budget": budget,
+        }))
+        .unwrap()
+    }
+
+    /// Shards' ledgers add up, and merging a shard again replaces its part.
+    #[test]
+    fn ledgers_add_over_shards_and_a_remerged_shard_counts_once() {
+        let mut merged = shard(0, 100);
+        merge_ledgers_and_lineage(&mut merged, &shard(1, 50));
+        assert_eq!(merged.budget.spent_tokens, 150);
+        merged.shard = None;
+        merge_ledgers_and_lineage(&mut merged, &shard(1, 70));
+        assert_eq!(
+            merged.budget.spent_tokens, 170,
+            "shard 1 replaced, not added"
+        );
+        assert_eq!(merged.budget_parts.len(), 2);
+    }
 }

@@ -3,6 +3,7 @@
 
 pub mod ablate;
 pub mod check_suites;
+pub mod estimate;
 pub mod list;
 pub mod merge;
 pub mod report_cmd;
@@ -34,6 +35,10 @@ pub enum CliError {
     /// Another live process holds the results folder.
     #[error("{0}")]
     Locked(String),
+    /// `--budget-usd` / `--budget-tokens` left no room for another episode: everything
+    /// run is written; rerunning with a higher budget resumes.
+    #[error("{0}")]
+    BudgetSpent(String),
     /// Ctrl-C: finished episodes are kept; rerunning resumes.
     #[error("interrupted; rerun the same command to resume")]
     Interrupted,
@@ -59,6 +64,7 @@ impl CliError {
             CliError::TooManyErrors(_) => 3,
             CliError::NothingToRun(_) => 4,
             CliError::Locked(_) => 5,
+            CliError::BudgetSpent(_) => 6,
             CliError::Interrupted => 130,
         }
     }

@@ -270,7 +270,44 @@ pub fn compare(
         .collect::<Result<Vec<_>, _>>()
         .map_err(CliError::bad_input)?;
     let c = report::compare::compare(&b, &n, t, &pairs).map_err(CliError::bad_input)?;
-    Ok((c.text, c.failed))
+    let mut text = c.text;
+    for w in served_model_warnings(base, new) {
+        text.push_str(&w);
+        text.push('\n');
+    }
+    Ok((text, c.failed))
+}
+
+/// Warnings where the two runs' manifests say different models served a role (an
+/// alias that moved to another snapshot between them, say).
+fn served_model_warnings(base: &Path, new: &Path) -> Vec<String> {
+    use crate::runner::manifest::{Found, read};
+    let served = |dir: &Path| match read(dir) {
+        Found::Manifest(m) => m.served_models,
+        _ => Default::default(),
+    };
+    let (b, n) = (served(base), served(new));
+    let mut roles: Vec<_> = b.keys().chain(n.keys()).copied().collect();
+    roles.sort();
+    roles.dedup();
+    let show = |l: Option<&crate::runner::manifest::Lineage>| {
+        l.filter(|l| !l.served.is_empty())
+            .map_or("not recorded".to_string(), |l| {
+                l.served.iter().cloned().collect::<Vec<_>>().join(", ")
+            })
+    };
+    roles
+        .into_iter()
+        .filter(|c| b.get(c).map(|l| &l.served) != n.get(c).map(|l| &l.served))
+        .map(|c| {
+            format!(
+                "warning: the served models differ for the {}: {} in the base run, {} in the new one (from each run.json); a change may come from the model",
+                c.as_str(),
+                show(b.get(&c)),
+                show(n.get(&c))
+            )
+        })
+        .collect()
 }
 
 /// Parses a significance level: a probability strictly between 0 and 1.

@@ -108,9 +108,41 @@ pub struct RunArgs {
     /// provider, path, alias or tool format, e.g. `openai:org/X@local+prompted` → `X`).
     #[arg(long, value_name = "NAME")]
     pub attack_model_name: Option<String>,
+    /// Send nothing: print the matrix and, per role, the expected model calls, tokens,
+    /// dollars and wall time, estimated offline by running the same matrix with the
+    /// scripted model (see docs/real-model-runs.md).
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Seconds one model call is assumed to take, for --dry-run's wall time.
+    #[arg(long, value_name = "SECS", default_value_t = 2.0, value_parser = parse_call_seconds)]
+    pub call_seconds: f64,
+    /// Stop admitting episodes once the next could take the folder's spending past this
+    /// many dollars (needs prices); finish those in flight, write everything, exit 6.
+    #[arg(long, value_name = "USD", value_parser = parse_budget_usd)]
+    pub budget_usd: Option<f64>,
+    /// As --budget-usd, in tokens (prompt + completion, every role and embeddings).
+    #[arg(long, value_name = "N")]
+    pub budget_tokens: Option<u64>,
     /// Endpoint, generation, cache/replay, embedder and price settings.
     #[command(flatten)]
     pub model_options: ModelOptions,
+}
+
+fn parse_budget_usd(s: &str) -> Result<f64, String> {
+    s.trim()
+        .trim_start_matches('$')
+        .parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite() && *x >= 0.0)
+        .ok_or_else(|| format!("`{s}` is not an amount of dollars (a finite number >= 0)"))
+}
+
+fn parse_call_seconds(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite() && *x >= 0.0 && *x < 1e6)
+        .ok_or_else(|| format!("`{s}` is not a number of seconds (finite, >= 0)"))
 }
 
 pub use crate::metrics::{ErrorPolicy, ErrorsAs};
@@ -198,6 +230,12 @@ impl RunReport {
         }
         if o.interrupted {
             return Err(CliError::Interrupted);
+        }
+        if let Some(why) = &o.budget_stop {
+            return Err(CliError::BudgetSpent(format!(
+                "budget reached ({why}); every episode run is written, {} of the matrix not run. Rerun the same command with a higher budget to resume within it",
+                o.planned.saturating_sub(o.skipped + o.ran)
+            )));
         }
         let over: Vec<String> = self
             .summary
@@ -623,6 +661,9 @@ fn open_manifest(
             started: invocation.started.clone(),
             finished: None,
             invocations: vec![invocation],
+            budget: Default::default(),
+            budget_parts: Default::default(),
+            served_models: Default::default(),
         }),
     }
 }
@@ -676,8 +717,23 @@ fn shard_name(s: Option<(usize, usize)>) -> String {
     s.map_or("the whole matrix".into(), |(k, n)| format!("shard {k}/{n}"))
 }
 
-/// Runs (or resumes) and summarises.
-pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
+/// Everything a run is built from, checked: what `run` executes and `--dry-run` estimates.
+pub struct Prepared {
+    pub suites: Vec<crate::suite::Suite>,
+    pub selection: crate::attack::Selection,
+    pub options: crate::defense::BuildOptions,
+    pub defenses: Vec<Arc<dyn crate::defense::Defense>>,
+    pub models: Models,
+    pub attack_model_name: String,
+    pub roles: Roles,
+    pub last_seed: u64,
+    /// The named endpoints of `configs/models.toml`.
+    pub named: std::collections::BTreeMap<String, crate::model::config::NamedEndpoint>,
+}
+
+/// Loads and checks what `args` select (suites, attacks, defenses, models), before any
+/// request is sent.
+pub async fn prepare(paths: &Paths, args: &RunArgs) -> Result<Prepared, CliError> {
     if args.concurrency == 0 {
         return Err(CliError::bad_input("--concurrency must be at least 1"));
     }
@@ -781,7 +837,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     }
     let named = crate::model::config::load_named(&paths.configs).map_err(CliError::bad_input)?;
     let tokens = Arc::new(TokenCounter::new().map_err(CliError::bad_input)?);
-    let factory = ModelFactory::new(args.model_options.clone(), named, tokens)
+    let factory = ModelFactory::new(args.model_options.clone(), named.clone(), tokens)
         .map_err(CliError::bad_input)?;
     let models = build_models_with(
         &factory,
@@ -810,6 +866,32 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
             roles.oracle_labels().join(" / ")
         )));
     }
+    Ok(Prepared {
+        suites,
+        selection,
+        options,
+        defenses,
+        models,
+        attack_model_name,
+        roles,
+        last_seed,
+        named,
+    })
+}
+
+/// Runs (or resumes) and summarises.
+pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
+    let Prepared {
+        suites,
+        selection,
+        options,
+        defenses,
+        models,
+        attack_model_name,
+        roles,
+        last_seed,
+        named,
+    } = prepare(paths, &args).await?;
     if let Some(first) = suites.first() {
         preflight(&models, &first.tools.schemas()).await?;
     }
@@ -850,6 +932,30 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         clear_folder(&out)?;
     }
     let mut manifest = open_manifest(&out, &run_id, settings, &roles, &models, &args)?;
+    let suites: Vec<Arc<crate::suite::Suite>> = suites.into_iter().map(Arc::new).collect();
+    let mut budget = runner::budget::Budget::new(
+        args.budget_usd,
+        args.budget_tokens,
+        super::estimate::prices(&args, &named, &models)?,
+        manifest.budget.clone(),
+    );
+    if budget.limited() {
+        // What each episode could cost: its dry-run estimate (nothing is sent).
+        let records = super::estimate::stand_in_records(
+            &args,
+            super::estimate::StandIn {
+                suites: &suites,
+                selection: &selection,
+                defenses: &defenses,
+                models: &models,
+                attack_model_name: &attack_model_name,
+                last_seed,
+            },
+        )
+        .await?;
+        budget.expected = super::estimate::expected_costs(&records, &budget.prices);
+    }
+    let requested = super::estimate::requested_models(&models);
     runner::manifest::write(&out, &manifest).map_err(|e| {
         CliError::failed(format!(
             "cannot write {}: {e}",
@@ -859,7 +965,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     let plan = RunPlan {
         run_id,
         out: out.clone(),
-        suites: suites.into_iter().map(Arc::new).collect(),
+        suites,
         attacks: selection.templates,
         context: selection.context,
         clean: !args.no_clean,
@@ -873,6 +979,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         shard: args.shard,
         retry_errors: !args.keep_errors,
         attack_model_name,
+        budget,
     };
     let result = runner::execute(plan).await;
     let invocation = manifest.invocations.last_mut().expect("pushed above");
@@ -888,6 +995,11 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     if let Ok(o) = &result {
         invocation.ran = o.ran;
         invocation.errored = o.errored;
+        if o.budget_stop.is_some() {
+            invocation.outcome = "stopped: budget".into();
+        }
+        manifest.budget = o.ledger.clone();
+        super::estimate::record_lineage(&mut manifest.served_models, &requested, &o.served);
     }
     manifest.finished = Some(runner::manifest::now());
     runner::manifest::write(&out, &manifest).map_err(|e| {
@@ -904,6 +1016,9 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         }
     })?;
     let mut summary = report::from_dir(&out).map_err(CliError::failed)?;
+    summary
+        .footnotes
+        .extend(runner::manifest::lineage_notes(&manifest.served_models));
     if let Some((i, o)) = args.model_options.price_per_mtok {
         summary.apply_price(i, o);
     }

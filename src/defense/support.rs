@@ -276,6 +276,7 @@ pub mod testing {
                 latency_ms: 0.0,
                 finish_reason: None,
                 retries: 0,
+                served_model: None,
             })
         }
     }

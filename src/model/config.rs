@@ -16,6 +16,7 @@
 //! tpm = 2000000
 //! tool_format = "native"             # or "prompted"
 //! max_tokens = 2048
+//! price_per_mtok = [0.0, 0.0]       # optional: $ per million prompt, completion tokens
 //! extra_body = { chat_template_kwargs = { enable_thinking = false } }
 //! ```
 
@@ -175,6 +176,11 @@ pub struct NamedEndpoint {
     pub tool_format: Option<ToolFormat>,
     #[serde(default)]
     pub extra_body: Option<Map<String, Value>>,
+    /// Dollars per million prompt and completion tokens, `[in, out]`: prices this
+    /// endpoint's roles in `--dry-run` estimates and `--budget-usd` (`--price-per-mtok`
+    /// overrides it).
+    #[serde(default)]
+    pub price_per_mtok: Option<[f64; 2]>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -197,6 +203,14 @@ pub fn load_named(configs: &Path) -> Result<BTreeMap<String, NamedEndpoint>, Str
         if name.contains(':') {
             return Err(format!(
                 "{}: endpoint name `{name}` must not contain `:`",
+                path.display()
+            ));
+        }
+        if let Some(p) = ep.price_per_mtok
+            && !p.iter().all(|x| x.is_finite() && *x >= 0.0)
+        {
+            return Err(format!(
+                "{}: endpoint `{name}`: price_per_mtok must be two prices >= 0, got {p:?}",
                 path.display()
             ));
         }

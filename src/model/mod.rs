@@ -229,6 +229,8 @@ pub struct ChatReply {
     pub finish_reason: Option<String>,
     /// Transport retries spent on this call.
     pub retries: u32,
+    /// The model id the endpoint says served the reply (`None`: scripted, or not said).
+    pub served_model: Option<String>,
 }
 
 /// Why a model call failed.
@@ -350,6 +352,10 @@ impl CostTotals {
 pub struct CostMeter {
     #[serde(flatten)]
     pub by_component: std::collections::BTreeMap<Component, CostTotals>,
+    /// The model ids endpoints said served each component's calls (lineage). Not part of
+    /// the serialised cost: the runner moves it to the record's `served_models`.
+    #[serde(skip)]
+    pub served: std::collections::BTreeMap<Component, std::collections::BTreeSet<String>>,
 }
 
 impl CostMeter {
@@ -367,6 +373,9 @@ impl CostMeter {
                 estimated: reply.usage.estimated,
                 truncated: u64::from(reply.finish_reason.as_deref() == Some("length")),
             });
+        if let Some(m) = &reply.served_model {
+            self.served.entry(component).or_default().insert(m.clone());
+        }
     }
 
     /// Records calls that did not go through a [`ChatModel`] (a classifier endpoint, a

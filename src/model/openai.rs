@@ -224,6 +224,7 @@ impl ChatModel for OpenAiModel {
             latency_ms,
             finish_reason: parsed.finish_reason,
             retries,
+            served_model: parsed.served_model,
         })
     }
 }

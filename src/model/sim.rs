@@ -640,6 +640,7 @@ impl ChatModel for SimModel {
             latency_ms: 0.0,
             finish_reason: Some("stop".into()),
             retries: 0,
+            served_model: None,
         })
     }
 }

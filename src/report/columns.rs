@@ -29,6 +29,12 @@ pub enum Value {
     },
     /// A multiple of a reference figure (`×1.4`).
     Factor(f64),
+    /// A figure some of whose parts were estimated rather than measured (token counts of
+    /// replies an endpoint sent without `usage`): tables show it as `~N`.
+    Approx {
+        v: f64,
+        decimals: usize,
+    },
 }
 
 impl Value {
@@ -40,10 +46,21 @@ impl Value {
         v.map_or(Value::Missing, |v| Value::Num { v, decimals })
     }
 
+    /// A token figure: `~N` when `estimated` (some usage was counted locally).
+    pub fn tokens(v: Option<f64>, estimated: bool) -> Value {
+        match v {
+            Some(v) if estimated => Value::Approx { v, decimals: 0 },
+            _ => Value::num(v, 0),
+        }
+    }
+
     /// The number a column is ranked and plotted by.
     pub fn figure(&self) -> Option<f64> {
         match self {
-            Value::Rate { v, .. } | Value::Num { v, .. } | Value::Factor(v) => Some(*v),
+            Value::Rate { v, .. }
+            | Value::Num { v, .. }
+            | Value::Approx { v, .. }
+            | Value::Factor(v) => Some(*v),
             Value::Count(c) => Some(*c as f64),
             Value::Part { k, n } if *n > 0 => Some(*k as f64 / *n as f64),
             _ => None,
@@ -62,6 +79,7 @@ impl Value {
                 _ => format!("{:.1}", v * 100.0),
             },
             Value::Num { v, decimals } => format!("{v:.decimals$}"),
+            Value::Approx { v, decimals } => format!("~{v:.decimals$}"),
             Value::Count(c) => c.to_string(),
             Value::Part { k, n } => format!("{k}/{n}"),
             Value::Factor(f) => format!("×{f:.2}"),

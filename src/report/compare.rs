@@ -22,6 +22,9 @@ pub struct Thresholds {
     /// Fail only on regressions whose exact McNemar p-value is below this. Given alone,
     /// any significant rise of ASR or fall of UA/BU fails (both thresholds 0).
     pub significance: Option<f64>,
+    /// Fail rows whose episodes cannot resolve a threshold (see [`super::power`]); without
+    /// it such rows are only marked INSUFFICIENT.
+    pub require_power: bool,
 }
 
 impl Thresholds {
@@ -136,6 +139,33 @@ fn fmt_p(p: Option<&Paired>) -> String {
     }
 }
 
+/// The gated metrics of a pair of rows whose episodes cannot resolve their threshold.
+fn shortfalls(
+    b: &Row,
+    n: &Row,
+    max_asr: Option<f64>,
+    max_drop: Option<f64>,
+    alpha: f64,
+) -> Vec<super::power::Shortfall> {
+    use super::power::{check, independent};
+    let have = |f: fn(&Row) -> u64| independent(f(b), b.seeds).min(independent(f(n), n.seeds));
+    let mut out = Vec::new();
+    if let Some(d) = max_asr
+        && b.asr.is_some()
+    {
+        out.extend(check("ASR", b.asr, true, d, have(|r| r.n_attacked), alpha));
+    }
+    if let Some(d) = max_drop {
+        if b.ua.is_some() {
+            out.extend(check("UA", b.ua, false, d, have(|r| r.n_attacked), alpha));
+        }
+        if b.bu.is_some() {
+            out.extend(check("BU", b.bu, false, d, have(|r| r.n_clean), alpha));
+        }
+    }
+    out
+}
+
 /// Compares two runs row by row (or by `pairs`). `Err` when `--significance` is asked
 /// of a run without records.
 pub fn compare(
@@ -192,6 +222,8 @@ pub fn compare(
     let mut model_changes = std::collections::BTreeSet::new();
     let mut matched: Vec<&Row> = Vec::new();
     let mut not_significant: Vec<String> = Vec::new();
+    let mut underpowered: Vec<String> = Vec::new();
+    let alpha = t.significance.unwrap_or(super::power::DEFAULT_ALPHA);
     for (b, defense) in plan {
         let label = if pairs.is_empty() {
             format!("{}/{}/{}", b.suite, b.attack, b.defense)
@@ -283,6 +315,14 @@ pub fn compare(
         for g in &gate {
             violations.push(format!("{label}: {g}"));
         }
+        let short = shortfalls(b, n, max_asr, max_drop, alpha);
+        for s in &short {
+            let line = format!("{label}: {s}");
+            if t.require_power {
+                violations.push(format!("insufficient power: {line}"));
+            }
+            underpowered.push(line);
+        }
         cells.extend([
             pts(b.asr),
             pts(n.asr),
@@ -297,10 +337,12 @@ pub fn compare(
         if with_tests {
             cells.extend([fmt_p(test("asr")), fmt_p(test("ua")), fmt_p(test("bu"))]);
         }
-        cells.push(if gate.is_empty() {
-            "ok".into()
-        } else {
+        cells.push(if !gate.is_empty() {
             "FAIL".into()
+        } else if !short.is_empty() {
+            "INSUFFICIENT".into()
+        } else {
+            "ok".into()
         });
         table.add_row(cells);
         not_significant.extend(noise);
@@ -350,6 +392,16 @@ pub fn compare(
     }
     for line in &not_significant {
         writeln!(text, "not gated: {line}").unwrap();
+    }
+    for line in &underpowered {
+        writeln!(text, "INSUFFICIENT: {line}").unwrap();
+    }
+    if !underpowered.is_empty() && !t.require_power {
+        writeln!(
+            text,
+            "INSUFFICIENT rows pass the gate without the episodes to resolve its threshold (80% power, one-sided α = {alpha}); --require-power fails them"
+        )
+        .unwrap();
     }
     if violations.is_empty() {
         writeln!(text, "gate: passed").unwrap();

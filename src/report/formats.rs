@@ -104,7 +104,10 @@ fn fields(v: &Value, interval: bool) -> Vec<Json> {
                 _ => Json::String(s.clone()),
             },
         ],
-        Value::Rate { v, .. } | Value::Num { v, .. } | Value::Factor(v) => vec![f(*v)],
+        Value::Rate { v, .. }
+        | Value::Num { v, .. }
+        | Value::Approx { v, .. }
+        | Value::Factor(v) => vec![f(*v)],
         Value::Count(c) => vec![json!(c)],
         Value::Part { k, n } if *n > 0 => vec![f(*k as f64 / *n as f64)],
         Value::Part { .. } => vec![Json::Null],
@@ -185,7 +188,7 @@ fn unit(interval: bool, grid: &Grid, id: &str) -> &'static str {
         }
         Some(Value::Count(_)) => "count",
         Some(Value::Factor(_)) => "ratio",
-        Some(Value::Num { .. }) => "number",
+        Some(Value::Num { .. } | Value::Approx { .. }) => "number",
         Some(Value::Text(_)) => "text",
         _ => "",
     }

@@ -8,6 +8,7 @@ pub mod formats;
 mod hostile;
 pub mod html;
 pub mod plots;
+pub mod power;
 pub mod published;
 pub mod runs;
 pub mod tables;

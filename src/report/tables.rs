@@ -213,7 +213,7 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
             "Tok/ep",
             "Tokens (prompt + completion, every role and embeddings) per episode.",
             Show::Default,
-            |r: &Row| Value::num(Some(r.tokens_per_episode), 0),
+            |r: &Row| Value::tokens(Some(r.tokens_per_episode), r.usage_estimated > 0),
         )
         .better(Better::Lower),
         Column::figure(
@@ -342,15 +342,29 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
             "Prompt tok/ep",
             "Prompt tokens per episode (embedding inputs included).",
             Show::File,
-            |r: &Row| Value::num(Some(r.prompt_tokens_per_episode), 0),
+            |r: &Row| Value::tokens(Some(r.prompt_tokens_per_episode), r.usage_estimated > 0),
         ),
         Column::figure(
             "completion_tokens_per_episode",
             "Compl tok/ep",
             "Completion tokens per episode.",
             Show::File,
-            |r: &Row| Value::num(Some(r.completion_tokens_per_episode), 0),
+            |r: &Row| Value::tokens(Some(r.completion_tokens_per_episode), r.usage_estimated > 0),
         ),
+        Column::figure(
+            "usage_estimated",
+            "Usage est.",
+            "Episodes in which an LLM endpoint replied without `usage`: their tokens were counted with the local tokenizer (cl100k), so the row's token figures show as `~N`. Absent when every count was reported.",
+            Show::File,
+            |r: &Row| {
+                if r.usage_estimated > 0 {
+                    Value::Count(r.usage_estimated)
+                } else {
+                    Value::Missing
+                }
+            },
+        )
+        .drop_if_empty(),
         Column::figure(
             "success_via_layer1",
             "Succ L1",
@@ -494,7 +508,12 @@ pub fn efficiency(rows: &[Row]) -> Grid {
                     format!("{name} tok"),
                     format!("Tokens per episode spent by the {name}."),
                     Show::Default,
-                    move |r: &Row| Value::num(r.tokens_by_component.get(name).copied(), 0),
+                    move |r: &Row| {
+                        Value::tokens(
+                            r.tokens_by_component.get(name).copied(),
+                            r.usage_estimated > 0,
+                        )
+                    },
                 )
                 .better(Better::Lower),
             );

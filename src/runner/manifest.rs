@@ -5,6 +5,7 @@
 use super::identity::RunSettings;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// One command that wrote into the folder.
@@ -52,6 +53,47 @@ pub struct Manifest {
     #[serde(default)]
     pub finished: Option<String>,
     pub invocations: Vec<Invocation>,
+    /// What the folder has spent, over every invocation (and, merged, every shard).
+    #[serde(default)]
+    pub budget: super::budget::Ledger,
+    /// A merged folder's ledgers by shard (`k/n`), so merging a shard again replaces
+    /// its part instead of counting it twice; `budget` is their sum.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub budget_parts: BTreeMap<String, super::budget::Ledger>,
+    /// Per role played by an LLM: the model id requested and the ids the endpoint said
+    /// served it (an alias resolves to a dated snapshot).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub served_models: BTreeMap<crate::model::Component, Lineage>,
+}
+
+/// The model a role asked for and the models that answered.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Lineage {
+    pub requested: String,
+    pub served: BTreeSet<String>,
+}
+
+impl Lineage {
+    /// Whether some reply came from a model other than the one requested.
+    pub fn differs(&self) -> bool {
+        self.served.iter().any(|s| s != &self.requested)
+    }
+}
+
+/// Lines saying where a served model differs from the requested one, per role.
+pub fn lineage_notes(served: &BTreeMap<crate::model::Component, Lineage>) -> Vec<String> {
+    served
+        .iter()
+        .filter(|(_, l)| l.differs())
+        .map(|(c, l)| {
+            format!(
+                "the {} asked for model `{}`; the endpoint said `{}` served it",
+                c.as_str(),
+                l.requested,
+                l.served.iter().cloned().collect::<Vec<_>>().join("`, `")
+            )
+        })
+        .collect()
 }
 
 /// What reading a folder's manifest found.

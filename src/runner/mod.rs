@@ -4,6 +4,7 @@
 //! seed. Clean episodes do not depend on the attack, so they run once per user task,
 //! defense and seed, however many attacks are selected.
 
+pub mod budget;
 pub mod files;
 pub mod identity;
 pub mod manifest;
@@ -45,6 +46,8 @@ pub struct RunPlan {
     pub retry_errors: bool,
     /// What attacks write into `{model}`; part of each attacked episode's attack fingerprint.
     pub attack_model_name: String,
+    /// Spending caps and the folder's ledger (unlimited by default).
+    pub budget: budget::Budget,
 }
 
 /// How an attacked job is attacked.
@@ -328,11 +331,31 @@ pub struct RunOutcome {
     /// A fatal model error that stopped the run.
     pub fatal: Option<String>,
     pub dropped_partial_line: bool,
+    /// The budget stopped admitting episodes: which cap, and what was left.
+    pub budget_stop: Option<String>,
+    /// The folder's ledger after this invocation (earlier invocations included).
+    pub ledger: budget::Ledger,
+    /// Per role, the model ids endpoints said served the episodes run now.
+    pub served:
+        std::collections::BTreeMap<crate::model::Component, std::collections::BTreeSet<String>>,
 }
 
 struct Shared {
     plan: RunPlan,
     schemas: Vec<Vec<ToolSchema>>,
+}
+
+/// The matrix place of a finished episode.
+fn rec_key(r: &EpisodeRecord) -> JobKey {
+    JobKey {
+        suite: r.suite.clone(),
+        user_task: r.user_task.clone(),
+        injection_task: r.injection_task.clone(),
+        attack: r.attack.clone(),
+        defense: r.defense.clone(),
+        model: r.model.clone(),
+        seed: r.seed,
+    }
 }
 
 async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, bool) {
@@ -418,7 +441,11 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         seed,
         max_steps: plan.max_steps,
     };
-    let result = run_episode(spec, &plan.models, episode_defense.as_mut()).await;
+    let mut result = run_episode(spec, &plan.models, episode_defense.as_mut()).await;
+    let served_models = std::mem::take(&mut result.cost.served)
+        .into_iter()
+        .map(|(c, ids)| (c, ids.into_iter().collect()))
+        .collect();
     let record = EpisodeRecord {
         run_id: plan.run_id.clone(),
         key: job.key.to_string(),
@@ -449,6 +476,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         approved: result.stats.approved,
         flagged_outputs: result.stats.flagged_outputs,
         cost: result.cost,
+        served_models,
         latency_ms: result.latency_ms,
         error_kind: result.error.as_ref().map(|e| e.kind),
         error: result.error.map(|e| e.message),
@@ -668,9 +696,10 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
 
     let schemas = plan.suites.iter().map(|s| s.tools.schemas()).collect();
     let concurrency = plan.concurrency.max(1);
+    let mut budget = plan.budget.clone();
     let shared = Arc::new(Shared { plan, schemas });
     let mut tasks = tokio::task::JoinSet::new();
-    let mut pending = todo.into_iter();
+    let mut pending = todo.into_iter().peekable();
     let mut stop_launching = false;
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
@@ -678,8 +707,20 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
     let mut breaker = Breaker::default();
 
     loop {
-        while !stop_launching && tasks.len() < concurrency {
+        while !stop_launching && tasks.len() < concurrency && pending.peek().is_some() {
+            let Some(next) = pending.peek() else { break };
+            let cell = budget::cell_key(&next.key);
+            match budget.admit(&cell) {
+                budget::Admission::Admit => {}
+                budget::Admission::Wait => break,
+                budget::Admission::Stop(why) => {
+                    outcome.budget_stop = Some(why);
+                    stop_launching = true;
+                    break;
+                }
+            }
             let Some(job) = pending.next() else { break };
+            budget.started(&cell);
             tasks.spawn(run_job(shared.clone(), job));
         }
         if tasks.is_empty() {
@@ -689,6 +730,11 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
             joined = tasks.join_next() => {
                 let Some(joined) = joined else { break };
                 let (rec, trace, fatal) = joined.map_err(std::io::Error::other)?;
+                // Whatever ran was paid for, recorded or not.
+                budget.finished(&budget::cell_key(&rec_key(&rec)), &rec.cost);
+                for (c, ids) in &rec.served_models {
+                    outcome.served.entry(*c).or_default().extend(ids.iter().cloned());
+                }
                 if fatal {
                     // Not recorded: the episode did not really run, and reruns it on resume.
                     outcome.fatal = rec.error.clone();
@@ -727,6 +773,7 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
         }
     }
     progress.finish_and_clear();
+    outcome.ledger = budget.ledger;
     Ok(outcome)
 }
 

@@ -61,6 +61,10 @@ pub struct EpisodeRecord {
     #[serde(default)]
     pub flagged_outputs: u64,
     pub cost: CostMeter,
+    /// Per role, the model ids the endpoint said served its calls (lineage); empty for
+    /// scripted roles and servers that do not say.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub served_models: std::collections::BTreeMap<crate::model::Component, Vec<String>>,
     pub latency_ms: f64,
     pub error: Option<String>,
     /// What failed, for an errored episode (`None` in records written before kinds were
@@ -94,6 +98,18 @@ pub struct EpisodeRecord {
 impl EpisodeRecord {
     pub fn attacked(&self) -> bool {
         self.injection_task.is_some()
+    }
+
+    /// Whether a role an LLM played replied without `usage` here, so its tokens were
+    /// counted locally. Scripted roles always count locally and are labelled as such.
+    pub fn usage_estimated(&self) -> bool {
+        self.cost.by_component.iter().any(|(c, t)| {
+            t.estimated
+                && match &self.scripted_roles {
+                    Some(roles) => !roles.contains_key(c),
+                    None => !self.simulated,
+                }
+        })
     }
 }
 

@@ -42,6 +42,12 @@ pub struct PlanFollower {
     pub usage: bool,
     /// Send arguments that are not JSON on the first tool call of each episode.
     pub bad_args_first: bool,
+    /// Name this model as the one that served each reply (else the requested one), as
+    /// an endpoint resolving an alias to a dated snapshot does.
+    pub served_as: Option<String>,
+    /// Meter `usage` with the cl100k tokenizer as an OpenAI server counts chat prompts
+    /// (message contents and calls, tool schemas), else about four bytes a token.
+    pub cl100k: bool,
     pub calls: Arc<AtomicUsize>,
 }
 
@@ -53,6 +59,8 @@ impl PlanFollower {
             key: None,
             usage: true,
             bad_args_first: false,
+            served_as: None,
+            cl100k: false,
             calls: Arc::new(AtomicUsize::new(0)),
         }
     }
@@ -184,15 +192,60 @@ impl PlanFollower {
             ),
         };
         let mut reply = json!({
-            "id": "chatcmpl-test", "object": "chat.completion", "model": body["model"],
+            "id": "chatcmpl-test", "object": "chat.completion",
+            "model": self.served_as.as_deref().map_or(body["model"].clone(), Value::from),
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         });
         if self.usage {
-            let prompt = body.to_string().len() as u64 / 4;
-            reply["usage"] = json!({"prompt_tokens": prompt, "completion_tokens": 17, "total_tokens": prompt + 17});
+            let (prompt, completion) = if self.cl100k {
+                (
+                    cl100k_prompt(&body),
+                    cl100k_message(&reply["choices"][0]["message"]),
+                )
+            } else {
+                (body.to_string().len() as u64 / 4, 17)
+            };
+            reply["usage"] = json!({"prompt_tokens": prompt, "completion_tokens": completion,
+                "total_tokens": prompt + completion});
         }
         (200, reply)
     }
+}
+
+fn bpe() -> &'static tiktoken_rs::CoreBPE {
+    static BPE: std::sync::OnceLock<tiktoken_rs::CoreBPE> = std::sync::OnceLock::new();
+    BPE.get_or_init(|| tiktoken_rs::cl100k_base().unwrap())
+}
+
+fn count(s: &str) -> u64 {
+    bpe().encode_ordinary(s).len() as u64
+}
+
+/// A chat message's tokens: four of framing, the content, each call's name and arguments.
+fn cl100k_message(m: &Value) -> u64 {
+    let calls: u64 = m["tool_calls"].as_array().map_or(0, |cs| {
+        cs.iter()
+            .map(|c| {
+                count(c["function"]["name"].as_str().unwrap_or(""))
+                    + count(c["function"]["arguments"].as_str().unwrap_or(""))
+                    + 3
+            })
+            .sum()
+    });
+    4 + count(m["content"].as_str().unwrap_or("")) + calls
+}
+
+/// A chat request's prompt tokens: its messages, its tools' function definitions, and
+/// three that prime the reply.
+fn cl100k_prompt(body: &Value) -> u64 {
+    let messages: u64 = body["messages"]
+        .as_array()
+        .map_or(0, |ms| ms.iter().map(cl100k_message).sum());
+    let tools = body["tools"].as_array().map_or(0, |ts| {
+        let functions: Vec<&Value> = ts.iter().map(|t| &t["function"]).collect();
+        count(&serde_json::to_string(&functions).unwrap())
+    });
+    messages + tools + 3
 }
 
 /// `run` arguments for the banking suite against `base_url`.

@@ -32,6 +32,7 @@ impl ChatModel for Fixed {
             latency_ms: 0.0,
             finish_reason: None,
             retries: 0,
+            served_model: None,
         })
     }
 }

@@ -272,6 +272,9 @@ struct WireResponse {
     choices: Option<Vec<WireChoice>>,
     #[serde(default)]
     usage: Option<WireUsage>,
+    /// The model id the server says answered (an alias may resolve to a dated snapshot).
+    #[serde(default)]
+    model: Option<String>,
 }
 
 #[derive(Deserialize, Debug)]
@@ -348,6 +351,8 @@ pub struct ParsedReply {
     pub reasoning: String,
     /// (prompt, completion, reasoning) as the endpoint reported them.
     pub usage: Option<(u64, u64, u64)>,
+    /// The `model` the reply names, when it names one.
+    pub served_model: Option<String>,
 }
 
 /// Parses a chat-completion body. `Err` carries a description for the episode error.
@@ -415,6 +420,7 @@ pub fn parse_chat_body(
         finish_reason: choice.finish_reason,
         reasoning,
         usage,
+        served_model: resp.model.filter(|m| !m.trim().is_empty()),
     })
 }
 
@@ -456,6 +462,26 @@ pub fn request_body(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The model id a server says served the reply is kept; a blank one is not a name.
+    #[test]
+    fn the_served_model_is_read_from_the_reply() {
+        let reply = |model: serde_json::Value| {
+            parse_chat_body(
+                &json!({"model": model, "choices": [{"message": {"content": "hi"}}]}),
+                ToolFormat::Native,
+                0,
+            )
+            .unwrap()
+            .served_model
+        };
+        assert_eq!(
+            reply(json!("gpt-4o-2024-08-06")).as_deref(),
+            Some("gpt-4o-2024-08-06")
+        );
+        assert_eq!(reply(json!(" ")), None);
+        assert_eq!(reply(serde_json::Value::Null), None);
+    }
 
     #[test]
     fn tolerant_parsing() {

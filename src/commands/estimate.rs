@@ -1,0 +1,507 @@
+//! Planning a real-model run: `--dry-run` estimates, the prices budgets charge, and the
+//! lineage of served models.
+//!
+//! A dry run builds the run exactly as `run` would (suites, attacks, defenses, models,
+//! filters, shard), then runs the matrix with the scripted model standing in for every
+//! role an LLM would play, into a temporary folder, and sends nothing. The prompts the
+//! stand-in receives are the prompts the real model would receive (system prompt, tool
+//! schemas, tool outputs, injected payloads), and their tokens are real cl100k counts, so
+//! prompt tokens and calls per role follow the matrix. The stand-in does each user task
+//! by its reference plan and also carries out every injected instruction it reads
+//! (`sim:obedient`), so attacked episodes are priced at their longest: a robust model
+//! spends less on them, a model that wanders or retries spends more.
+
+use super::run::{Prepared, RunArgs, prepare};
+use super::{CliError, Paths};
+use crate::model::config::NamedEndpoint;
+use crate::model::{ChatModel, Component, Models};
+use crate::runner::budget::Prices;
+use crate::runner::manifest::Lineage;
+use crate::runner::{self, RunPlan};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+use std::sync::Arc;
+
+/// The scripted profile that stands in for real roles in a dry run.
+pub const STAND_IN: &str = "obedient";
+
+/// The spec a role's model was given on the command line (`None`: the default embedder).
+fn spec_of(args: &RunArgs, c: Component) -> Option<&str> {
+    match c {
+        Component::Agent => Some(args.model.as_str()),
+        Component::Planner => Some(args.planner_model.as_deref().unwrap_or(&args.model)),
+        Component::Judge | Component::Detector => {
+            Some(args.judge_model.as_deref().unwrap_or(&args.model))
+        }
+        Component::Embedding => args.model_options.embedder.as_deref(),
+    }
+}
+
+/// Whether an LLM (not the scripted model or the lexical embedder) plays `c`.
+fn real(models: &Models, c: Component) -> bool {
+    match models.chat_for(c) {
+        Some(m) => !m.simulated(),
+        None => models.embedder.scripted().is_none(),
+    }
+}
+
+/// Per role: `--price-per-mtok`, else the named endpoint's `price_per_mtok`. With
+/// `--budget-usd`, every role an LLM plays must have a price.
+pub fn prices(
+    args: &RunArgs,
+    named: &BTreeMap<String, NamedEndpoint>,
+    models: &Models,
+) -> Result<Prices, CliError> {
+    let mut p = Prices::default();
+    let mut unpriced = Vec::new();
+    for c in Component::ALL {
+        let price = args
+            .model_options
+            .price_per_mtok
+            .map(|(i, o)| [i, o])
+            .or_else(|| {
+                spec_of(args, c)
+                    .and_then(|s| named.get(s))
+                    .and_then(|e| e.price_per_mtok)
+            });
+        match price {
+            Some(x) => {
+                p.by_role.insert(c, x);
+            }
+            None if real(models, c) => unpriced.push(c.as_str()),
+            None => {}
+        }
+    }
+    if args.budget_usd.is_some() && !unpriced.is_empty() {
+        return Err(CliError::bad_input(format!(
+            "--budget-usd needs a price for every role an LLM plays; no price for: {}. Pass --price-per-mtok IN,OUT or set price_per_mtok = [IN, OUT] on the endpoint in configs/models.toml",
+            unpriced.join(", ")
+        )));
+    }
+    Ok(p)
+}
+
+/// Per role an LLM plays, the model id it requests.
+pub fn requested_models(models: &Models) -> BTreeMap<Component, String> {
+    Component::ALL
+        .into_iter()
+        .filter_map(|c| {
+            let m = models.chat_for(c).filter(|m| !m.simulated())?;
+            let id = m.identity().get("model")?.as_str()?.to_string();
+            Some((c, id))
+        })
+        .collect()
+}
+
+/// Adds the models that served this invocation's episodes to the manifest's lineage.
+pub fn record_lineage(
+    lineage: &mut BTreeMap<Component, Lineage>,
+    requested: &BTreeMap<Component, String>,
+    served: &BTreeMap<Component, BTreeSet<String>>,
+) {
+    for (c, ids) in served {
+        let l = lineage.entry(*c).or_insert_with(|| Lineage {
+            requested: requested.get(c).cloned().unwrap_or_default(),
+            served: BTreeSet::new(),
+        });
+        l.served.extend(ids.iter().cloned());
+    }
+}
+
+/// Expected spending of one role.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct RoleEstimate {
+    pub role: String,
+    /// Who plays it in the real run (`openai:gpt-4o`, `sim:oracle` …, `templates`).
+    pub played_by: String,
+    /// Whether an LLM plays it (only then are calls sent).
+    pub llm: bool,
+    pub calls: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// `None` when the role has no price.
+    pub dollars: Option<f64>,
+}
+
+/// A dry run's result.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Estimate {
+    /// (suite, attack, defense, episodes) in matrix order.
+    pub matrix: Vec<(String, String, String, u64)>,
+    pub episodes: u64,
+    pub roles: Vec<RoleEstimate>,
+    /// LLM calls and tokens, every role.
+    pub llm_calls: u64,
+    pub llm_tokens: u64,
+    pub dollars: Option<f64>,
+    /// Minutes the endpoints' `--rpm` / `--tpm` allow at the least, and minutes at
+    /// `--concurrency` with `--call-seconds` per call.
+    pub minutes_rate_limits: Option<f64>,
+    pub minutes_concurrency: f64,
+    pub concurrency: usize,
+    pub call_seconds: f64,
+}
+
+impl Estimate {
+    /// Expected wall time in minutes: the slower of the two bounds.
+    pub fn minutes(&self) -> f64 {
+        self.minutes_concurrency
+            .max(self.minutes_rate_limits.unwrap_or(0.0))
+    }
+
+    /// The role's estimate.
+    pub fn role(&self, c: Component) -> Option<&RoleEstimate> {
+        self.roles.iter().find(|r| r.role == c.as_str())
+    }
+}
+
+/// The scripted stand-ins for every role an LLM would play.
+fn stand_ins(models: &Models) -> Result<Models, CliError> {
+    let sim: Arc<dyn ChatModel> = Arc::new(crate::model::sim::SimModel::new(
+        crate::model::sim::SimProfile::parse(STAND_IN).map_err(CliError::failed)?,
+        models.tokens.clone(),
+    ));
+    let swap = |m: &Arc<dyn ChatModel>| {
+        if m.simulated() {
+            m.clone()
+        } else {
+            sim.clone()
+        }
+    };
+    Ok(Models {
+        agent: swap(&models.agent),
+        planner: swap(&models.planner),
+        judge: swap(&models.judge),
+        embedder: if models.embedder.scripted().is_some() {
+            models.embedder.clone()
+        } else {
+            Arc::new(crate::embed::Lexical)
+        },
+        tokens: models.tokens.clone(),
+    })
+}
+
+/// What the stand-in run needs of a prepared run.
+pub struct StandIn<'a> {
+    pub suites: &'a [Arc<crate::suite::Suite>],
+    pub selection: &'a crate::attack::Selection,
+    pub defenses: &'a [Arc<dyn crate::defense::Defense>],
+    pub models: &'a Models,
+    pub attack_model_name: &'a str,
+    pub last_seed: u64,
+}
+
+/// Runs the matrix of `args` with scripted stand-ins for every LLM role, into a
+/// temporary folder, and returns its records. Nothing is sent.
+pub async fn stand_in_records(
+    args: &RunArgs,
+    s: StandIn<'_>,
+) -> Result<Vec<runner::record::EpisodeRecord>, CliError> {
+    let dir = tempfile::tempdir()
+        .map_err(|e| CliError::failed(format!("cannot create a temporary folder: {e}")))?;
+    let plan = RunPlan {
+        run_id: "dry-run".into(),
+        out: dir.path().to_path_buf(),
+        suites: s.suites.to_vec(),
+        attacks: s.selection.templates.clone(),
+        context: s.selection.context,
+        clean: !args.no_clean,
+        defenses: s.defenses.to_vec(),
+        models: stand_ins(s.models)?,
+        seeds: (args.seed..=s.last_seed).collect(),
+        user_tasks: args.user_tasks.clone(),
+        injection_tasks: args.injection_tasks.clone(),
+        max_steps: args.max_steps,
+        concurrency: std::thread::available_parallelism().map_or(2, |n| n.get() * 4),
+        shard: args.shard,
+        retry_errors: true,
+        attack_model_name: s.attack_model_name.to_string(),
+        budget: Default::default(),
+    };
+    let outcome = runner::execute(plan).await.map_err(|e| match e {
+        runner::RunError::NothingToRun(m) => CliError::NothingToRun(m),
+        other => CliError::failed(format!("dry run: {other}")),
+    })?;
+    if outcome.interrupted {
+        return Err(CliError::Interrupted);
+    }
+    let mut records = Vec::new();
+    runner::record::for_each_record(
+        &dir.path().join(runner::record::EPISODES),
+        |p| {
+            records.push(
+                p.record
+                    .map_err(|e| CliError::failed(format!("dry run: {e}")))?,
+            );
+            Ok(())
+        },
+        |e| CliError::failed(format!("dry run: {e}")),
+    )?;
+    Ok(records)
+}
+
+/// Each episode's expected dollars and tokens under the stand-in, by cell, for the
+/// budget's admission.
+pub fn expected_costs(
+    records: &[runner::record::EpisodeRecord],
+    prices: &Prices,
+) -> std::collections::HashMap<String, runner::budget::Cost> {
+    records
+        .iter()
+        .map(|r| {
+            let key = runner::JobKey {
+                suite: r.suite.clone(),
+                user_task: r.user_task.clone(),
+                injection_task: r.injection_task.clone(),
+                attack: r.attack.clone(),
+                defense: r.defense.clone(),
+                model: r.model.clone(),
+                seed: r.seed,
+            };
+            (
+                runner::budget::cell_key(&key),
+                (prices.dollars(&r.cost), r.cost.total().tokens()),
+            )
+        })
+        .collect()
+}
+
+/// `--dry-run`: the estimate of what `args` would run, sending nothing.
+pub async fn dry_run(paths: &Paths, args: &RunArgs) -> Result<Estimate, CliError> {
+    let p = prepare(paths, args).await?;
+    let prices = prices(args, &p.named, &p.models)?;
+    let roles_by: Vec<(Component, String, bool)> = Component::ALL
+        .into_iter()
+        .map(|c| {
+            let who = match p.models.chat_for(c) {
+                Some(m) => m.name().to_string(),
+                None => p.models.embedder.name().to_string(),
+            };
+            (c, who, real(&p.models, c))
+        })
+        .collect();
+    let limits = rate_limits(args, &p);
+    let suites: Vec<Arc<crate::suite::Suite>> = p.suites.into_iter().map(Arc::new).collect();
+    let records = stand_in_records(
+        args,
+        StandIn {
+            suites: &suites,
+            selection: &p.selection,
+            defenses: &p.defenses,
+            models: &p.models,
+            attack_model_name: &p.attack_model_name,
+            last_seed: p.last_seed,
+        },
+    )
+    .await?;
+    let mut est = tally(&records, &roles_by, &prices);
+    est.concurrency = args.concurrency.max(1);
+    est.call_seconds = args.call_seconds;
+    est.minutes_concurrency =
+        est.llm_calls as f64 * args.call_seconds / est.concurrency as f64 / 60.0;
+    est.minutes_rate_limits = limits.minutes(&est);
+    Ok(est)
+}
+
+/// Sums the stand-in run's records into the matrix and per-role figures.
+fn tally(
+    records: &[runner::record::EpisodeRecord],
+    roles_by: &[(Component, String, bool)],
+    prices: &Prices,
+) -> Estimate {
+    let mut est = Estimate::default();
+    for r in records {
+        let cell = (
+            r.suite.clone(),
+            r.attack.clone().unwrap_or_else(|| "clean".into()),
+            r.defense.clone(),
+        );
+        match est
+            .matrix
+            .iter_mut()
+            .find(|m| (&m.0, &m.1, &m.2) == (&cell.0, &cell.1, &cell.2))
+        {
+            Some(m) => m.3 += 1,
+            None => est.matrix.push((cell.0, cell.1, cell.2, 1)),
+        }
+    }
+    est.episodes = records.len() as u64;
+    let mut dollars = Some(0.0);
+    for (c, who, llm) in roles_by {
+        let mut t = crate::model::CostTotals::default();
+        for r in records {
+            t.add(&r.cost.get(*c));
+        }
+        let price = prices.by_role.get(c);
+        let d =
+            price.map(|[i, o]| (t.prompt_tokens as f64 * i + t.completion_tokens as f64 * o) / 1e6);
+        if *llm {
+            est.llm_calls += t.calls;
+            est.llm_tokens += t.tokens();
+            dollars = match (dollars, d) {
+                (Some(a), Some(b)) => Some(a + b),
+                (a, None) if t.calls == 0 => a,
+                _ => None,
+            };
+        }
+        est.roles.push(RoleEstimate {
+            role: c.as_str().into(),
+            played_by: who.clone(),
+            llm: *llm,
+            calls: t.calls,
+            prompt_tokens: t.prompt_tokens,
+            completion_tokens: t.completion_tokens,
+            dollars: if *llm { d } else { None },
+        });
+    }
+    est.roles.push(RoleEstimate {
+        role: "attacker".into(),
+        played_by: "templates, rendered locally".into(),
+        ..Default::default()
+    });
+    est.dollars = dollars;
+    est
+}
+
+/// Per distinct model spec of the LLM roles: its `--rpm` / `--tpm` (flag, else named
+/// endpoint). Roles with the same spec share one endpoint and its limits.
+struct Limits {
+    by_spec: Vec<SpecLimits>,
+}
+
+/// One model spec: the roles that use it and its requests and tokens per minute.
+struct SpecLimits {
+    spec: String,
+    roles: Vec<Component>,
+    rpm: Option<u32>,
+    tpm: Option<u32>,
+}
+
+fn rate_limits(args: &RunArgs, p: &Prepared) -> Limits {
+    let mut by_spec: Vec<SpecLimits> = Vec::new();
+    for c in Component::ALL {
+        if !real(&p.models, c) {
+            continue;
+        }
+        let spec = spec_of(args, c).unwrap_or("").to_string();
+        if let Some(e) = by_spec.iter_mut().find(|e| e.spec == spec) {
+            e.roles.push(c);
+            continue;
+        }
+        let named = p.named.get(&spec);
+        let rpm = args.model_options.rpm.or(named.and_then(|n| n.rpm));
+        let tpm = args.model_options.tpm.or(named.and_then(|n| n.tpm));
+        by_spec.push(SpecLimits {
+            spec,
+            roles: vec![c],
+            rpm,
+            tpm,
+        });
+    }
+    Limits { by_spec }
+}
+
+impl Limits {
+    /// The least minutes the rate limits allow for the estimated calls and tokens.
+    fn minutes(&self, est: &Estimate) -> Option<f64> {
+        let mut worst: Option<f64> = None;
+        for SpecLimits {
+            roles, rpm, tpm, ..
+        } in &self.by_spec
+        {
+            let (mut calls, mut tokens) = (0u64, 0u64);
+            for c in roles {
+                if let Some(r) = est.role(*c) {
+                    calls += r.calls;
+                    tokens += r.prompt_tokens + r.completion_tokens;
+                }
+            }
+            let by_rpm = rpm.filter(|n| *n > 0).map(|n| calls as f64 / n as f64);
+            let by_tpm = tpm.filter(|n| *n > 0).map(|n| tokens as f64 / n as f64);
+            for m in [by_rpm, by_tpm].into_iter().flatten() {
+                worst = Some(worst.map_or(m, |w: f64| w.max(m)));
+            }
+        }
+        worst
+    }
+}
+
+fn minutes_text(m: f64) -> String {
+    if m < 1.0 {
+        format!("{:.0} s", m * 60.0)
+    } else if m < 120.0 {
+        format!("{m:.1} min")
+    } else {
+        format!("{:.1} h", m / 60.0)
+    }
+}
+
+/// The estimate as text.
+pub fn render(est: &Estimate) -> String {
+    use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+    let mut out = String::new();
+    writeln!(
+        out,
+        "dry run: nothing was sent. Estimated by running the same matrix with the scripted model (sim:{STAND_IN}) in place of every LLM role; prompt tokens are cl100k counts of the prompts those roles would receive."
+    )
+    .unwrap();
+    let mut m = Table::new();
+    m.load_style(UTF8_FULL_CONDENSED);
+    m.set_header(["Suite", "Attack", "Defense", "Episodes"]);
+    for (s, a, d, n) in &est.matrix {
+        m.add_row([s.clone(), a.clone(), d.clone(), n.to_string()]);
+    }
+    writeln!(out, "{m}\n{} episode(s) in all.", est.episodes).unwrap();
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED);
+    t.set_header(["Role", "Played by", "Calls", "Prompt tok", "Compl tok", "$"]);
+    for r in &est.roles {
+        let (calls, p, c, d) = if r.llm {
+            (
+                r.calls.to_string(),
+                r.prompt_tokens.to_string(),
+                r.completion_tokens.to_string(),
+                r.dollars.map_or("no price".into(), |d| format!("{d:.2}")),
+            )
+        } else if r.role == "attacker" {
+            ("0".into(), "–".into(), "–".into(), "–".into())
+        } else {
+            (
+                format!("0 ({} scripted)", r.calls),
+                "–".into(),
+                "–".into(),
+                "–".into(),
+            )
+        };
+        t.add_row([r.role.clone(), r.played_by.clone(), calls, p, c, d]);
+    }
+    writeln!(out, "{t}").unwrap();
+    writeln!(
+        out,
+        "LLM calls {}, tokens {}, dollars {}.",
+        est.llm_calls,
+        est.llm_tokens,
+        est.dollars
+            .map_or("unknown (a role has no price: --price-per-mtok or price_per_mtok in configs/models.toml)".into(), |d| format!("{d:.2}"))
+    )
+    .unwrap();
+    write!(
+        out,
+        "Wall time: about {} at --concurrency {} and {} s per call",
+        minutes_text(est.minutes_concurrency),
+        est.concurrency,
+        est.call_seconds
+    )
+    .unwrap();
+    match est.minutes_rate_limits {
+        Some(r) => writeln!(
+            out,
+            "; the --rpm/--tpm limits alone need {}: expect {}.",
+            minutes_text(r),
+            minutes_text(est.minutes())
+        )
+        .unwrap(),
+        None => writeln!(out, " (no --rpm/--tpm limit given).").unwrap(),
+    }
+    out
+}

@@ -1,0 +1,357 @@
+//! Spending caps (`--budget-usd`, `--budget-tokens`) and the ledger of what a results
+//! folder has spent, kept in its manifest across resumes and summed over shards by
+//! `merge`.
+//!
+//! Admission: an episode is started only when what is spent, plus what the episodes in
+//! flight and the next one could cost, stays within the cap. What an episode could cost
+//! is its own cost under the scripted stand-in (the `--dry-run` estimate, made before a
+//! budgeted run), scaled by the largest ratio of actual to estimated cost seen so far;
+//! without an estimate, the most any episode of the folder has cost (the ledger keeps
+//! it across resumes). The first episode of an invocation runs alone, to measure that
+//! ratio. A cap below the first episode's cost is overrun by that one episode, and an
+//! episode that overruns its estimate by more than any before it can overrun the cap by
+//! that excess; nothing else can.
+//! Errored episodes spent what they spent and are charged; so is an episode a fatal error
+//! stopped. The budget never changes an episode's outcome, so it is not part of the run's
+//! identity: a folder stopped by its budget resumes under a higher one.
+
+use crate::model::{Component, CostMeter};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+
+/// Dollars per million prompt and completion tokens, per role. Embedding tokens are
+/// priced at the embedding role's input price.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Prices {
+    pub by_role: BTreeMap<Component, [f64; 2]>,
+}
+
+impl Prices {
+    /// The same prices for every role (`--price-per-mtok`).
+    pub fn flat(input: f64, output: f64) -> Prices {
+        Prices {
+            by_role: Component::ALL
+                .into_iter()
+                .map(|c| (c, [input, output]))
+                .collect(),
+        }
+    }
+
+    /// Dollars of one episode's cost.
+    pub fn dollars(&self, cost: &CostMeter) -> f64 {
+        cost.by_component
+            .iter()
+            .map(|(c, t)| {
+                self.by_role.get(c).map_or(0.0, |[i, o]| {
+                    (t.prompt_tokens as f64 * i + t.completion_tokens as f64 * o) / 1e6
+                })
+            })
+            .sum()
+    }
+}
+
+/// What a folder has spent, in `run.json`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ledger {
+    /// Dollars at the prices in force when each episode ran (0 for roles without one).
+    pub spent_usd: f64,
+    /// Prompt and completion tokens of every role, embeddings included.
+    pub spent_tokens: u64,
+    /// Episodes charged (errored and rerun ones each time they ran).
+    pub episodes: u64,
+    /// The most one episode has cost: the bound admission uses for the next one.
+    pub max_episode_usd: f64,
+    pub max_episode_tokens: u64,
+    /// Some charged tokens were counted locally (a reply without `usage`, or a scripted
+    /// role): the ledger is an estimate to that extent.
+    #[serde(default)]
+    pub estimated: bool,
+    /// The caps of the last invocation that gave any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_usd: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_tokens: Option<u64>,
+}
+
+impl Ledger {
+    /// Charges one finished episode.
+    pub fn charge(&mut self, usd: f64, tokens: u64, estimated: bool) {
+        self.spent_usd += usd;
+        self.spent_tokens += tokens;
+        self.episodes += 1;
+        self.max_episode_usd = self.max_episode_usd.max(usd);
+        self.max_episode_tokens = self.max_episode_tokens.max(tokens);
+        self.estimated |= estimated;
+    }
+
+    /// Adds another folder's ledger (a shard's, when merging).
+    pub fn add(&mut self, o: &Ledger) {
+        self.spent_usd += o.spent_usd;
+        self.spent_tokens += o.spent_tokens;
+        self.episodes += o.episodes;
+        self.max_episode_usd = self.max_episode_usd.max(o.max_episode_usd);
+        self.max_episode_tokens = self.max_episode_tokens.max(o.max_episode_tokens);
+        self.estimated |= o.estimated;
+    }
+}
+
+/// What the budget says about starting the next episode.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Admission {
+    Admit,
+    /// Not now: wait for episodes in flight to finish (their cost decides).
+    Wait,
+    /// No further episode fits; the reason names the cap and what is left.
+    Stop(String),
+}
+
+/// What one episode is expected to cost: dollars and tokens.
+pub type Cost = (f64, u64);
+
+/// The caps of a run and its ledger, updated as episodes finish.
+#[derive(Clone, Debug, Default)]
+pub struct Budget {
+    pub limit_usd: Option<f64>,
+    pub limit_tokens: Option<u64>,
+    pub prices: Prices,
+    /// The folder's ledger: what earlier invocations spent plus this one's so far.
+    pub ledger: Ledger,
+    /// Each episode's cost under the scripted stand-in (`--dry-run`'s estimate), by
+    /// [`cell_key`]; empty when no estimate was made.
+    pub expected: HashMap<String, Cost>,
+    /// The largest ratio of an episode's actual cost to its expected cost seen so far.
+    ratio: (f64, f64),
+    /// What the episodes in flight were admitted at.
+    in_flight: HashMap<String, Cost>,
+    /// Episodes finished in this invocation.
+    finished_here: u64,
+}
+
+/// An episode's place in the matrix without the model (the dry run's stand-in has
+/// another name than the real model).
+pub fn cell_key(k: &super::JobKey) -> String {
+    format!(
+        "{}|{}|{}|{}|{}|{}",
+        k.suite,
+        k.user_task,
+        k.injection_task.as_deref().unwrap_or("-"),
+        k.attack.as_deref().unwrap_or("-"),
+        k.defense,
+        k.seed
+    )
+}
+
+impl Budget {
+    pub fn new(
+        limit_usd: Option<f64>,
+        limit_tokens: Option<u64>,
+        prices: Prices,
+        prior: Ledger,
+    ) -> Budget {
+        let mut ledger = prior;
+        if limit_usd.is_some() || limit_tokens.is_some() {
+            ledger.limit_usd = limit_usd;
+            ledger.limit_tokens = limit_tokens;
+        }
+        Budget {
+            limit_usd,
+            limit_tokens,
+            prices,
+            ledger,
+            ratio: (1.0, 1.0),
+            ..Budget::default()
+        }
+    }
+
+    pub fn limited(&self) -> bool {
+        self.limit_usd.is_some() || self.limit_tokens.is_some()
+    }
+
+    /// What episode `key` could cost: its expected cost scaled by the largest overrun
+    /// seen, else the most any episode has cost.
+    fn bound(&self, key: &str) -> Cost {
+        match self.expected.get(key) {
+            Some(&(usd, tok)) => (
+                (usd * self.ratio.0).max(0.0),
+                (tok as f64 * self.ratio.1).ceil() as u64,
+            ),
+            None => (self.ledger.max_episode_usd, self.ledger.max_episode_tokens),
+        }
+    }
+
+    /// Whether episode `key` may start now.
+    pub fn admit(&self, key: &str) -> Admission {
+        if !self.limited() {
+            return Admission::Admit;
+        }
+        let l = &self.ledger;
+        let (usd, tok) = self.bound(key);
+        let held_usd: f64 = self.in_flight.values().map(|c| c.0).sum();
+        let held_tok: u64 = self.in_flight.values().map(|c| c.1).sum();
+        let running = !self.in_flight.is_empty();
+        let mut over = Vec::new();
+        if let Some(cap) = self.limit_usd
+            && (l.spent_usd + held_usd + usd > cap + 1e-12 || l.spent_usd >= cap)
+        {
+            over.push(format!(
+                "--budget-usd {cap}: ${:.4} spent, ${:.4} left, the next episode may cost ${usd:.4}",
+                l.spent_usd,
+                (cap - l.spent_usd).max(0.0),
+            ));
+        }
+        if let Some(cap) = self.limit_tokens
+            && (l.spent_tokens + held_tok + tok > cap || l.spent_tokens >= cap)
+        {
+            over.push(format!(
+                "--budget-tokens {cap}: {} spent, {} left, the next episode may use {tok}",
+                l.spent_tokens,
+                cap.saturating_sub(l.spent_tokens),
+            ));
+        }
+        if !over.is_empty() {
+            return if running {
+                Admission::Wait
+            } else {
+                Admission::Stop(over.join("; "))
+            };
+        }
+        // Nothing measured yet: the first episode runs alone, to see how the model's
+        // spending compares with the estimate.
+        let measured =
+            self.finished_here > 0 || (self.expected.is_empty() && self.ledger.episodes > 0);
+        if !measured && running {
+            return Admission::Wait;
+        }
+        Admission::Admit
+    }
+
+    /// Notes that episode `key` started.
+    pub fn started(&mut self, key: &str) {
+        let b = self.bound(key);
+        self.in_flight.insert(key.to_string(), b);
+    }
+
+    /// Charges a finished episode's cost (also one a fatal error stopped: what ran was
+    /// paid for) and learns how far actual spending runs above the estimate.
+    pub fn finished(&mut self, key: &str, cost: &CostMeter) {
+        self.in_flight.remove(key);
+        self.finished_here += 1;
+        let total = cost.total();
+        let usd = self.prices.dollars(cost);
+        if let Some(&(e_usd, e_tok)) = self.expected.get(key) {
+            if e_usd > 0.0 {
+                self.ratio.0 = self.ratio.0.max(usd / e_usd);
+            }
+            if e_tok > 0 {
+                self.ratio.1 = self.ratio.1.max(total.tokens() as f64 / e_tok as f64);
+            }
+        }
+        self.ledger.charge(usd, total.tokens(), total.estimated);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::CostTotals;
+
+    fn cost(prompt: u64, completion: u64) -> CostMeter {
+        let mut c = CostMeter::default();
+        c.by_component.insert(
+            Component::Agent,
+            CostTotals {
+                calls: 1,
+                prompt_tokens: prompt,
+                completion_tokens: completion,
+                ..Default::default()
+            },
+        );
+        c
+    }
+
+    #[test]
+    fn prices_apply_per_role() {
+        let mut p = Prices::flat(1.0, 2.0);
+        assert!((p.dollars(&cost(1_000_000, 500_000)) - 2.0).abs() < 1e-12);
+        p.by_role.remove(&Component::Agent);
+        assert_eq!(p.dollars(&cost(1_000_000, 0)), 0.0);
+    }
+
+    #[test]
+    fn admission_measures_first_then_keeps_in_flight_within_the_cap() {
+        let mut b = Budget::new(None, Some(1000), Prices::default(), Ledger::default());
+        b.expected = (0..6).map(|i| (format!("e{i}"), (0.0, 250))).collect();
+        assert_eq!(b.admit("e0"), Admission::Admit);
+        b.started("e0");
+        assert_eq!(
+            b.admit("e1"),
+            Admission::Wait,
+            "the first episode runs alone"
+        );
+        b.finished("e0", &cost(200, 50));
+        // 250 spent, 250 expected each: three more fit, a fourth does not.
+        for k in ["e1", "e2", "e3"] {
+            assert_eq!(b.admit(k), Admission::Admit, "{k}");
+            b.started(k);
+        }
+        assert_eq!(b.admit("e4"), Admission::Wait);
+        for k in ["e1", "e2", "e3"] {
+            b.finished(k, &cost(200, 50));
+        }
+        match b.admit("e4") {
+            Admission::Stop(why) => assert!(why.contains("1000 spent, 0 left"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(b.ledger.spent_tokens, 1000);
+        assert_eq!(b.ledger.limit_tokens, Some(1000));
+    }
+
+    /// A model that spends twice the estimate doubles every later bound.
+    #[test]
+    fn overruns_of_the_estimate_scale_later_bounds() {
+        let mut b = Budget::new(None, Some(900), Prices::default(), Ledger::default());
+        b.expected = (0..5).map(|i| (format!("e{i}"), (0.0, 100))).collect();
+        b.started("e0");
+        b.finished("e0", &cost(150, 50));
+        assert_eq!(b.bound("e1").1, 200, "twice the estimate");
+        for k in ["e1", "e2", "e3"] {
+            // 200 spent + 200 per episode in flight + 200 for this one ≤ 900.
+            assert_eq!(b.admit(k), Admission::Admit, "{k}");
+            b.started(k);
+        }
+        assert_eq!(b.admit("e4"), Admission::Wait, "200 + 3 × 200 + 200 > 900");
+    }
+
+    #[test]
+    fn a_resumed_ledger_continues_within_what_remains() {
+        let prior = Ledger {
+            spent_usd: 0.9,
+            episodes: 3,
+            max_episode_usd: 0.3,
+            ..Ledger::default()
+        };
+        let b = Budget::new(Some(1.0), None, Prices::default(), prior.clone());
+        assert!(matches!(b.admit("x"), Admission::Stop(_)), "0.1 left < 0.3");
+        let mut b = Budget::new(Some(1.5), None, Prices::default(), prior);
+        assert_eq!(b.admit("x"), Admission::Admit);
+        b.started("x");
+        assert_eq!(b.admit("y"), Admission::Admit);
+        b.started("y");
+        assert_eq!(b.admit("z"), Admission::Wait);
+        let unlimited = Budget::new(None, None, Prices::default(), Ledger::default());
+        assert_eq!(unlimited.admit("x"), Admission::Admit);
+    }
+    #[test]
+    fn shard_ledgers_add_up() {
+        let mut a = Ledger::default();
+        a.charge(0.5, 100, false);
+        let mut b = Ledger::default();
+        b.charge(0.25, 300, true);
+        a.add(&b);
+        assert_eq!(
+            (a.spent_tokens, a.episodes, a.max_episode_tokens),
+            (400, 2, 300)
+        );
+        assert!(a.estimated && (a.spent_usd - 0.75).abs() < 1e-12);
+    }
+}
