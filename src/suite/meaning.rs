@@ -404,7 +404,9 @@ fn scale_after(rest: &str) -> (f64, usize) {
     (factor, 1 + word.len())
 }
 
-const UNITS: [&str; 20] = [
+/// Number words below twenty; [`TENS`] from twenty up. The reader parses them and the
+/// perturbation corpus writes them (`perturb::number_words`).
+pub(super) const UNITS: [&str; 20] = [
     "zero",
     "one",
     "two",
@@ -426,7 +428,7 @@ const UNITS: [&str; 20] = [
     "eighteen",
     "nineteen",
 ];
-const TENS: [&str; 8] = [
+pub(super) const TENS: [&str; 8] = [
     "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety",
 ];
 

@@ -9,7 +9,7 @@
 
 use super::facts::{Fact, FactValue, Kind, Reading, format_number, value_spans};
 use super::lexicon::lexicon;
-use super::meaning::fold;
+use super::meaning::{TENS, UNITS, fold};
 use jiff::ToSpan;
 use serde_json::Value;
 
@@ -148,41 +148,16 @@ fn group_thousands(n: f64, thousands: char, decimal: char) -> String {
     }
 }
 
-/// A whole number below a thousand in English words.
+/// A whole number below a thousand in English words, from the words the reader parses.
 pub fn number_words(n: f64) -> Option<String> {
-    const UNITS: [&str; 20] = [
-        "zero",
-        "one",
-        "two",
-        "three",
-        "four",
-        "five",
-        "six",
-        "seven",
-        "eight",
-        "nine",
-        "ten",
-        "eleven",
-        "twelve",
-        "thirteen",
-        "fourteen",
-        "fifteen",
-        "sixteen",
-        "seventeen",
-        "eighteen",
-        "nineteen",
-    ];
-    const TENS: [&str; 10] = [
-        "", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety",
-    ];
     if n.fract() != 0.0 || !(0.0..1000.0).contains(&n) {
         return None;
     }
     let n = n as usize;
     let below_100 = |k: usize| match k {
         0..20 => UNITS[k].to_string(),
-        _ if k.is_multiple_of(10) => TENS[k / 10].to_string(),
-        _ => format!("{}-{}", TENS[k / 10], UNITS[k % 10]),
+        _ if k.is_multiple_of(10) => TENS[k / 10 - 2].to_string(),
+        _ => format!("{}-{}", TENS[k / 10 - 2], UNITS[k % 10]),
     };
     Some(match n {
         0..100 => below_100(n),
