@@ -770,6 +770,7 @@ mod tests {
             version: "0".into(),
             suite_fingerprint: String::new(),
             attack_fingerprint: None,
+            answer_judge: None,
         }
     }
 

@@ -1,6 +1,7 @@
 //! `run`: plan the matrix, run what is not yet recorded, summarise everything recorded.
 
 use super::{CliError, Paths};
+use crate::model::answer_judge::{AnswerJudge, JudgeFormat, UtilityFrom};
 use crate::model::config::{ModelFactory, ModelOptions};
 use crate::model::{Models, tokens::TokenCounter};
 use crate::report::{self, Summary};
@@ -104,6 +105,30 @@ pub struct RunArgs {
     /// provider, path, alias or tool format, e.g. `openai:org/X@local+prompted` → `X`).
     #[arg(long, value_name = "NAME")]
     pub attack_model_name: Option<String>,
+    /// Grade every answer with this model too (`openai:<model>` or a named endpoint; never
+    /// `sim`): records keep its verdict beside the checks' and the summary shows how far
+    /// they agree (docs/answer-judge.md).
+    #[arg(long, value_name = "MODEL", help_heading = "Answer judge")]
+    pub answer_judge: Option<String>,
+    /// How the answer judge is asked for JSON: `schema` (response_format json_schema) or
+    /// `plain` (for servers without it); either way the reply is parsed strictly.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "schema",
+        help_heading = "Answer judge"
+    )]
+    pub answer_judge_format: JudgeFormat,
+    /// Which verdict the utility columns count: `checks` (deterministic), `judge` (the
+    /// answer judge for the answer, the checks for the rest) or `both` (both must hold);
+    /// rows not counted by the checks alone say so beside the model.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "checks",
+        help_heading = "Answer judge"
+    )]
+    pub utility_from: UtilityFrom,
     /// Endpoint, generation, cache/replay, embedder and price settings.
     #[command(flatten)]
     pub model_options: ModelOptions,
@@ -151,6 +176,8 @@ pub struct RunReport {
     pub summary: Summary,
     /// `--max-error-rate`, in percent.
     pub max_error_rate: f64,
+    /// The answer judge's agreement with the checks, as Markdown (judged runs only).
+    pub judge_agreement: Option<String>,
 }
 
 impl RunReport {
@@ -300,6 +327,56 @@ pub fn build_models_with(
         embedder,
         tokens: factory.tokens(),
     })
+}
+
+/// The answer judge of `--answer-judge`, with its own request fields; `--utility-from`
+/// other than `checks` needs one.
+pub fn build_answer_judge(
+    factory: &ModelFactory,
+    spec: Option<&str>,
+    format: JudgeFormat,
+    utility_from: UtilityFrom,
+) -> Result<Option<Arc<AnswerJudge>>, CliError> {
+    let Some(spec) = spec else {
+        if utility_from != UtilityFrom::Checks {
+            return Err(CliError::bad_input(format!(
+                "--utility-from {} needs --answer-judge MODEL",
+                utility_from.as_str()
+            )));
+        }
+        return Ok(None);
+    };
+    let body = match format {
+        JudgeFormat::Schema => crate::model::answer_judge::response_format()
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+        JudgeFormat::Plain => Default::default(),
+    };
+    let model = factory
+        .chat_with(spec, body)
+        .map_err(|e| CliError::bad_input(format!("--answer-judge: {e}")))?;
+    AnswerJudge::new(model, utility_from, format)
+        .map(|j| Some(Arc::new(j)))
+        .map_err(CliError::bad_input)
+}
+
+/// Writes the answer judge's agreement with the checks (`answer_judge.json`, `.md`) and
+/// returns the Markdown; `None` when no record of the folder was judged.
+fn write_agreement(out: &std::path::Path) -> Result<Option<String>, CliError> {
+    let (records, _) = runner::record::read_records(&out.join(runner::record::EPISODES))
+        .map_err(|e| CliError::failed(format!("reading {}: {e}", out.display())))?;
+    let Some(rep) = crate::aggregate::agreement::agreement(&records) else {
+        return Ok(None);
+    };
+    let md = report::agreement::markdown(&rep);
+    let json = serde_json::to_string_pretty(&rep).expect("agreement serialises");
+    for (name, text) in [("answer_judge.json", json), ("answer_judge.md", md.clone())] {
+        std::fs::write(out.join(name), text).map_err(|e| {
+            CliError::failed(format!("cannot write {}: {e}", out.join(name).display()))
+        })?;
+    }
+    Ok(Some(md))
 }
 
 /// Defense options from the run's flags: the SIEVE config (an explicit file, else
@@ -751,10 +828,25 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
             roles.oracle_labels().join(" / ")
         )));
     }
+    let answer_judge = build_answer_judge(
+        &factory,
+        args.answer_judge.as_deref(),
+        args.answer_judge_format,
+        args.utility_from,
+    )?;
     if let Some(first) = suites.first() {
         preflight(&models, &first.tools.schemas()).await?;
     }
-    let settings = run_settings(&models, &suites, &options, &args);
+    if let Some(j) = &answer_judge {
+        j.model()
+            .preflight(&[])
+            .await
+            .map_err(|e| CliError::failed(format!("answer judge: {e}")))?;
+    }
+    let mut settings = run_settings(&models, &suites, &options, &args);
+    if let Some(j) = &answer_judge {
+        settings.extra.insert("answer_judge".into(), j.identity());
+    }
     let run_id = default_run_id(&args);
     let out = args
         .out
@@ -807,6 +899,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         shard: args.shard,
         retry_errors: !args.keep_errors,
         attack_model_name,
+        answer_judge,
     };
     let result = runner::execute(plan).await;
     let invocation = manifest.invocations.last_mut().expect("pushed above");
@@ -852,11 +945,13 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     summary.set_order(order_now);
     report::write_all(&out, &summary)
         .map_err(|e| CliError::failed(format!("writing summary to {}: {e}", out.display())))?;
+    let judge_agreement = write_agreement(&out)?;
     Ok(RunReport {
         out,
         outcome,
         summary,
         max_error_rate: args.max_error_rate,
+        judge_agreement,
     })
 }
 
@@ -880,6 +975,9 @@ pub fn summary_text(report: &RunReport, options: &report::TextOptions) -> Result
             Ok(main) => text.push_str(&main),
             Err(e) => eprintln!("warning: the main table could not be built: {e}"),
         }
+    }
+    if let Some(a) = &report.judge_agreement {
+        text.push_str(a);
     }
     Ok(text)
 }
