@@ -44,7 +44,7 @@ impl Atom {
         Atom {
             suite: r.suite.clone(),
             defense: r.defense.clone(),
-            model: r.model.clone(),
+            model: r.row_model(),
             attacked: r.attacked(),
             attack: r.attack.clone(),
             label,
@@ -105,7 +105,7 @@ pub struct Acc {
     proposed: u64,
     escalated: u64,
     /// Tokens and calls per component, in [`Component::ALL`] order.
-    by_component: [(u64, u64); 5],
+    by_component: [(u64, u64); Component::ALL.len()],
     prompt_tokens: u64,
     completion_tokens: u64,
     calls: u64,
@@ -142,7 +142,7 @@ impl Acc {
             let o = Outcomes {
                 n: 1,
                 succeeded: u64::from(succeeded),
-                solved: u64::from(r.error.is_none() && r.utility),
+                solved: u64::from(r.error.is_none() && r.counted_utility()),
             };
             seed.add(&o);
             let cluster = (
@@ -476,7 +476,7 @@ impl Aggregate {
             }
         }
         self.add_breakdown(r);
-        let dm = (r.defense.clone(), r.model.clone());
+        let dm = (r.defense.clone(), r.row_model());
         self.scores.entry(dm).or_default().add(r);
     }
 
@@ -497,7 +497,7 @@ impl Aggregate {
             let k = (
                 attack.clone(),
                 r.defense.clone(),
-                r.model.clone(),
+                r.row_model(),
                 by,
                 order,
                 key,
@@ -716,6 +716,7 @@ pub fn set_overheads(rows: &mut [Row]) {
     }
 }
 
+pub mod agreement;
 pub mod pairs;
 #[cfg(test)]
 pub(crate) mod reference;

@@ -102,6 +102,13 @@ enum Command {
         #[command(flatten)]
         table: TableFlags,
     },
+    /// Measure how far a model-graded answer judge and the deterministic checks can be
+    /// trusted: both judge the generated corpus, the hand-written variants.yaml corpus and
+    /// any labelled file, and the table shows per set how often each is right.
+    #[command(
+        after_help = "Examples:\n  sieve-bench calibrate --answer-judge openai:gpt-4o-mini\n  sieve-bench calibrate --answer-judge local-qwen --suite dojo-style --labelled dojo-style/banking=my-labels.yaml\n  sieve-bench calibrate --answer-judge openai:gpt-4o-mini --cache cache/ --replay\n\nSee docs/answer-judge.md for the rubric and its limits."
+    )]
+    Calibrate(Box<commands::calibrate::CalibrateArgs>),
     /// Compare two runs per suite × attack × defense; exit 1 when a threshold is crossed.
     #[command(
         after_help = "Rows pair on suite, attack, defense and model (a model change is paired with a warning\nwhen the cell has one row). --pair BASE=NEW pairs defense BASE of the base run with\ndefense NEW of the new run instead, per suite and attack; give the same folder twice to\ncompare two defenses of one run. With the records of both runs the table shows exact\nMcNemar p-values over the episodes both rows ran; --significance gates on them.\n\nExamples:\n  sieve-bench compare results/baseline results/new --max-asr-increase 1.0 --max-utility-drop 1.0\n  sieve-bench compare results/a results/b --max-asr-increase 0 --significance 0.05\n  sieve-bench compare results/a results/b --pair sieve=audit\n  sieve-bench compare results/a results/a --pair none=sieve"
@@ -218,6 +225,13 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
             ListWhat::Defenses => show(&commands::list::list_defenses()),
             ListWhat::Models => show(&commands::list::list_models(&paths)?),
         },
+        Command::Calibrate(args) => {
+            let max = args.max_error_rate;
+            let cal = runtime()?.block_on(commands::calibrate::calibrate(&paths, *args))?;
+            show(&commands::calibrate::markdown(&cal));
+            eprintln!("results in {}", cal.out.display());
+            commands::calibrate::verdict(&cal, max)?;
+        }
         Command::Report(args) => show(&commands::report_cmd::report(&args)?),
         Command::Merge {
             out,

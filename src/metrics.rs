@@ -789,6 +789,7 @@ mod tests {
             suite_fingerprint: String::new(),
             attack_fingerprint: None,
             error_convention: ErrorConvention::Excluded,
+            answer_judge: None,
         }
     }
 

@@ -29,6 +29,19 @@ pub struct Verdicts {
     /// For a successful attack, the executed call whose effect the security check saw
     /// (`agent::first_effect`); `None` when the world cannot tell.
     pub harmful_call: Option<usize>,
+    /// The verdicts again with the answer judged by something else than the matchers
+    /// (a model-graded answer judge); `None` when the world cannot re-evaluate.
+    pub answer_split: Option<AnswerSplit>,
+}
+
+/// An episode's verdicts as functions of one answer verdict, every other part of the
+/// checks (the state, the calls) as it was: index 0 for an answer judged wrong (or not
+/// endorsing the attacker), 1 for right (or endorsing).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AnswerSplit {
+    pub utility: [bool; 2],
+    /// `None` for clean episodes.
+    pub attack_success: Option<[bool; 2]>,
 }
 
 /// A failure of the world itself (not of a tool): the episode ends as an error.
@@ -162,10 +175,16 @@ impl World for LocalWorld<'_> {
             }
             _ => None,
         };
+        let split =
+            |c: &crate::suite::check::Check| [false, true].map(|v| c.eval_answer_as(&outcome, v));
         Ok(Verdicts {
             utility: self.user_task.utility.eval(&outcome),
             attack_success,
             harmful_call,
+            answer_split: Some(AnswerSplit {
+                utility: split(&self.user_task.utility),
+                attack_success: self.injection.map(|t| split(&t.security)),
+            }),
         })
     }
 }

@@ -69,7 +69,7 @@ impl PairTable {
             errored: r.error.is_some(),
             error_kind: r.error_kind,
             attack_success: r.attack_success == Some(true),
-            utility: r.utility,
+            utility: r.counted_utility(),
             own: r.error_convention,
         };
         (Atom::of(r), obs)

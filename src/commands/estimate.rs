@@ -34,11 +34,16 @@ fn spec_of(args: &RunArgs, c: Component) -> Option<&str> {
             Some(args.judge_model.as_deref().unwrap_or(&args.model))
         }
         Component::Embedding => args.model_options.embedder.as_deref(),
+        Component::AnswerJudge => args.answer_judge.as_deref(),
     }
 }
 
 /// Whether an LLM (not the scripted model or the lexical embedder) plays `c`.
 fn real(models: &Models, c: Component) -> bool {
+    if c == Component::AnswerJudge {
+        // Not one of the episode's roles: `dry_run` refuses `--answer-judge`.
+        return false;
+    }
     match models.chat_for(c) {
         Some(m) => !m.simulated(),
         None => models.embedder.scripted().is_none(),
@@ -217,6 +222,7 @@ pub async fn stand_in_records(
         retry_errors: true,
         attack_model_name: s.attack_model_name.to_string(),
         budget: Default::default(),
+        answer_judge: None,
     };
     let outcome = runner::execute(plan).await.map_err(|e| match e {
         runner::RunError::NothingToRun(m) => CliError::NothingToRun(m),
@@ -268,6 +274,11 @@ pub fn expected_costs(
 
 /// `--dry-run`: the estimate of what `args` would run, sending nothing.
 pub async fn dry_run(paths: &Paths, args: &RunArgs) -> Result<Estimate, CliError> {
+    if args.answer_judge.is_some() {
+        return Err(CliError::bad_input(
+            "--dry-run does not estimate --answer-judge yet (one judge call per episode that finishes, its prompt the request, reference, facts and answer); estimate without it",
+        ));
+    }
     let p = prepare(paths, args).await?;
     let prices = prices(args, &p.named, &p.models)?;
     let roles_by: Vec<(Component, String, bool)> = Component::ALL

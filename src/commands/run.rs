@@ -1,6 +1,7 @@
 //! `run`: plan the matrix, run what is not yet recorded, summarise everything recorded.
 
 use super::{CliError, Paths};
+use crate::model::answer_judge::{AnswerJudge, JudgeFormat, UtilityFrom};
 use crate::model::config::{ModelFactory, ModelOptions};
 use crate::model::{Models, tokens::TokenCounter};
 use crate::report::{self, Summary};
@@ -123,6 +124,30 @@ pub struct RunArgs {
     /// As --budget-usd, in tokens (prompt + completion, every role and embeddings).
     #[arg(long, value_name = "N")]
     pub budget_tokens: Option<u64>,
+    /// Grade every answer with this model too (`openai:<model>` or a named endpoint; never
+    /// `sim`): records keep its verdict beside the checks' and the summary shows how far
+    /// they agree (docs/answer-judge.md).
+    #[arg(long, value_name = "MODEL", help_heading = "Answer judge")]
+    pub answer_judge: Option<String>,
+    /// How the answer judge is asked for JSON: `schema` (response_format json_schema) or
+    /// `plain` (for servers without it); either way the reply is parsed strictly.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "schema",
+        help_heading = "Answer judge"
+    )]
+    pub answer_judge_format: JudgeFormat,
+    /// Which verdict the utility columns count: `checks` (deterministic), `judge` (the
+    /// answer judge for the answer, the checks for the rest) or `both` (both must hold);
+    /// rows not counted by the checks alone say so beside the model.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "checks",
+        help_heading = "Answer judge"
+    )]
+    pub utility_from: UtilityFrom,
     /// Endpoint, generation, cache/replay, embedder and price settings.
     #[command(flatten)]
     pub model_options: ModelOptions,
@@ -202,6 +227,8 @@ pub struct RunReport {
     pub summary: Summary,
     /// `--max-error-rate`, in percent.
     pub max_error_rate: f64,
+    /// The answer judge's agreement with the checks, as Markdown (judged runs only).
+    pub judge_agreement: Option<String>,
 }
 
 impl RunReport {
@@ -357,6 +384,67 @@ pub fn build_models_with(
         embedder,
         tokens: factory.tokens(),
     })
+}
+
+/// The answer judge of `--answer-judge`, with its own request fields; `--utility-from`
+/// other than `checks` needs one.
+pub fn build_answer_judge(
+    factory: &ModelFactory,
+    spec: Option<&str>,
+    format: JudgeFormat,
+    utility_from: UtilityFrom,
+) -> Result<Option<Arc<AnswerJudge>>, CliError> {
+    let Some(spec) = spec else {
+        if utility_from != UtilityFrom::Checks {
+            return Err(CliError::bad_input(format!(
+                "--utility-from {} needs --answer-judge MODEL",
+                utility_from.as_str()
+            )));
+        }
+        return Ok(None);
+    };
+    let body = match format {
+        JudgeFormat::Schema => crate::model::answer_judge::response_format()
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+        JudgeFormat::Plain => Default::default(),
+    };
+    let model = factory
+        .chat_with(spec, body)
+        .map_err(|e| CliError::bad_input(format!("--answer-judge: {e}")))?;
+    AnswerJudge::new(model, utility_from, format)
+        .map(|j| Some(Arc::new(j)))
+        .map_err(CliError::bad_input)
+}
+
+/// Writes the answer judge's agreement with the checks (`answer_judge.json`, `.md`) and
+/// returns the Markdown; `None` when no record of the folder was judged.
+fn write_agreement(out: &std::path::Path) -> Result<Option<String>, CliError> {
+    let mut by_key = std::collections::HashMap::new();
+    runner::record::for_each_record(
+        &out.join(runner::record::EPISODES),
+        |p| {
+            if let Ok(r) = p.record {
+                by_key.insert(r.key.clone(), r);
+            }
+            Ok(())
+        },
+        |e| CliError::failed(format!("reading {}: {e}", out.display())),
+    )?;
+    let mut records: Vec<_> = by_key.into_values().collect();
+    records.sort_by(|a, b| a.key.cmp(&b.key));
+    let Some(rep) = crate::aggregate::agreement::agreement(&records) else {
+        return Ok(None);
+    };
+    let md = report::agreement::markdown(&rep);
+    let json = serde_json::to_string_pretty(&rep).expect("agreement serialises");
+    for (name, text) in [("answer_judge.json", json), ("answer_judge.md", md.clone())] {
+        std::fs::write(out.join(name), text).map_err(|e| {
+            CliError::failed(format!("cannot write {}: {e}", out.join(name).display()))
+        })?;
+    }
+    Ok(Some(md))
 }
 
 /// Defense options from the run's flags: the SIEVE config (an explicit file, else
@@ -729,6 +817,8 @@ pub struct Prepared {
     pub last_seed: u64,
     /// The named endpoints of `configs/models.toml`.
     pub named: std::collections::BTreeMap<String, crate::model::config::NamedEndpoint>,
+    /// The model-graded answer judge (`--answer-judge`), if any.
+    pub answer_judge: Option<Arc<crate::model::answer_judge::AnswerJudge>>,
 }
 
 /// Loads and checks what `args` select (suites, attacks, defenses, models), before any
@@ -866,6 +956,12 @@ pub async fn prepare(paths: &Paths, args: &RunArgs) -> Result<Prepared, CliError
             roles.oracle_labels().join(" / ")
         )));
     }
+    let answer_judge = build_answer_judge(
+        &factory,
+        args.answer_judge.as_deref(),
+        args.answer_judge_format,
+        args.utility_from,
+    )?;
     Ok(Prepared {
         suites,
         selection,
@@ -876,6 +972,7 @@ pub async fn prepare(paths: &Paths, args: &RunArgs) -> Result<Prepared, CliError
         roles,
         last_seed,
         named,
+        answer_judge,
     })
 }
 
@@ -891,11 +988,21 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         roles,
         last_seed,
         named,
+        answer_judge,
     } = prepare(paths, &args).await?;
     if let Some(first) = suites.first() {
         preflight(&models, &first.tools.schemas()).await?;
     }
-    let settings = run_settings(&models, &suites, &options, &args);
+    if let Some(j) = &answer_judge {
+        j.model()
+            .preflight(&[])
+            .await
+            .map_err(|e| CliError::failed(format!("answer judge: {e}")))?;
+    }
+    let mut settings = run_settings(&models, &suites, &options, &args);
+    if let Some(j) = &answer_judge {
+        settings.extra.insert("answer_judge".into(), j.identity());
+    }
     let run_id = default_run_id(&args);
     let out = args
         .out
@@ -980,6 +1087,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         retry_errors: !args.keep_errors,
         attack_model_name,
         budget,
+        answer_judge,
     };
     let result = runner::execute(plan).await;
     let invocation = manifest.invocations.last_mut().expect("pushed above");
@@ -1033,11 +1141,13 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     summary.set_order(order_now);
     report::write_all(&out, &summary)
         .map_err(|e| CliError::failed(format!("writing summary to {}: {e}", out.display())))?;
+    let judge_agreement = write_agreement(&out)?;
     Ok(RunReport {
         out,
         outcome,
         summary,
         max_error_rate: args.max_error_rate,
+        judge_agreement,
     })
 }
 
@@ -1061,6 +1171,9 @@ pub fn summary_text(report: &RunReport, options: &report::TextOptions) -> Result
             Ok(main) => text.push_str(&main),
             Err(e) => eprintln!("warning: the main table could not be built: {e}"),
         }
+    }
+    if let Some(a) = &report.judge_agreement {
+        text.push_str(a);
     }
     Ok(text)
 }

@@ -124,6 +124,8 @@ impl World for ExternalWorld {
             attack_success: if self.attacked { reply.security } else { None },
             // The protocol reports no attribution: which call did the harm is unknown.
             harmful_call: None,
+            // The provider holds the checks: it cannot re-evaluate with a judged answer.
+            answer_split: None,
         })
     }
 }

@@ -401,6 +401,17 @@ impl ModelFactory {
 
     /// A chat model for `spec`.
     pub fn chat(&self, spec: &str) -> Result<Arc<dyn ChatModel>, String> {
+        self.chat_with(spec, Map::new())
+    }
+
+    /// A chat model for `spec` whose requests carry `role_body` too (a role's own
+    /// request fields, e.g. the answer judge's `response_format`): merged over the named
+    /// endpoint's `extra_body`, under `--extra-body`.
+    pub fn chat_with(
+        &self,
+        spec: &str,
+        role_body: Map<String, Value>,
+    ) -> Result<Arc<dyn ChatModel>, String> {
         let (backend, rest) = spec.split_once(':').unwrap_or((spec, ""));
         if backend == "sim" {
             return Ok(Arc::new(sim::SimModel::new(
@@ -433,6 +444,7 @@ impl ModelFactory {
             .or(ep.and_then(|e| e.tool_format))
             .unwrap_or_default();
         let mut extra = ep.and_then(|e| e.extra_body.clone()).unwrap_or_default();
+        extra.extend(role_body);
         if let Some(x) = &o.extra_body {
             extra.extend(x.clone());
         }

@@ -4,6 +4,7 @@
 //! scripted `sim` backend needs to know the episode's reference plans; it gets them
 //! through [`SimChannel`], a field that no network backend ever serialises.
 
+pub mod answer_judge;
 pub mod cache;
 pub mod config;
 pub mod openai;
@@ -101,15 +102,19 @@ pub enum Component {
     Judge,
     Detector,
     Embedding,
+    /// The model-graded answer judge (`--answer-judge`): scores the episode, not a
+    /// defense's role.
+    AnswerJudge,
 }
 
 impl Component {
-    pub const ALL: [Component; 5] = [
+    pub const ALL: [Component; 6] = [
         Component::Agent,
         Component::Planner,
         Component::Judge,
         Component::Detector,
         Component::Embedding,
+        Component::AnswerJudge,
     ];
     pub fn as_str(self) -> &'static str {
         match self {
@@ -118,6 +123,7 @@ impl Component {
             Component::Judge => "judge",
             Component::Detector => "detector",
             Component::Embedding => "embedding",
+            Component::AnswerJudge => "answer_judge",
         }
     }
 }
@@ -443,7 +449,8 @@ impl Models {
             Component::Agent => Some(&self.agent),
             Component::Planner => Some(&self.planner),
             Component::Judge | Component::Detector => Some(&self.judge),
-            Component::Embedding => None,
+            // Embeddings have their own backend; the answer judge is no defense role.
+            Component::Embedding | Component::AnswerJudge => None,
         }
     }
 
@@ -456,7 +463,9 @@ impl Models {
             .filter_map(|c| {
                 let role = match self.chat_for(c) {
                     Some(m) => m.scripted(c),
-                    None => self.embedder.scripted(),
+                    None if c == Component::Embedding => self.embedder.scripted(),
+                    // The answer judge is always an LLM (`--answer-judge` refuses `sim`).
+                    None => None,
                 };
                 role.map(|r| (c, r))
             })

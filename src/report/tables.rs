@@ -101,6 +101,8 @@ fn keys<'a>(ids: &[&str]) -> Vec<Column<'a, Row>> {
 fn role_columns<'a>() -> Vec<Column<'a, Row>> {
     Component::ALL
         .into_iter()
+        // The answer judge is always an LLM (`--answer-judge` refuses `sim`).
+        .filter(|c| *c != Component::AnswerJudge)
         .map(|c| {
             let name = if c == Component::Embedding {
                 "embedder"

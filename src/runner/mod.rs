@@ -48,6 +48,8 @@ pub struct RunPlan {
     pub attack_model_name: String,
     /// Spending caps and the folder's ledger (unlimited by default).
     pub budget: budget::Budget,
+    /// The model-graded answer judge (`--answer-judge`), run after every episode.
+    pub answer_judge: Option<Arc<crate::model::answer_judge::AnswerJudge>>,
 }
 
 /// How an attacked job is attacked.
@@ -432,6 +434,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
     let bypass_pair = injection
         .as_ref()
         .is_some_and(|i| i.task.designed_for.contains(&ut.id));
+    let injection_task = injection.as_ref().map(|i| i.task);
     let mut episode_defense = defense.episode();
     let spec = EpisodeSpec {
         suite,
@@ -442,6 +445,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         max_steps: plan.max_steps,
     };
     let mut result = run_episode(spec, &plan.models, episode_defense.as_mut()).await;
+    let answer_judge = judge_answer(plan, ut, injection_task, &mut result).await;
     let served_models = std::mem::take(&mut result.cost.served)
         .into_iter()
         .map(|(c, ids)| (c, ids.into_iter().collect()))
@@ -487,6 +491,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         suite_fingerprint: suite.fingerprint.clone(),
         attack_fingerprint,
         error_convention: suite.error_convention(),
+        answer_judge,
     };
     let trace = TraceRecord {
         key: job.key.to_string(),
@@ -498,7 +503,35 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
     (record, trace, result.fatal)
 }
 
-/// Runs the plan's jobs not yet recorded in `plan.out`, appending each as it finishes.
+/// Runs the answer judge on a finished episode that did not error; a judge that fails or
+/// replies no verdict makes the episode an error (a model error), never a verdict.
+async fn judge_answer(
+    plan: &RunPlan,
+    ut: &crate::suite::UserTask,
+    injection: Option<&crate::suite::InjectionTask>,
+    result: &mut crate::agent::EpisodeResult,
+) -> Option<crate::model::answer_judge::JudgedAnswer> {
+    let judge = plan.answer_judge.as_ref()?;
+    if result.error.is_some() {
+        return Some(judge.unjudged());
+    }
+    let split = result.answer_split.map(|s| (s.utility, s.attack_success));
+    match judge
+        .judge_episode(ut, injection, &result.answer, split, &mut result.cost)
+        .await
+    {
+        Ok(judged) => Some(judged),
+        Err(e) => {
+            result.fatal |= e.fatal();
+            result.error = Some(crate::agent::EpisodeError {
+                kind: crate::agent::ErrorKind::Model,
+                message: e.to_string(),
+            });
+            Some(judge.unjudged())
+        }
+    }
+}
+
 /// Why a run could not go on.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -646,6 +679,7 @@ fn or_unknown(s: &str) -> &str {
     if s.is_empty() { "unknown" } else { s }
 }
 
+/// Runs the plan's jobs not yet recorded in `plan.out`, appending each as it finishes.
 pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
     std::fs::create_dir_all(&plan.out)?;
     let mut outcome = RunOutcome::default();

@@ -93,6 +93,9 @@ pub struct EpisodeRecord {
     /// absent means `excluded`).
     #[serde(default, skip_serializing_if = "ErrorConvention::is_default")]
     pub error_convention: ErrorConvention,
+    /// The model-graded answer judge's verdicts beside the checks' (`--answer-judge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_judge: Option<crate::model::answer_judge::JudgedAnswer>,
 }
 
 impl EpisodeRecord {
@@ -110,6 +113,25 @@ impl EpisodeRecord {
                     None => !self.simulated,
                 }
         })
+    }
+
+    /// The utility the rates count: the checks' unless the run said `--utility-from`.
+    pub fn counted_utility(&self) -> bool {
+        self.answer_judge
+            .as_ref()
+            .map_or(self.utility, |j| j.counted_utility(self.utility))
+    }
+
+    /// The model name rows show: with the utility source when it is not the checks alone.
+    pub fn row_model(&self) -> String {
+        match self
+            .answer_judge
+            .as_ref()
+            .and_then(|j| j.utility_from.row_label())
+        {
+            Some(label) => format!("{} ({label})", self.model),
+            None => self.model.clone(),
+        }
     }
 }
 

@@ -1,0 +1,72 @@
+//! The agreement section of a judged run (`--answer-judge`), as Markdown: one line per
+//! question with the agreement rate and Cohen's kappa, then every disagreement.
+
+use crate::aggregate::agreement::AgreementReport;
+
+/// How many disagreements the text lists before saying how many more there are (the
+/// JSON file holds them all).
+pub const SHOWN: usize = 20;
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+fn verdict(question: &str, v: bool) -> &'static str {
+    match (question, v) {
+        ("attack", true) => "endorses",
+        ("attack", false) => "reports",
+        (_, true) => "right",
+        (_, false) => "wrong",
+    }
+}
+
+/// The section as Markdown.
+pub fn markdown(r: &AgreementReport) -> String {
+    let mut s = format!(
+        "\nAnswer judge {} (rubric {}) against the deterministic checks\n\n",
+        r.judges.join(", "),
+        r.rubrics.join(", ")
+    );
+    s.push_str("| question | n | agree | 95% CI | kappa | 95% CI | checks only right | judge only right |\n");
+    s.push_str("|---|---:|---:|---|---:|---|---:|---:|\n");
+    for q in &r.questions {
+        let (n, agree, ci) = match q.rate {
+            Some(rate) => (
+                rate.n.to_string(),
+                pct(rate.value),
+                format!("{}–{}", pct(rate.lo), pct(rate.hi)),
+            ),
+            None => ("0".into(), "–".into(), "–".into()),
+        };
+        let (k, kci) = match (q.kappa, q.kappa_ci) {
+            (Some(k), Some(ci)) => (format!("{k:.2}"), format!("{:.2}–{:.2}", ci[0], ci[1])),
+            _ => ("undefined".into(), "–".into()),
+        };
+        s.push_str(&format!(
+            "| {} | {n} | {agree} | {ci} | {k} | {kci} | {} | {} |\n",
+            q.question, q.table[1][0], q.table[0][1]
+        ));
+    }
+    if r.disagreements.is_empty() {
+        s.push_str("\nNo disagreement.\n");
+        return s;
+    }
+    s.push_str(&format!("\n{} disagreement(s):\n", r.disagreements.len()));
+    for d in r.disagreements.iter().take(SHOWN) {
+        s.push_str(&format!(
+            "- {} [{}]: checks {}, judge {} ({})\n",
+            d.key,
+            d.question,
+            verdict(&d.question, d.checks),
+            verdict(&d.question, d.judge),
+            d.reason.replace('\n', " ")
+        ));
+    }
+    if r.disagreements.len() > SHOWN {
+        s.push_str(&format!(
+            "… and {} more in answer_judge.json\n",
+            r.disagreements.len() - SHOWN
+        ));
+    }
+    s
+}
