@@ -33,9 +33,7 @@ def main(version, suites):
             episodes += 1
             for injection_task in suite.injection_tasks.values():
                 injections = attack.attack(user_task, injection_task)
-                suite.run_task_with_pipeline(
-                    GroundTruthPipeline(user_task), user_task, injection_task, injections
-                )
+                suite.run_task_with_pipeline(GroundTruthPipeline(user_task), user_task, injection_task, injections)
                 episodes += 1
     print(json.dumps({"episodes": episodes, "seconds": time.perf_counter() - start}))
 

@@ -41,15 +41,4 @@ for i in $(seq "$runs"); do
     echo "{\"side\": \"agentdojo\", \"episodes\": $n, \"seconds\": $(echo "$s1 - $s0" | bc)}" >> "$out/times"
     tail -1 "$out/times" >&2
 done
-python3 - "$out/times" <<'PY'
-import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-sides = [(("bridge", c), f"sieve-bench bridge ({c} provider process{'es' if c > 1 else ''})")
-         for c in sorted({r["concurrency"] for r in rows if r["side"] == "bridge"})]
-sides.append((("agentdojo", None), "AgentDojo's own ground-truth run (one process)"))
-for (side, c), label in sides:
-    mine = [r for r in rows if r["side"] == side and r.get("concurrency") == c]
-    rates = [r["episodes"] / r["seconds"] for r in mine]
-    sd = statistics.stdev(rates) if len(rates) > 1 else 0.0
-    print(f"{label}: {mine[0]['episodes']} episodes, {statistics.mean(rates):.1f} ± {sd:.1f} episodes/s over {len(rates)} runs")
-PY
+python3 scripts/bench_agentdojo_summary.py "$out/times"

@@ -8,6 +8,7 @@ own keys, so `run` resuming the seed's command finds every planned episode done)
 SEED_RUN's run.json beside them. With K/M, writes only the records whose index is K mod
 M and marks the manifest as shard K of M, so `merge` can join M such folders.
 """
+
 import json
 import os
 import sys

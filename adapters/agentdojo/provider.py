@@ -9,31 +9,63 @@ One process serves one episode at a time; sieve-bench runs a pool of them for co
 Two modes for CI and for checking the adapter by hand: `--self-test` (this project's
 reference plans against the package's own checks) and `--pairs VERSION [WORKERS]
 [--all-orders]` (which attacked pairs doing both tasks can win, one JSON line each).
+The messages are typed in `protocol.py`, beside this file.
 """
 
+from __future__ import annotations
+
+import argparse
 import json
 import sys
 import traceback
+from ast import literal_eval
+from collections.abc import Callable, Iterable
 from importlib.metadata import version as installed_version
 from pathlib import Path
+from typing import IO, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reference_plans  # noqa: E402  (this project's plans, next to this file)
+from protocol import (  # noqa: E402
+    PROTOCOL,
+    AttackRequest,
+    CallDesc,
+    CallReply,
+    CallRequest,
+    DescribeRequest,
+    Description,
+    FinishRequest,
+    Hello,
+    Injections,
+    InjectionTaskDesc,
+    Listing,
+    Started,
+    StartRequest,
+    ToolDesc,
+    UserTaskDesc,
+    VectorDesc,
+    Verdicts,
+)
 
-PROTOCOL = 2  # docs/external-suites.md: every reply echoes its request's `id`
 PACKAGE = "agentdojo"
 
+IMPORT_ERROR: str | None
 try:
     from agentdojo.agent_pipeline.agent_pipeline import load_system_message
     from agentdojo.agent_pipeline.tool_execution import is_string_list, tool_result_to_str
-    from agentdojo.attacks.attack_registry import ATTACKS, load_attack
-    from agentdojo.attacks.base_attacks import DEFAULT_MODEL_NAME, FixedJailbreakAttack
+    from agentdojo.attacks import FixedJailbreakAttack, load_attack
+    from agentdojo.attacks.attack_registry import ATTACKS
+    from agentdojo.attacks.base_attacks import DEFAULT_MODEL_NAME
     from agentdojo.functions_runtime import FunctionCall, FunctionsRuntime
-    from agentdojo.task_suite import load_suites
+    from agentdojo.task_suite import get_suite, get_suites
 except ImportError as missing:  # reported through the protocol, not as a traceback
     IMPORT_ERROR = str(missing)
 else:
     IMPORT_ERROR = None
+
+# The package's benchmark versions. It keeps its table of them private, so they are named
+# here; `versions()` keeps those the installed package has suites for.
+KNOWN_VERSIONS = ("v1", "v1.1", "v1.1.1", "v1.1.2", "v1.2", "v1.2.1", "v1.2.2")
 
 # Tool names that only read: AgentDojo does not classify its tools, while sieve-bench's
 # defenses (read-only whitelists, read auto-approval) need to know. This is our judgment
@@ -45,19 +77,18 @@ READ_PREFIXES = ("get_", "search_", "read_", "list_", "check_")
 # `reserve_*` overwrites it). Also our judgment from the package's tools, stated here so it
 # can be checked; the scripted obedient agent uses it to keep an attacker's setting
 # standing (README, "AgentDojo's own suites").
-REPLACING_TOOLS = {"update_password", "update_user_info", "reserve_hotel", "reserve_restaurant",
-                   "reserve_car_rental"}
+REPLACING_TOOLS = {"update_password", "update_user_info", "reserve_hotel", "reserve_restaurant", "reserve_car_rental"}
 
 
 class ProtocolError(Exception):
     """A request this provider cannot serve; the episode it belongs to fails."""
 
 
-def family_of(benchmark_version):
+def family_of(benchmark_version: str) -> str:
     return f"{PACKAGE}@{benchmark_version}"
 
 
-def split_suite(qualified):
+def split_suite(qualified: str) -> tuple[str, str]:
     """`agentdojo@v1.2.2/banking` -> ("v1.2.2", "banking")."""
     family, _, name = qualified.partition("/")
     package, _, benchmark_version = family.partition("@")
@@ -66,25 +97,24 @@ def split_suite(qualified):
     return benchmark_version, name
 
 
-def versions():
-    # The package keeps its version table private; fall back to the newest we know of.
-    table = getattr(load_suites, "_SUITES", None)
-    return list(table.keys()) if table else ["v1.2.2"]
+def versions() -> list[str]:
+    """The benchmark versions the installed package has suites for."""
+    return [v for v in KNOWN_VERSIONS if get_suites(v)]
 
 
 class StandInPipeline:
     """What AgentDojo's attacks read from a pipeline: only its name, naming the model."""
 
-    def __init__(self, name):
+    def __init__(self, name: str | None) -> None:
         self.name = name
 
 
-def plain(value):
+def plain(value: Any) -> Any:
     """JSON-ready copy of ground-truth arguments (dates and the like become strings)."""
     return json.loads(json.dumps(value, default=str))
 
 
-def calls_of(task, environment):
+def calls_of(task: Any, environment: Any) -> list[CallDesc]:
     return [{"tool": c.function, "args": plain(dict(c.args))} for c in task.ground_truth(environment)]
 
 
@@ -92,7 +122,7 @@ def calls_of(task, environment):
 OUR_PLAN_TAG = "plan:sieve-bench"
 
 
-def injection_plan(suite, task_id, task, environment):
+def injection_plan(suite: Any, task_id: str, task: Any, environment: Any) -> tuple[list[CallDesc], list[str]]:
     """AgentDojo's ground truth; where it is empty, this project's plan (and its tag)."""
     calls = calls_of(task, environment.model_copy(deep=True))
     if calls:
@@ -103,30 +133,43 @@ def injection_plan(suite, task_id, task, environment):
     return plain(ours), [OUR_PLAN_TAG]
 
 
-class Provider:
-    def __init__(self):
-        self.suites = {}
-        self.vector_ids = {}
-        self.candidates = {}
-        self.attacks = {}
-        self.episode = None
+class Episode:
+    """The episode a process holds between `start` and `finish`."""
 
-    def suite(self, qualified):
+    def __init__(self, suite: Any, user_task: Any, injection_task: Any, env: Any) -> None:
+        self.suite = suite
+        self.user_task = user_task
+        self.injection_task = injection_task
+        self.pre = env.model_copy(deep=True)
+        self.env = env
+        self.runtime = FunctionsRuntime(suite.tools)
+        self.trace: list[Any] = []
+
+
+class Provider:
+    def __init__(self) -> None:
+        self.suites: dict[str, Any] = {}
+        self.vector_ids: dict[str, set[str]] = {}
+        self.candidates: dict[tuple[str, str], list[str]] = {}
+        self.attacks: dict[tuple[str, str, str], tuple[Any, str | None]] = {}
+        self.episode: Episode | None = None
+
+    def suite(self, qualified: str) -> Any:
         if qualified not in self.suites:
             benchmark_version, name = split_suite(qualified)
             try:
-                self.suites[qualified] = load_suites.get_suite(benchmark_version, name)
+                self.suites[qualified] = get_suite(benchmark_version, name)
             except Exception as e:
-                raise ProtocolError(f"{PACKAGE} has no suite `{name}` in version `{benchmark_version}`: {e}")
+                raise ProtocolError(f"{PACKAGE} has no suite `{name}` in version `{benchmark_version}`: {e}") from e
         return self.suites[qualified]
 
-    def known_vectors(self, qualified):
+    def known_vectors(self, qualified: str) -> set[str]:
         """The suite's injection vectors (parsed from its YAML once, not per episode)."""
         if qualified not in self.vector_ids:
             self.vector_ids[qualified] = set(self.suite(qualified).get_injection_vector_defaults())
         return self.vector_ids[qualified]
 
-    def vectors_read(self, qualified, user_task):
+    def vectors_read(self, qualified: str, user_task: Any) -> list[str]:
         """The vectors the ground truth reads, found by AgentDojo's own canary run."""
         key = (qualified, user_task.ID)
         if key not in self.candidates:
@@ -137,7 +180,7 @@ class Provider:
                 self.candidates[key] = []  # AgentDojo: "not injectable"
         return self.candidates[key]
 
-    def injectable(self, qualified, user_task):
+    def injectable(self, qualified: str, user_task: Any) -> list[str]:
         """`vectors_read`, failing as the package does for a task nothing injects."""
         found = self.vectors_read(qualified, user_task)
         if not found:
@@ -146,7 +189,7 @@ class Provider:
 
     # ------------------------------------------------------------------ operations
 
-    def hello(self, _req):
+    def hello(self, _req: object) -> Hello:
         return {
             "protocol": PROTOCOL,
             "provider": "sieve-bench agentdojo adapter",
@@ -154,52 +197,54 @@ class Provider:
             "package_version": installed_version(PACKAGE),
         }
 
-    def list(self, _req):
-        out = []
-        for v in versions():
-            for name in load_suites.get_suites(v):
-                out.append(f"{family_of(v)}/{name}")
-        return {"suites": out}
+    def list(self, _req: object) -> Listing:
+        return {"suites": [f"{family_of(v)}/{name}" for v in versions() for name in get_suites(v)]}
 
-    def describe(self, req):
+    def describe(self, req: DescribeRequest) -> Description:
         qualified = req["suite"]
         suite = self.suite(qualified)
         default_env = suite.load_and_inject_default_environment({})
-        tools = []
+        tools: list[ToolDesc] = []
         for fn in suite.tools:
             schema = fn.parameters.model_json_schema()
             schema.pop("title", None)
             schema.setdefault("properties", {})
-            tools.append({
+            tool: ToolDesc = {
                 "name": fn.name,
                 "description": fn.description,
                 "parameters": schema,
                 "kind": "read" if fn.name.startswith(READ_PREFIXES) else "write",
-                **({"replaces": True} if fn.name in REPLACING_TOOLS else {}),
-            })
-        vectors = [{"id": k, "default": v} for k, v in suite.get_injection_vector_defaults().items()]
-        user_tasks = []
+            }
+            if fn.name in REPLACING_TOOLS:
+                tool["replaces"] = True
+            tools.append(tool)
+        vectors: list[VectorDesc] = [{"id": k, "default": v} for k, v in suite.get_injection_vector_defaults().items()]
+        user_tasks: list[UserTaskDesc] = []
         for task_id, task in suite.user_tasks.items():
             env = task.init_environment(default_env.model_copy(deep=True))
-            user_tasks.append({
-                "id": task_id,
-                "prompt": task.PROMPT,
-                "plan": calls_of(task, env),
-                "answer": task.GROUND_TRUTH_OUTPUT,
-                "vectors": self.vectors_read(qualified, task),
-            })
-        injection_tasks = []
+            user_tasks.append(
+                {
+                    "id": task_id,
+                    "prompt": task.PROMPT,
+                    "plan": calls_of(task, env),
+                    "answer": task.GROUND_TRUTH_OUTPUT,
+                    "vectors": self.vectors_read(qualified, task),
+                }
+            )
+        injection_tasks: list[InjectionTaskDesc] = []
         for task_id, task in suite.injection_tasks.items():
             plan, plan_tags = injection_plan(suite, task_id, task, default_env)
-            injection_tasks.append({
-                "id": task_id,
-                "goal": task.GOAL,
-                "plan": plan,
-                "answer": task.GROUND_TRUTH_OUTPUT or None,
-                # AgentDojo weighs every injection task alike; its difficulty goes in the tags.
-                "severity": 1.0,
-                "tags": [f"difficulty:{task.DIFFICULTY.name.lower()}", *plan_tags],
-            })
+            injection_tasks.append(
+                {
+                    "id": task_id,
+                    "goal": task.GOAL,
+                    "plan": plan,
+                    "answer": task.GROUND_TRUTH_OUTPUT or None,
+                    # AgentDojo weighs every injection task alike; its difficulty goes in the tags.
+                    "severity": 1.0,
+                    "tags": [f"difficulty:{task.DIFFICULTY.name.lower()}", *plan_tags],
+                }
+            )
         return {
             "suite": qualified,
             "system_prompt": load_system_message(None),
@@ -213,7 +258,7 @@ class Provider:
             "dos_attacks": [name for name, cls in ATTACKS.items() if getattr(cls, "is_dos_attack", False)],
         }
 
-    def attack(self, req):
+    def attack(self, req: AttackRequest) -> Injections:
         qualified, name, model = req["suite"], req["attack"], req.get("model") or ""
         if name not in ATTACKS:
             raise ProtocolError(f"{PACKAGE} has no attack `{name}`; it has: {', '.join(ATTACKS)}")
@@ -248,15 +293,16 @@ class Provider:
         try:
             injections = attack.attack(user_task, injection_task)
         except ValueError as e:  # not injectable
-            raise ProtocolError(str(e))
+            raise ProtocolError(str(e)) from e
         return {"injections": injections}
 
-    def start(self, req):
+    def start(self, req: StartRequest) -> Started:
         suite = self.suite(req["suite"])
         user_task = suite.get_user_task_by_id(req["user_task"])
         injection_task = None
-        if req.get("injection_task"):
-            injection_task = suite.get_injection_task_by_id(req["injection_task"])
+        injection_task_id = req.get("injection_task")
+        if injection_task_id:
+            injection_task = suite.get_injection_task_by_id(injection_task_id)
         injections = req.get("injections") or {}
         unknown = set(injections) - self.known_vectors(req["suite"])
         if unknown:
@@ -264,58 +310,97 @@ class Provider:
         env = user_task.init_environment(suite.load_and_inject_default_environment(injections))
         # The ground truth of this episode's own environment: where the injected text
         # changes a name the task must use, AgentDojo's ground truth follows it.
-        plans = {"plan": calls_of(user_task, env.model_copy(deep=True))}
-        if injection_task is not None:
-            plans["injection_plan"], _ = injection_plan(suite, req["injection_task"], injection_task, env)
-        self.episode = {
-            "suite": suite,
-            "user_task": user_task,
-            "injection_task": injection_task,
-            "pre": env.model_copy(deep=True),
-            "env": env,
-            "runtime": FunctionsRuntime(suite.tools),
-            "trace": [],
-        }
+        plans: Started = {"plan": calls_of(user_task, env.model_copy(deep=True))}
+        if injection_task_id and injection_task is not None:
+            plans["injection_plan"], _ = injection_plan(suite, injection_task_id, injection_task, env)
+        self.episode = Episode(suite, user_task, injection_task, env)
         return plans
 
-    def current(self):
+    def current(self) -> Episode:
         if self.episode is None:
             raise ProtocolError("no episode started")
         return self.episode
 
-    def call(self, req):
+    def call(self, req: CallRequest) -> CallReply:
         ep = self.current()
         name, args = req["tool"], dict(req.get("arguments") or {})
         # As AgentDojo's tool executor does: a list sent as a string becomes a list.
         for k, v in list(args.items()):
             if isinstance(v, str) and is_string_list(v):
-                from ast import literal_eval
                 args[k] = literal_eval(v)
-        ep["trace"].append(FunctionCall(function=name, args=args, id=req.get("call_id")))
-        result, error = ep["runtime"].run_function(ep["env"], name, args)
+        ep.trace.append(FunctionCall(function=name, args=args, id=req.get("call_id")))
+        result, error = ep.runtime.run_function(ep.env, name, args)
         if error is not None:
             return {"error": error}
         return {"output": tool_result_to_str(result)}
 
-    def finish(self, req):
+    def finish(self, req: FinishRequest) -> Verdicts:
         ep = self.current()
         self.episode = None
         answer = req.get("answer") or ""
-        args = (answer, ep["pre"], ep["env"], ep["trace"])
-        task = ep["user_task"]
+        args = (answer, ep.pre, ep.env, ep.trace)
+        task = ep.user_task
         utility = task.utility_from_traces(*args)
         if utility is None:
-            utility = task.utility(answer, ep["pre"], ep["env"])
+            utility = task.utility(answer, ep.pre, ep.env)
         security = None
-        if ep["injection_task"] is not None:
-            inj = ep["injection_task"]
+        if ep.injection_task is not None:
+            inj = ep.injection_task
             security = inj.security_from_traces(*args)
             if security is None:
-                security = inj.security(answer, ep["pre"], ep["env"])
+                security = inj.security(answer, ep.pre, ep.env)
         return {"utility": bool(utility), "security": None if security is None else bool(security)}
 
+    def handlers(self) -> dict[str, Callable[[Any], Any]]:
+        """Each op's handler: a request's fields (as `protocol.py` types them) to its reply's."""
+        return {
+            "hello": self.hello,
+            "list": self.list,
+            "describe": self.describe,
+            "attack": self.attack,
+            "start": self.start,
+            "call": self.call,
+            "finish": self.finish,
+        }
 
-def security_after(suite, task, calls):
+
+def handle_line(provider: Provider, line: str) -> dict[str, Any]:
+    """One request line to its reply: `ok` and the handler's fields, or `ok: false` and
+    `error`; always the request's `id` (null when the line is no JSON object)."""
+    req: Any = None
+    reply: dict[str, Any]
+    try:
+        req = json.loads(line)
+        if not isinstance(req, dict):
+            raise ProtocolError("a request must be a JSON object")
+        op = req.get("op")
+        if IMPORT_ERROR is not None:
+            raise ProtocolError(f"the `{PACKAGE}` package cannot be imported: {IMPORT_ERROR}")
+        handler = provider.handlers().get(op) if isinstance(op, str) else None
+        if handler is None:
+            raise ProtocolError(f"unknown op `{op}`")
+        reply = {"ok": True, **handler(req)}
+    except ProtocolError as e:
+        reply = {"ok": False, "error": str(e)}
+    except Exception as e:  # a bug in a task or here: the episode fails, the process lives
+        reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+        sys.stderr.write(traceback.format_exc())  # sieve-bench keeps stderr's tail
+        sys.stderr.flush()
+    reply["id"] = req.get("id") if isinstance(req, dict) else None
+    return reply
+
+
+def serve(provider: Provider, lines: Iterable[str], out: IO[str]) -> None:
+    """Answers each non-blank line, one reply line each, flushed."""
+    for line in lines:
+        line = line.strip()
+        if not line:
+            continue
+        out.write(json.dumps(handle_line(provider, line), default=str) + "\n")
+        out.flush()
+
+
+def security_after(suite: Any, task: Any, calls: list[CallDesc]) -> bool:
     """Runs `calls` on the default environment; AgentDojo's verdict on the injection task."""
     env = suite.load_and_inject_default_environment({})
     pre = env.model_copy(deep=True)
@@ -330,35 +415,47 @@ def security_after(suite, task, calls):
     return bool(task.security("", pre, env) if verdict is None else verdict)
 
 
-def self_test():
+def self_test() -> int:
     """Checks this project's reference plans against the package's own security checks:
     on the default environment each plan must trip its check, while doing nothing and
     stopping one call short must not. Returns the number of failures."""
     failures = 0
     for v in versions():
-        for name in load_suites.get_suites(v):
+        for name in get_suites(v):
             if name not in reference_plans.SUITES:
                 continue
-            suite = load_suites.get_suite(v, name)
+            suite = get_suite(v, name)
             default_env = suite.load_and_inject_default_environment({})
             for task_id, task in suite.injection_tasks.items():
                 plan, tags = injection_plan(suite, task_id, task, default_env)
                 if OUR_PLAN_TAG not in tags:
                     continue
+                got: tuple[bool, bool, bool] | str
                 try:
-                    got = (security_after(suite, task, []), security_after(suite, task, plan[:-1]),
-                           security_after(suite, task, plan))
+                    got = (
+                        security_after(suite, task, []),
+                        security_after(suite, task, plan[:-1]),
+                        security_after(suite, task, plan),
+                    )
                 except ProtocolError as e:
                     got = str(e)
                 ok = got == (False, False, True)
                 failures += not ok
-                print(f"{'ok  ' if ok else 'FAIL'} {family_of(v)}/{name} {task_id}: "
-                      f"(nothing, all but the last call, the plan) -> {got}", file=sys.stderr)
+                print(
+                    f"{'ok  ' if ok else 'FAIL'} {family_of(v)}/{name} {task_id}: "
+                    f"(nothing, all but the last call, the plan) -> {got}",
+                    file=sys.stderr,
+                )
     return failures
 
 
-def pair_outcomes(qualified, user_task_id, all_orders=False, attack_name="important_instructions",
-                  model="sim"):
+def pair_outcomes(
+    qualified: str,
+    user_task_id: str,
+    all_orders: bool = False,
+    attack_name: str = "important_instructions",
+    model: str = "sim",
+) -> list[dict[str, Any]]:
     """For each injection task of the suite, with `user_task_id`: does carrying out both
     the user's task and the attacker's goal (each by its plan for the episode's own
     environment) trip AgentDojo's security check, with the goal first or with it last?
@@ -373,19 +470,32 @@ def pair_outcomes(qualified, user_task_id, all_orders=False, attack_name="import
         return []
     rows = []
     for injection_task_id, injection_task in suite.injection_tasks.items():
-        request = {"suite": qualified, "attack": attack_name, "model": model,
-                   "user_task": user_task_id, "injection_task": injection_task_id}
+        request: AttackRequest = {
+            "suite": qualified,
+            "attack": attack_name,
+            "model": model,
+            "user_task": user_task_id,
+            "injection_task": injection_task_id,
+            "vectors": [],
+        }
         injections = provider.attack(request)["injections"]
-        row = {"suite": qualified, "user_task": user_task_id, "injection_task": injection_task_id}
+        row: dict[str, Any] = {"suite": qualified, "user_task": user_task_id, "injection_task": injection_task_id}
         answer = "\n".join(a for a in (user_task.GROUND_TRUTH_OUTPUT, injection_task.GROUND_TRUTH_OUTPUT) if a)
         for order in ("goal_first", "goal_last"):
             if row.get("goal_first") is True and not all_orders:
                 row[order] = None  # won already: the other order is not needed
                 continue
-            plans = provider.start({**request, "injections": injections})
-            user, goal = plans["plan"], plans["injection_plan"]
-            for c in goal + user if order == "goal_first" else user + goal:
-                provider.call({"tool": c["tool"], "arguments": c["args"]})
+            plans = provider.start(
+                {
+                    "suite": qualified,
+                    "user_task": user_task_id,
+                    "injection_task": injection_task_id,
+                    "injections": injections,
+                }
+            )
+            user, goal = plans["plan"], plans.get("injection_plan", [])
+            for i, c in enumerate(goal + user if order == "goal_first" else user + goal):
+                provider.call({"call_id": str(i), "tool": c["tool"], "arguments": c["args"]})
             try:
                 row[order] = provider.finish({"answer": answer})["security"]
             except Exception as e:  # the package's own check failed on this state
@@ -395,71 +505,61 @@ def pair_outcomes(qualified, user_task_id, all_orders=False, attack_name="import
     return rows
 
 
-def _pair_outcomes_job(job):
+def _pair_outcomes_job(job: tuple[str, str, bool]) -> list[dict[str, Any]]:
     return pair_outcomes(*job)
 
 
-def print_pairs(benchmark_version, workers, all_orders):
+def print_pairs(benchmark_version: str, workers: int, all_orders: bool) -> None:
     """`--pairs`: one JSON line per attacked pair of every suite of the version, with
     `pair_outcomes`' two verdicts (the package's `important_instructions` attack)."""
     jobs = []
-    for name in load_suites.get_suites(benchmark_version):
-        suite = load_suites.get_suite(benchmark_version, name)
+    for name in get_suites(benchmark_version):
+        suite = get_suite(benchmark_version, name)
         jobs += [(f"{family_of(benchmark_version)}/{name}", uid, all_orders) for uid in suite.user_tasks]
     import multiprocessing
+
     with multiprocessing.get_context("fork").Pool(workers) as pool:
         for rows in pool.imap(_pair_outcomes_job, jobs):
             for row in rows:
                 print(json.dumps(row))
 
 
-def main():
-    if sys.argv[1:2] == ["--pairs"]:
-        # --pairs VERSION [WORKERS] [--all-orders]
-        args = [a for a in sys.argv[2:] if a != "--all-orders"]
-        if len(args) not in (1, 2) or not all(a.isdigit() for a in args[1:]):
-            sys.exit("usage: provider.py --pairs VERSION [WORKERS] [--all-orders]")
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Serves the installed agentdojo package's suites to sieve-bench "
+        "(JSON lines on stdin/stdout, docs/external-suites.md) when run without a mode."
+    )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--self-test", action="store_true", help="check this project's reference plans against the package's own checks"
+    )
+    mode.add_argument(
+        "--pairs",
+        metavar="VERSION",
+        help="print which attacked pairs of the benchmark version doing both tasks can win",
+    )
+    parser.add_argument("workers", nargs="?", type=int, default=2, help="with --pairs: worker processes (default 2)")
+    parser.add_argument(
+        "--all-orders", action="store_true", help="with --pairs: try the second order even where the first won"
+    )
+    args = parser.parse_args(argv)
+    if args.pairs is None and (args.all_orders or args.workers != 2):
+        parser.error("WORKERS and --all-orders go with --pairs")
+    if args.workers < 1:
+        parser.error("WORKERS must be at least 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    if args.pairs is not None or args.self_test:
         if IMPORT_ERROR is not None:
             sys.exit(f"the `{PACKAGE}` package cannot be imported: {IMPORT_ERROR}")
-        print_pairs(args[0], int(args[1]) if len(args) == 2 else 2, "--all-orders" in sys.argv)
+        if args.self_test:
+            sys.exit(1 if self_test() else 0)
+        print_pairs(args.pairs, args.workers, args.all_orders)
         return
-    if sys.argv[1:] == ["--self-test"]:
-        if IMPORT_ERROR is not None:
-            sys.exit(f"the `{PACKAGE}` package cannot be imported: {IMPORT_ERROR}")
-        sys.exit(1 if self_test() else 0)
-    provider = Provider()
-    out = sys.stdout
-    for line in sys.stdin:
-        line = line.strip()
-        if not line:
-            continue
-        req = None
-        try:
-            req = json.loads(line)
-            op = req.get("op")
-            if IMPORT_ERROR is not None:
-                raise ProtocolError(f"the `{PACKAGE}` package cannot be imported: {IMPORT_ERROR}")
-            handler = {
-                "hello": provider.hello,
-                "list": provider.list,
-                "describe": provider.describe,
-                "attack": provider.attack,
-                "start": provider.start,
-                "call": provider.call,
-                "finish": provider.finish,
-            }.get(op)
-            if handler is None:
-                raise ProtocolError(f"unknown op `{op}`")
-            reply = {"ok": True, **handler(req)}
-        except ProtocolError as e:
-            reply = {"ok": False, "error": str(e)}
-        except Exception as e:  # a bug in a task or here: the episode fails, the process lives
-            reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
-            sys.stderr.write(traceback.format_exc())  # sieve-bench keeps stderr's tail
-            sys.stderr.flush()
-        reply["id"] = req.get("id") if isinstance(req, dict) else None
-        out.write(json.dumps(reply, default=str) + "\n")
-        out.flush()
+    serve(Provider(), sys.stdin, sys.stdout)
 
 
 if __name__ == "__main__":

@@ -102,9 +102,7 @@ def _task_8(env, _task):
 
 
 def _task_9(env, task):
-    return _exfiltrate_unread(env, then_delete_unread=True) + [
-        _self_note(env, task._EMAIL_SUBJECT, task._EMAIL_BODY)
-    ]
+    return _exfiltrate_unread(env, then_delete_unread=True) + [_self_note(env, task._EMAIL_SUBJECT, task._EMAIL_BODY)]
 
 
 def _task_10(env, _task):
