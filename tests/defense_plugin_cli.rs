@@ -1,5 +1,6 @@
 //! `--defense exec:<command>`: a plugin process decides, and a broken plugin costs only
-//! the episodes it breaks.
+//! the episodes it breaks. The plugins are Python scripts: without `python3` these tests
+//! skip (unless SIEVE_BENCH_REQUIRE_TOOLS is set).
 
 mod common;
 use common::*;
@@ -43,6 +44,9 @@ fn episodes(tmp: &Path, defense: &str, timeout: &str, code: i32) -> Vec<Value> {
 
 #[test]
 fn a_well_behaved_plugin_blocks_a_call_and_flags_injected_outputs() {
+    if !tool_present("python3") {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let defense = format!(
         "{} --block-tool send_money",
@@ -84,6 +88,9 @@ fn assert_every_episode_errors(eps: &[Value], needle: &str) {
 
 #[test]
 fn a_crashing_plugin_errors_its_episodes_and_the_run_goes_on() {
+    if !tool_present("python3") {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let eps = episodes(
         tmp.path(),
@@ -103,6 +110,9 @@ fn a_crashing_plugin_errors_its_episodes_and_the_run_goes_on() {
 
 #[test]
 fn a_hanging_plugin_times_out_on_its_episodes() {
+    if !tool_present("python3") {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let eps = episodes(
         tmp.path(),
@@ -115,6 +125,9 @@ fn a_hanging_plugin_times_out_on_its_episodes() {
 
 #[test]
 fn a_malformed_plugin_reply_errors_its_episodes() {
+    if !tool_present("python3") {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let eps = episodes(
         tmp.path(),
@@ -151,6 +164,9 @@ fn outcomes(eps: &[Value]) -> std::collections::BTreeMap<(String, String), (Valu
 /// scripted agent follows it exactly as without a defense, episode by episode.
 #[test]
 fn a_plugin_that_only_marks_or_respaces_outputs_scores_as_none() {
+    if !tool_present("python3") {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let slice = |dir: &str, defense: &str| {
         let out = tmp.path().join(dir);
@@ -205,6 +221,9 @@ fn misbehaving(how: &str) -> String {
 
 #[test]
 fn a_stray_reply_line_errors_its_episodes_instead_of_answering_the_next_hook() {
+    if !tool_present("python3") {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let eps = episodes(tmp.path(), &misbehaving("extra-line"), "60", 3);
     assert_every_episode_errors(&eps, "a stray or repeated line");
@@ -218,6 +237,9 @@ fn a_stray_reply_line_errors_its_episodes_instead_of_answering_the_next_hook() {
 
 #[test]
 fn a_reply_over_the_size_cap_errors_its_episodes() {
+    if !tool_present("python3") {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     let mut c = bench(tmp.path());
@@ -256,6 +278,9 @@ fn a_reply_over_the_size_cap_errors_its_episodes() {
 
 #[test]
 fn what_a_plugin_starts_ends_with_its_episode() {
+    if !tool_present("python3") {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let pids = tmp.path().join("pids");
     std::fs::create_dir(&pids).unwrap();
@@ -295,6 +320,9 @@ fn gone(pid: &str) -> bool {
 
 #[test]
 fn usage_a_meter_cannot_hold_is_an_error_not_a_wrapped_count() {
+    if !tool_present("python3") {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let eps = episodes(tmp.path(), &misbehaving("usage"), "60", 3);
     assert_every_episode_errors(&eps, "usage.prompt_tokens is 9223372036854775808");
@@ -302,6 +330,9 @@ fn usage_a_meter_cannot_hold_is_an_error_not_a_wrapped_count() {
 
 #[test]
 fn a_protocol_1_plugin_is_told_what_changed() {
+    if !tool_present("python3") {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let eps = episodes(tmp.path(), &misbehaving("v1"), "60", 3);
     assert_every_episode_errors(&eps, "protocol version 1; this harness speaks 2");
@@ -325,6 +356,9 @@ fn plugin_timeouts_outside_their_range_are_refused() {
 /// in every form (and so does one interrupted with Ctrl-C, see run_cli).
 #[test]
 fn a_stopped_run_marks_its_summary_partial() {
+    if !tool_present("python3") {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     bench(tmp.path())
