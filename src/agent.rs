@@ -139,6 +139,14 @@ pub struct CallRecord {
     pub ok: Option<bool>,
 }
 
+/// Calls that reached the defense: an unknown tool or unparsable arguments never did.
+pub fn proposed_calls(calls: &[CallRecord]) -> u64 {
+    calls
+        .iter()
+        .filter(|c| c.decision != Decision::Invalid)
+        .count() as u64
+}
+
 /// What happened in an episode.
 #[derive(Clone, Debug)]
 pub struct EpisodeResult {
@@ -650,7 +658,10 @@ mod tests {
             tool_texts[3]
         );
         assert_eq!(r.calls[0].decision, Decision::Invalid);
+        assert_eq!(r.calls[1].decision, Decision::Invalid);
         assert_eq!(r.calls[2].ok, Some(false));
+        // The two invalid calls never reached the defense: Esc % does not count them.
+        assert_eq!(proposed_calls(&r.calls), r.calls.len() as u64 - 2);
         assert_eq!(r.cost.get(Component::Agent).calls, 5);
     }
 

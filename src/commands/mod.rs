@@ -43,6 +43,9 @@ pub enum CliError {
     /// Ctrl-C: finished episodes are kept; rerunning resumes.
     #[error("interrupted; rerun the same command to resume")]
     Interrupted,
+    /// An episode panicked: a bug in the harness. Episodes recorded before it are kept.
+    #[error("{0}")]
+    Panicked(String),
 }
 
 /// Exit code for bad input (malformed suite, unknown name, bad flag value).
@@ -66,6 +69,7 @@ impl CliError {
             CliError::NothingToRun(_) => 4,
             CliError::Locked(_) => 5,
             CliError::BudgetSpent(_) => 6,
+            CliError::Panicked(_) => 7,
             CliError::Interrupted => 130,
         }
     }
@@ -78,6 +82,8 @@ pub struct Paths {
     pub suites: PathBuf,
     pub attacks: PathBuf,
     pub configs: PathBuf,
+    /// Where `run` keeps the proofs of sound suites (`suite::proof_cache`); `None`: off.
+    pub proofs: Option<PathBuf>,
 }
 
 impl Paths {
@@ -91,6 +97,7 @@ impl Paths {
             suites: suites.unwrap_or_else(|| home.join("suites")),
             attacks: attacks.unwrap_or_else(|| home.join("attacks")),
             configs: home.join("configs"),
+            proofs: crate::suite::proof_cache::default_dir(),
         }
     }
 

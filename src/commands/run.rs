@@ -538,6 +538,31 @@ async fn preflight(models: &Models, tools: &[crate::model::ToolSchema]) -> Resul
         .map_err(|e| CliError::failed(format!("embedder: {e}")))
 }
 
+/// The hash of the defenses' configuration (the resolved SIEVE config and `--weights`)
+/// in its serialised form, which a field added with `skip_serializing_if` at its
+/// default leaves as it was (see `SieveConfig`).
+fn defense_config(options: &crate::defense::BuildOptions) -> String {
+    let form = serde_json::json!({
+        "sieve": options.sieve_config.as_deref(),
+        "weights": options.weights,
+    });
+    short_hash(form.to_string().as_bytes())
+}
+
+/// What folders recorded before [`defense_config`] hold instead: the hash of the
+/// configuration's `Debug` text. Only read, to recognise such a folder as recorded with
+/// this very configuration (see `open_manifest`).
+fn defense_config_as_debug_text(options: &crate::defense::BuildOptions) -> String {
+    let mut text = String::new();
+    if let Some(c) = &options.sieve_config {
+        let mut c = (**c).clone();
+        c.source.clear();
+        text.push_str(&format!("{c:?}"));
+    }
+    text.push_str(&format!("|weights={:?}", options.weights));
+    short_hash(text.as_bytes())
+}
+
 /// The settings of this invocation that decide outcomes (see `runner::identity`).
 fn run_settings(
     models: &Models,
@@ -545,16 +570,7 @@ fn run_settings(
     options: &crate::defense::BuildOptions,
     args: &RunArgs,
 ) -> RunSettings {
-    let defense_config = {
-        let mut text = String::new();
-        if let Some(c) = &options.sieve_config {
-            let mut c = (**c).clone();
-            c.source.clear();
-            text.push_str(&format!("{c:?}"));
-        }
-        text.push_str(&format!("|weights={:?}", options.weights));
-        short_hash(text.as_bytes())
-    };
+    let defense_config = defense_config(options);
     RunSettings {
         harness_version: env!("CARGO_PKG_VERSION").to_string(),
         agent: models.agent.identity(),
@@ -664,6 +680,7 @@ fn open_manifest(
     out: &std::path::Path,
     run_id: &str,
     settings: RunSettings,
+    defense_config_before: &str,
     roles: &Roles,
     models: &Models,
     args: &RunArgs,
@@ -704,6 +721,11 @@ fn open_manifest(
     let price = args.model_options.price_per_mtok.map(|(i, o)| [i, o]);
     match recorded {
         Some(mut m) => {
+            // A folder recorded before the identity hashed the serialised configuration
+            // holds the hash of its `Debug` text: the same configuration, so the same run.
+            if m.settings.defense_config == defense_config_before {
+                m.settings.defense_config = settings.defense_config.clone();
+            }
             let changes: Vec<String> = settings
                 .changes_from(&m.settings)
                 .iter()
@@ -850,13 +872,22 @@ pub async fn prepare(paths: &Paths, args: &RunArgs) -> Result<Prepared, CliError
             u64::MAX
         )));
     };
+    // Its tables are built in the background while the suites load.
+    let tokens = Arc::new(TokenCounter::new().map_err(CliError::bad_input)?);
     let suites = super::load_selected(paths, &args.suite, args.concurrency).await?;
+    let build = paths
+        .proofs
+        .is_some()
+        .then(crate::suite::proof_cache::build_id)
+        .flatten();
     let problems: Vec<String> = suites
         .iter()
         // An external suite's tasks are proved by its provider (and by the oracle run).
         .filter(|s| s.external.is_none())
         .flat_map(|s| {
-            crate::suite::validate::validate(s)
+            // Proved once per suite fingerprint and build (see `suite::proof_cache`).
+            crate::suite::proof_cache::prove(s, paths.proofs.as_deref(), build.as_deref())
+                .0
                 .into_iter()
                 .map(move |p| format!("{}/{p}", s.dir.display()))
         })
@@ -926,7 +957,6 @@ pub async fn prepare(paths: &Paths, args: &RunArgs) -> Result<Prepared, CliError
         }
     }
     let named = crate::model::config::load_named(&paths.configs).map_err(CliError::bad_input)?;
-    let tokens = Arc::new(TokenCounter::new().map_err(CliError::bad_input)?);
     let factory = ModelFactory::new(args.model_options.clone(), named.clone(), tokens)
         .map_err(CliError::bad_input)?;
     let models = build_models_with(
@@ -1038,7 +1068,15 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     if args.fresh {
         clear_folder(&out)?;
     }
-    let mut manifest = open_manifest(&out, &run_id, settings, &roles, &models, &args)?;
+    let mut manifest = open_manifest(
+        &out,
+        &run_id,
+        settings,
+        &defense_config_as_debug_text(&options),
+        &roles,
+        &models,
+        &args,
+    )?;
     let suites: Vec<Arc<crate::suite::Suite>> = suites.into_iter().map(Arc::new).collect();
     let mut budget = runner::budget::Budget::new(
         args.budget_usd,
@@ -1119,6 +1157,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     let outcome = result.map_err(|e| match e {
         runner::RunError::Stale(m) => CliError::bad_input(m),
         runner::RunError::NothingToRun(m) => CliError::NothingToRun(m),
+        e @ runner::RunError::Panicked { .. } => CliError::Panicked(e.to_string()),
         runner::RunError::Io(e) => {
             CliError::failed(format!("writing results to {}: {e}", out.display()))
         }
@@ -1193,6 +1232,37 @@ fn main_table(out: &std::path::Path, options: &report::TextOptions) -> Result<St
 mod tests {
     use super::*;
     use clap::Parser;
+
+    #[test]
+    fn the_committed_baseline_is_recognised_under_either_identity_of_its_config() {
+        // results/baseline was recorded with the built-in SIEVE config and no --weights,
+        // before or after the identity hashed a serialised form: either way it resumes.
+        let home = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let paths = Paths::resolve(None, None, Some(home.clone()));
+        let options = defense_options(&paths, None, None).unwrap();
+        let m = match runner::manifest::read(&home.join("results/baseline")) {
+            runner::manifest::Found::Manifest(m) => m,
+            _ => panic!("results/baseline/run.json is unreadable"),
+        };
+        let (now, before) = (
+            defense_config(&options),
+            defense_config_as_debug_text(&options),
+        );
+        assert_ne!(now, before);
+        assert!(
+            [&now, &before].contains(&&m.settings.defense_config),
+            "recorded {}, now {now}, as Debug text {before}",
+            m.settings.defense_config
+        );
+        // The note a config carries about its origin is no part of it.
+        let mut moved = (**options.sieve_config.as_ref().unwrap()).clone();
+        moved.source = "elsewhere.toml".into();
+        let elsewhere = crate::defense::BuildOptions {
+            sieve_config: Some(std::sync::Arc::new(moved)),
+            ..Default::default()
+        };
+        assert_eq!(defense_config(&elsewhere), now);
+    }
 
     #[derive(Parser)]
     struct Cli {

@@ -51,7 +51,8 @@ struct WireEmbedding {
 pub fn parse_embeddings(body: &Value, n: usize) -> Result<Vec<Vec<f32>>, String> {
     let w: WireEmbeddings = serde_json::from_value(body.clone()).map_err(|e| {
         let mut first = body.to_string();
-        first.truncate(200);
+        // At a character boundary: a byte count can fall inside a character.
+        first.truncate(first.floor_char_boundary(200));
         format!("malformed embeddings reply ({e}), first bytes: {first:?}")
     })?;
     if w.data.len() != n {
@@ -129,5 +130,16 @@ mod tests {
         assert_eq!(v[1], vec![0.0, 1.0]);
         assert!(parse_embeddings(&body, 3).is_err());
         assert!(parse_embeddings(&json!({"oops": 1}), 1).is_err());
+    }
+
+    #[test]
+    fn a_malformed_reply_is_quoted_without_cutting_a_character() {
+        // The quoted text is `{"oops":"` (9 bytes), the padding, then 3-byte `€`s: some
+        // of these paddings put byte 200 inside a `€`.
+        for pad in 185..195 {
+            let body = json!({"oops": format!("{}€€€", "a".repeat(pad))});
+            let e = parse_embeddings(&body, 1).unwrap_err();
+            assert!(e.starts_with("malformed embeddings reply"), "{e}");
+        }
     }
 }

@@ -3,11 +3,15 @@
 //!
 //! Each distinct text is tokenised once per run and remembered, so a long matrix of
 //! episodes that share tool outputs and system prompts pays for each text once.
+//!
+//! Building the BPE tables takes a good part of a scripted run's start, so
+//! [`TokenCounter::new`] starts it on a thread of its own and the first count waits for
+//! it: the tables are built while the run loads its suites.
 
 use super::{Message, ToolSchema};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use tiktoken_rs::CoreBPE;
 
 /// Per-message framing tokens in OpenAI's chat format.
@@ -17,7 +21,10 @@ const REPLY_PRIMER: u64 = 3;
 
 /// A tokenizer with a memo of texts already counted.
 pub struct TokenCounter {
-    bpe: CoreBPE,
+    /// The tables, once built.
+    bpe: OnceLock<CoreBPE>,
+    /// The thread building them, until the first count takes its result.
+    loading: Mutex<Option<std::thread::JoinHandle<CoreBPE>>>,
     memo: Mutex<HashMap<u64, u64>>,
 }
 
@@ -36,10 +43,32 @@ fn key(text: &str) -> u64 {
 }
 
 impl TokenCounter {
+    /// Starts building the tables in the background. They come from data compiled into
+    /// the binary, so building them cannot fail on one machine and not another; a
+    /// thread that cannot be started is the error here.
     pub fn new() -> Result<Self, String> {
+        let loading = std::thread::Builder::new()
+            .name("tokenizer".into())
+            .spawn(|| tiktoken_rs::cl100k_base().expect("cl100k_base tables compiled in"))
+            .map_err(|e| format!("cannot load tokenizer: {e}"))?;
         Ok(TokenCounter {
-            bpe: tiktoken_rs::cl100k_base().map_err(|e| format!("cannot load tokenizer: {e}"))?,
+            bpe: OnceLock::new(),
+            loading: Mutex::new(Some(loading)),
             memo: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn bpe(&self) -> &CoreBPE {
+        self.bpe.get_or_init(|| {
+            let handle = self
+                .loading
+                .lock()
+                .expect("tokenizer loader poisoned")
+                .take()
+                .expect("the tables are built once");
+            handle
+                .join()
+                .expect("building the tokenizer tables panicked")
         })
     }
 
@@ -52,7 +81,7 @@ impl TokenCounter {
         if let Some(n) = self.memo.lock().expect("token memo poisoned").get(&k) {
             return *n;
         }
-        let n = self.bpe.encode_ordinary(text).len() as u64;
+        let n = self.bpe().encode_ordinary(text).len() as u64;
         self.memo.lock().expect("token memo poisoned").insert(k, n);
         n
     }
@@ -89,7 +118,7 @@ impl TokenCounter {
             return *n;
         }
         let text = serde_json::to_string(tools).expect("schemas serialise");
-        let n = self.bpe.encode_ordinary(&text).len() as u64;
+        let n = self.bpe().encode_ordinary(&text).len() as u64;
         self.memo.lock().expect("token memo poisoned").insert(k, n);
         n
     }

@@ -127,14 +127,23 @@ pub fn now() -> String {
     jiff::Timestamp::now().to_string()
 }
 
-/// The git commit of the tree this binary was built from, when that tree is still a git
-/// checkout on this machine.
+/// The git commit this binary was built from (recorded by `build.rs`), or `None` when it
+/// was built outside a git checkout.
 pub fn git_commit() -> Option<String> {
-    let out = std::process::Command::new("git")
-        .args(["-C", env!("CARGO_MANIFEST_DIR"), "rev-parse", "HEAD"])
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    let s = String::from_utf8(out.stdout).ok()?.trim().to_string();
-    (out.status.success() && s.len() == 40).then_some(s)
+    option_env!("SIEVE_BENCH_GIT_COMMIT").map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_commit_is_the_builds_not_the_checkouts() {
+        // Fixed at compile time: a full hash, or nothing outside a git checkout. Nothing
+        // is run at run time, so a checkout moved since the build cannot change it.
+        if let Some(c) = super::git_commit() {
+            assert!(
+                c.len() == 40 && c.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{c}"
+            );
+        }
+    }
 }

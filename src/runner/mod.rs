@@ -472,7 +472,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         steps: result.steps,
         hit_step_limit: result.hit_step_limit,
         stopped_by_defense: result.stopped_by_defense,
-        proposed_calls: result.calls.len() as u64,
+        proposed_calls: crate::agent::proposed_calls(&result.calls),
         blocked: result.blocked,
         asked_user: result.asked_user,
         faked: result.faked,
@@ -544,6 +544,23 @@ pub enum RunError {
     /// The plan selects no episode (filters, shard or seeds leave nothing).
     #[error("{0}")]
     NothingToRun(String),
+    /// An episode panicked: a bug in the harness, not in the episode's data or model.
+    /// Episodes recorded before it are kept; it is not recorded, so a rerun retries it.
+    #[error("episode {key} panicked (a bug in sieve-bench; please report it): {message}")]
+    Panicked { key: String, message: String },
+}
+
+/// The message a panicking task left, for [`RunError::Panicked`].
+fn panic_message(e: tokio::task::JoinError) -> String {
+    if !e.is_panic() {
+        return e.to_string();
+    }
+    let payload = e.into_panic();
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into())
 }
 
 /// Sees the records already in the folder, one at a time: which jobs they finish, and
@@ -733,6 +750,8 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
     let mut budget = plan.budget.clone();
     let shared = Arc::new(Shared { plan, schemas });
     let mut tasks = tokio::task::JoinSet::new();
+    // Each task's job key, to name an episode that panics.
+    let mut in_flight: HashMap<tokio::task::Id, String> = HashMap::new();
     let mut pending = todo.into_iter().peekable();
     let mut stop_launching = false;
     let ctrl_c = tokio::signal::ctrl_c();
@@ -755,15 +774,26 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
             }
             let Some(job) = pending.next() else { break };
             budget.started(&cell);
-            tasks.spawn(run_job(shared.clone(), job));
+            let key = job.key.to_string();
+            let handle = tasks.spawn(run_job(shared.clone(), job));
+            in_flight.insert(handle.id(), key);
         }
         if tasks.is_empty() {
             break;
         }
         tokio::select! {
-            joined = tasks.join_next() => {
+            joined = tasks.join_next_with_id() => {
                 let Some(joined) = joined else { break };
-                let (rec, trace, fatal) = joined.map_err(std::io::Error::other)?;
+                let (rec, trace, fatal) = match joined {
+                    Ok((id, done)) => {
+                        in_flight.remove(&id);
+                        done
+                    }
+                    Err(e) => {
+                        let key = in_flight.remove(&e.id()).unwrap_or_default();
+                        return Err(RunError::Panicked { key, message: panic_message(e) });
+                    }
+                };
                 // Whatever ran was paid for, recorded or not.
                 budget.finished(&budget::cell_key(&rec_key(&rec)), &rec.cost);
                 for (c, ids) in &rec.served_models {
@@ -814,6 +844,25 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_episode_is_its_own_error_naming_the_episode() {
+        let mut set = tokio::task::JoinSet::new();
+        let index = 3;
+        set.spawn(async move {
+            let episodes: [u8; 2] = [0, 1];
+            assert!(index < episodes.len(), "index out of bounds: {index}");
+        });
+        let e = set.join_next().await.unwrap().unwrap_err();
+        let err = RunError::Panicked {
+            key: "s/t|u1|-".into(),
+            message: panic_message(e),
+        };
+        let text = err.to_string();
+        assert!(text.contains("episode s/t|u1|- panicked"), "{text}");
+        assert!(text.contains("index out of bounds"), "{text}");
+        assert!(!text.contains("writing results"), "{text}");
+    }
 
     #[test]
     fn breaker_trips_on_a_run_of_one_cause_only() {

@@ -52,6 +52,8 @@ pub struct EpisodeRecord {
     pub hit_step_limit: bool,
     #[serde(default)]
     pub stopped_by_defense: bool,
+    /// Calls that reached the defense (invalid ones, unknown tool or unparsable
+    /// arguments, are in the trace but not here).
     pub proposed_calls: u64,
     pub blocked: u64,
     pub asked_user: u64,

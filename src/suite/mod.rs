@@ -11,6 +11,7 @@ pub mod facts;
 pub mod lexicon;
 pub mod meaning;
 pub mod perturb;
+pub mod proof_cache;
 pub mod protective;
 pub mod sample_proofs;
 pub mod samples;

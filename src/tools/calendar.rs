@@ -131,41 +131,13 @@ fn clean_addresses(field: &str, list: Vec<String>) -> Result<Vec<String>, ToolEr
     Ok(list)
 }
 
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+/// A checked "YYYY-MM-DD HH:MM" as a calendar date and time.
+fn date_time(t: &str) -> Option<jiff::civil::DateTime> {
+    jiff::civil::DateTime::strptime("%Y-%m-%d %H:%M", t).ok()
 }
 
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
-/// Minutes since the epoch of a checked "YYYY-MM-DD HH:MM".
-fn minutes(t: &str) -> Option<i64> {
-    let num = |r: std::ops::Range<usize>| t.get(r)?.parse::<i64>().ok();
-    let days = days_from_civil(num(0..4)?, num(5..7)?, num(8..10)?);
-    Some(days * 1440 + num(11..13)? * 60 + num(14..16)?)
-}
-
-fn format_minutes(total: i64) -> String {
-    let (y, m, d) = civil_from_days(total.div_euclid(1440));
-    let rest = total.rem_euclid(1440);
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}", rest / 60, rest % 60)
+fn format_date_time(t: jiff::civil::DateTime) -> String {
+    t.strftime("%Y-%m-%d %H:%M").to_string()
 }
 
 fn check_span(start: &str, end: &str) -> Result<(), ToolError> {
@@ -297,12 +269,15 @@ fn reschedule(env: &mut Value, a: Reschedule) -> Result<Value, ToolError> {
         Some(end) => end,
         None => {
             let (s, t) = (field_str(e, "start_time"), field_str(e, "end_time"));
-            let length = match (minutes(s), minutes(t)) {
-                (Some(s), Some(t)) if t > s => t - s,
-                _ => 60,
+            let length = match (date_time(s), date_time(t)) {
+                (Some(s), Some(t)) if t > s => s.duration_until(t),
+                _ => jiff::SignedDuration::from_mins(60),
             };
-            let start = minutes(&a.new_start_time).expect("checked above");
-            format_minutes(start + length)
+            let start = date_time(&a.new_start_time).expect("checked above");
+            start
+                .checked_add(length)
+                .map(format_date_time)
+                .map_err(|e| ToolError::value(format!("`new_start_time`: {e}")))?
         }
     };
     if new_end <= a.new_start_time {
@@ -547,8 +522,11 @@ mod tests {
             "2026-12-31 12:30",
             "2000-03-01 00:01",
         ] {
-            assert_eq!(format_minutes(minutes(t).unwrap()), t);
+            assert_eq!(format_date_time(date_time(t).unwrap()), t);
         }
+        // No calendar rolls a day that does not exist into the next month.
+        assert_eq!(date_time("2026-02-29 10:00"), None);
+        assert_eq!(date_time("2026-02-30 10:00"), None);
     }
 
     #[test]

@@ -360,16 +360,21 @@ pub fn object_at_mut<'a>(
 /// Accepts `YYYY-MM-DD` (the only date format tools take), so a malformed date is a
 /// readable error rather than a silently stored string.
 pub fn check_date(field: &str, date: &str) -> Result<(), ToolError> {
-    let ok = date.len() == 10
-        && date.as_bytes()[4] == b'-'
-        && date.as_bytes()[7] == b'-'
-        && date
-            .chars()
-            .enumerate()
-            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
-        && (1..=12).contains(&date[5..7].parse::<u32>().unwrap_or(0))
-        && (1..=31).contains(&date[8..10].parse::<u32>().unwrap_or(0));
-    if ok {
+    let shaped = date.len() == 10
+        && date.bytes().enumerate().all(|(i, c)| {
+            if i == 4 || i == 7 {
+                c == b'-'
+            } else {
+                c.is_ascii_digit()
+            }
+        });
+    let num = |r: std::ops::Range<usize>| date[r].parse::<i8>().unwrap_or(0);
+    // The calendar decides whether the day exists (2026-02-30 does not).
+    if shaped
+        && date[..4]
+            .parse::<i16>()
+            .is_ok_and(|y| jiff::civil::Date::new(y, num(5..7), num(8..10)).is_ok())
+    {
         Ok(())
     } else {
         Err(ToolError::value(format!(
@@ -448,6 +453,17 @@ mod tests {
     fn dates_are_validated() {
         assert!(check_date("d", "2026-03-01").is_ok());
         assert!(check_date("d", "2026-13-01").is_err());
+        assert!(check_date("d", "2024-02-29").is_ok());
+        for no_such_day in [
+            "2026-02-29",
+            "2026-02-30",
+            "2026-04-31",
+            "2026-00-10",
+            "2026-01-00",
+        ] {
+            assert!(check_date("d", no_such_day).is_err(), "{no_such_day}");
+        }
+        assert!(check_datetime("d", "2026-02-30 09:30").is_err());
         assert!(check_date("d", "1.3.2026").is_err());
         assert!(check_datetime("d", "2026-03-01 09:30").is_ok());
         assert!(check_datetime("d", "2026-03-01 9:30").is_err());

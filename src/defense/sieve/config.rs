@@ -14,7 +14,7 @@ use std::path::Path;
 pub const BUILTIN: &str = include_str!("../../../configs/sieve.toml");
 
 /// The four weights of `S_align`.
-#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Weights {
     #[serde(default)]
@@ -309,7 +309,7 @@ struct RawConfig {
 }
 
 /// A resolved variant: everything an episode needs to decide.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Variant {
     pub name: String,
     /// Normalised to sum to 1.
@@ -327,7 +327,7 @@ pub struct Variant {
 }
 
 /// Trust of the content that triggered an action.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct TrustTable {
     pub user: f64,
     pub tool_output: f64,
@@ -342,14 +342,20 @@ impl TrustTable {
 }
 
 /// The whole configuration, resolved.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// A run's identity hashes its serialised form (`defense_config` in `run.json`). A field
+/// added later must leave it unchanged where it holds the value that keeps today's
+/// behaviour (`#[serde(skip_serializing_if = ...)]`, here and in [`Variant`] and
+/// [`TrustTable`]), so folders recorded before it still resume.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct SieveConfig {
     /// In file order; the first is the default (`sieve` with no variant).
     pub variants: Vec<Variant>,
     pub trust: TrustTable,
     /// Per-tool risk overrides; tools not listed use their own default risk.
     pub risk: BTreeMap<String, f64>,
-    /// Where it came from, for notes.
+    /// Where it came from, for notes (not part of a run's identity).
+    #[serde(skip)]
     pub source: String,
 }
 
