@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod model;
 pub mod report;
 pub mod runner;
+pub mod search;
 pub mod suggest;
 pub mod suite;
 pub mod tools;

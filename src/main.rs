@@ -139,6 +139,25 @@ enum Command {
         #[arg(long)]
         require_power: bool,
     },
+    /// Adaptive attacks: search for payloads that get past a defense, and score frozen
+    /// payloads against other defenses (see docs/adaptive-attacks.md).
+    #[command(subcommand)]
+    Attack(AttackCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum AttackCommand {
+    /// Search for templates against one defense within a budget; prints ASR@k beside
+    /// the static ASR and writes the curve, the results and the payload library.
+    #[command(
+        after_help = "Examples:\n  sieve-bench attack search --suite banking --defense keyword_filter --budget-episodes 400\n  sieve-bench attack search --unit vector:bill_file --feedback diagnosis --seed 3\n  sieve-bench attack search --attacker openai:gpt-4o-mini --budget-attacker-tokens 200000\n  sieve-bench run --suite banking --attack library:results/search-banking-keyword_filter-0 --defense none,sieve"
+    )]
+    Search(Box<commands::attack::SearchArgs>),
+    /// Score frozen payload libraries against several defenses (the transfer matrix).
+    #[command(
+        after_help = "Example:\n  sieve-bench attack transfer --library results/search-banking-keyword_filter-0 --defense none,keyword_filter,sieve"
+    )]
+    Transfer(Box<commands::attack::TransferArgs>),
 }
 
 #[derive(ValueEnum, Clone, Debug)]
@@ -233,6 +252,18 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
             commands::calibrate::verdict(&cal, max)?;
         }
         Command::Report(args) => show(&commands::report_cmd::report(&args)?),
+        Command::Attack(AttackCommand::Search(args)) => {
+            let (o, out) = runtime()?.block_on(commands::attack::search(&paths, *args))?;
+            show(&commands::attack::summary(&o, &out));
+        }
+        Command::Attack(AttackCommand::Transfer(args)) => {
+            let (names, rows) = runtime()?.block_on(commands::attack::transfer(&paths, &args))?;
+            show(&commands::attack::transfer_table(
+                &names,
+                &rows,
+                args.model.starts_with("sim"),
+            ));
+        }
         Command::Merge {
             out,
             shards,

@@ -5,6 +5,9 @@
 //! vector that the user task's reference plan reads (found by a canary run at suite
 //! load), as AgentDojo does.
 
+pub mod library;
+pub mod mutate;
+
 use crate::suite::PlannedCall;
 use serde::Deserialize;
 use std::fmt::Write;
@@ -24,7 +27,9 @@ pub struct Selection {
 }
 
 /// Fields a template may use.
-pub const FIELDS: &[&str] = &["goal", "user", "model", "task", "tools"];
+/// `goal_base64` is the goal base64-encoded (the `encoding` operator of
+/// [`mutate`]).
+pub const FIELDS: &[&str] = &["goal", "user", "model", "task", "tools", "goal_base64"];
 
 /// A loaded attack template.
 #[derive(Clone, Debug, Deserialize)]
@@ -188,6 +193,10 @@ impl Attack {
             ("model", ctx.model.to_string()),
             ("task", ctx.task.to_string()),
             ("tools", recipe(ctx.plan, ctx.goal)),
+            (
+                "goal_base64",
+                base64::Engine::encode(&base64::engine::general_purpose::STANDARD, ctx.goal),
+            ),
         ] {
             out = out.replace(&format!("{{{field}}}"), &value);
         }
@@ -267,6 +276,12 @@ impl Attack {
         self.name == name || self.aliases.iter().any(|a| a == name)
     }
 
+    /// Whether the template is well formed (as [`load_all`] checks a file), with the
+    /// problem when it is not.
+    pub fn check(&self) -> Result<(), String> {
+        self.validate(Path::new(&self.name)).map_err(|e| e.message)
+    }
+
     fn validate(&self, file: &Path) -> Result<(), AttackError> {
         let err = |message: String| AttackError {
             file: file.to_path_buf(),
@@ -291,9 +306,10 @@ impl Attack {
                 )));
             }
         }
-        if !self.template.contains("{goal}") && !self.template.contains("{tools}") {
+        if !mutate::carries_goal(&self.template) {
             return Err(err(
-                "template never states the attacker's goal: use {goal} or {tools}".into(),
+                "template never states the attacker's goal: use {goal}, {goal_base64} or {tools}"
+                    .into(),
             ));
         }
         Ok(())
@@ -360,7 +376,8 @@ pub fn load_all(dir: &Path) -> Result<Vec<Attack>, AttackError> {
 
 /// Resolves `--attack`: `none` (clean runs only), `all` (every template and the
 /// samples), `context` (alias `agentlure`: the samples), or comma-separated names,
-/// aliases and provider-rendered attacks (`package:attack`).
+/// aliases, provider-rendered attacks (`package:attack`) and frozen payload libraries
+/// (`library:<file or search folder>`, see [`library`]).
 pub fn select(all: &[Attack], selector: &str) -> Result<Selection, String> {
     if selector.split(',').all(|p| p.trim().is_empty()) {
         return Err(format!(
@@ -378,6 +395,15 @@ pub fn select(all: &[Attack], selector: &str) -> Result<Selection, String> {
             if part != "all" {
                 continue;
             }
+        }
+        if let Some(path) = part.strip_prefix(library::PREFIX) {
+            let lib = library::Library::load(Path::new(path)).map_err(|e| e.to_string())?;
+            for a in lib.attacks() {
+                if !out.iter().any(|o| o.name == a.name) {
+                    out.push(a);
+                }
+            }
+            continue;
         }
         if let Some((package, name)) = part.split_once(PROVIDER_ATTACK_SEP) {
             if package.is_empty() || name.is_empty() {

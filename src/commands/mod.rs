@@ -2,6 +2,7 @@
 //! tests can call them directly.
 
 pub mod ablate;
+pub mod attack;
 pub mod calibrate;
 pub mod check_suites;
 pub mod estimate;

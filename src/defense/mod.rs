@@ -9,6 +9,7 @@ pub mod audit;
 pub mod drift;
 pub mod dual_llm;
 pub mod ipiguard;
+pub mod keyword_filter;
 pub mod melon;
 pub mod none;
 pub mod pi_detector;
@@ -294,6 +295,11 @@ fn build_pi_detector(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defens
     pi_detector::shared(v)
 }
 
+fn build_keyword_filter(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+    no_variant("keyword_filter", v)?;
+    Ok(Arc::new(keyword_filter::KeywordFilter))
+}
+
 fn build_plan_then_execute(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
     no_variant("plan_then_execute", v)?;
     Ok(Arc::new(plan_then_execute::PlanThenExecute))
@@ -406,6 +412,15 @@ pub const REGISTRY: &[Entry] = &[
         sim_caveat: None,
         in_all: true,
         build: build_pi_detector,
+    },
+    Entry {
+        name: "keyword_filter",
+        variants: "",
+        mechanism: "a tool output holding a framing phrase or tag of the stock attack templates is replaced by a notice (the target of `attack search`)",
+        source: "this project: a text filter fitted to attacks/*.yaml, for adaptive-attack evidence",
+        sim_caveat: None,
+        in_all: false,
+        build: build_keyword_filter,
     },
     Entry {
         name: "plan_then_execute",

@@ -1,0 +1,442 @@
+//! `sieve-bench attack search` and `attack transfer`: the adaptive attack search of
+//! [`crate::search`] and the transfer matrix of its frozen payloads.
+//! See docs/adaptive-attacks.md.
+
+use super::{CliError, Paths};
+use crate::attack::library::Library;
+use crate::model::config::{ModelFactory, ModelOptions};
+use crate::model::tokens::TokenCounter;
+use crate::search::attacker::Proposer;
+use crate::search::score::Victim;
+use crate::search::{Feedback, Outcomes, SearchError, Settings, Unit};
+use std::fmt::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The scripted attacker's name on the command line.
+pub const SIM_ATTACKER: &str = "sim-attacker";
+
+/// `attack search`'s flags.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SearchArgs {
+    /// One suite (a name or `family/suite`).
+    #[arg(long, default_value = "banking")]
+    pub suite: String,
+    /// The defense searched against (see `list defenses`).
+    #[arg(long, default_value = "keyword_filter")]
+    pub defense: String,
+    /// The victim agent's model.
+    #[arg(long, default_value = "sim:obedient")]
+    pub model: String,
+    /// Model for defenses' planners (default: --model).
+    #[arg(long)]
+    pub planner_model: Option<String>,
+    /// Model for defenses' judges (default: --model).
+    #[arg(long)]
+    pub judge_model: Option<String>,
+    /// Who proposes templates: `sim-attacker` (scripted mutation grammar) or a model
+    /// (`openai:<model>`, a named endpoint).
+    #[arg(long, default_value = SIM_ATTACKER)]
+    pub attacker: String,
+    /// The optimisation unit: `pair:<user task>,<injection task>`, `vector:<id>`, or
+    /// `universal[:<held-out share>]` (held-out ASR is the headline).
+    #[arg(long, default_value = "universal")]
+    pub unit: String,
+    /// The feedback tier.
+    #[arg(long, value_enum, default_value = "binary")]
+    pub feedback: Feedback,
+    /// Victim episodes the search may run (the seeds' included; held-out scoring apart).
+    #[arg(long, default_value_t = 400)]
+    pub budget_episodes: usize,
+    /// Attacker tokens the search may spend (0: no cap).
+    #[arg(long, default_value_t = 0)]
+    pub budget_attacker_tokens: u64,
+    /// The search's seed (attacker, parent draws, held-out split) and the episodes' seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// The stock templates that seed the search (an `--attack` selector).
+    #[arg(long, default_value = "all")]
+    pub seeds_from: String,
+    /// Only these user task ids (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub user_tasks: Option<Vec<String>>,
+    /// Only these injection task ids (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub injection_tasks: Option<Vec<String>>,
+    /// Cap on agent model turns per episode.
+    #[arg(long, default_value_t = 30)]
+    pub max_steps: usize,
+    /// The search's folder (default: results/search-<suite>-<defense>-<seed>/). Rerunning
+    /// the same command there resumes.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub model_options: ModelOptions,
+}
+
+/// `attack transfer`'s flags.
+#[derive(clap::Args, Debug, Clone)]
+pub struct TransferArgs {
+    /// Payload libraries (a search folder or a library.json), comma-separated.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub library: Vec<PathBuf>,
+    /// Defenses to score them against, comma-separated.
+    #[arg(long, default_value = "none,keyword_filter")]
+    pub defense: String,
+    /// The suite (default: the first library's).
+    #[arg(long)]
+    pub suite: Option<String>,
+    #[arg(long, default_value = "sim:obedient")]
+    pub model: String,
+    #[arg(long, value_delimiter = ',')]
+    pub user_tasks: Option<Vec<String>>,
+    #[arg(long, value_delimiter = ',')]
+    pub injection_tasks: Option<Vec<String>>,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[arg(long, default_value_t = 30)]
+    pub max_steps: usize,
+    /// Also write the matrix as CSV here.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    #[command(flatten)]
+    pub model_options: ModelOptions,
+}
+
+fn search_error(e: SearchError) -> CliError {
+    match e {
+        SearchError::BadInput(m) => CliError::bad_input(m),
+        SearchError::Failed(m) => CliError::failed(m),
+    }
+}
+
+/// The victim and the factory its models came from.
+async fn victim_parts(
+    paths: &Paths,
+    suite: &str,
+    options: &ModelOptions,
+    model: &str,
+    planner: Option<&str>,
+    judge: Option<&str>,
+) -> Result<(crate::suite::Suite, crate::model::Models, ModelFactory), CliError> {
+    let mut suites = super::load_selected(paths, suite, 1).await?;
+    if suites.len() != 1 {
+        return Err(CliError::bad_input(format!(
+            "--suite `{suite}` selects {} suites; a search runs on one",
+            suites.len()
+        )));
+    }
+    let named = crate::model::config::load_named(&paths.configs).map_err(CliError::bad_input)?;
+    let tokens = Arc::new(TokenCounter::new().map_err(CliError::bad_input)?);
+    let factory = ModelFactory::new(options.clone(), named, tokens).map_err(CliError::bad_input)?;
+    let models = super::run::build_models_with(&factory, model, planner, judge)?;
+    Ok((suites.remove(0), models, factory))
+}
+
+/// Runs (or resumes) a search.
+pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Outcomes, PathBuf), CliError> {
+    if args.max_steps == 0 {
+        return Err(CliError::bad_input("--max-steps must be at least 1"));
+    }
+    let unit = Unit::parse(&args.unit).map_err(CliError::bad_input)?;
+    let (suite, models, factory) = victim_parts(
+        paths,
+        &args.suite,
+        &args.model_options,
+        &args.model,
+        args.planner_model.as_deref(),
+        args.judge_model.as_deref(),
+    )
+    .await?;
+    let options = super::run::defense_options(paths, None, None)?;
+    let defense =
+        crate::defense::build_with(&args.defense, &options).map_err(CliError::bad_input)?;
+    let all =
+        crate::attack::load_all(&paths.attacks).map_err(|e| CliError::bad_input(e.to_string()))?;
+    let seeds = crate::attack::select(&all, &args.seeds_from)
+        .map_err(CliError::bad_input)?
+        .templates;
+    if seeds.is_empty() || seeds.iter().any(|a| a.provider_attack.is_some()) {
+        return Err(CliError::bad_input(
+            "--seeds-from must select templates of attacks/ (not `none`, `context` or a provider's attack)",
+        ));
+    }
+    let mut proposer = if args.attacker == SIM_ATTACKER {
+        Proposer::sim(args.seed)
+    } else {
+        Proposer::model(factory.chat(&args.attacker).map_err(CliError::bad_input)?)
+    };
+    let settings = Settings {
+        suite: suite.qualified_name(),
+        defense: defense.name().to_string(),
+        model: models.agent.name().to_string(),
+        attacker: proposer.name(),
+        unit,
+        feedback: args.feedback,
+        budget_episodes: args.budget_episodes,
+        budget_attacker_tokens: args.budget_attacker_tokens,
+        seed: args.seed,
+        seeds_from: seeds
+            .iter()
+            .map(|a| format!("{}@{}", a.name, a.fingerprint()))
+            .collect(),
+        user_tasks: args.user_tasks.clone().unwrap_or_default(),
+        injection_tasks: args.injection_tasks.clone().unwrap_or_default(),
+        max_steps: args.max_steps,
+    };
+    let out = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from("results").join(format!(
+            "search-{}-{}-{}",
+            args.suite.replace('/', "_"),
+            settings.defense.replace([':', '/', '@', '='], "_"),
+            args.seed
+        ))
+    });
+    let victim = Victim {
+        schemas: suite.tools.schemas(),
+        suite: &suite,
+        defense,
+        models: &models,
+        max_steps: args.max_steps,
+        seed: args.seed,
+        attack_model_name: crate::attack::plain_model_name(models.agent.name()),
+    };
+    let outcomes = crate::search::search(&victim, settings, &seeds, &mut proposer, &out)
+        .await
+        .map_err(search_error)?;
+    Ok((outcomes, out))
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+/// The terminal summary: the run's identity, ASR@k beside the static ASR, the headline
+/// and the payloads' diversity.
+pub fn summary(o: &Outcomes, out: &std::path::Path) -> String {
+    let mut s = String::new();
+    let label = if o.simulated { "SIMULATED — " } else { "" };
+    let _ = writeln!(
+        s,
+        "{label}adaptive search: attacker {} vs {} + {} on {} ({} dev cells{}), unit {}, feedback {}, seed {}",
+        o.settings.attacker,
+        o.settings.model,
+        o.settings.defense,
+        o.settings.suite,
+        o.dev_cells,
+        if o.heldout_cells > 0 {
+            format!(", {} held-out", o.heldout_cells)
+        } else {
+            String::new()
+        },
+        o.settings.unit.label(),
+        o.settings.feedback.label(),
+        o.settings.seed
+    );
+    let _ = writeln!(
+        s,
+        "budget: {} episodes{}; used {} episodes, {} attacker queries, {} attacker tokens, {} victim tokens; stopped: {}",
+        o.settings.budget_episodes,
+        if o.settings.budget_attacker_tokens > 0 {
+            format!(", {} attacker tokens", o.settings.budget_attacker_tokens)
+        } else {
+            String::new()
+        },
+        o.episodes,
+        o.queries,
+        o.attacker_tokens,
+        o.victim_tokens,
+        o.stopped_by
+    );
+    let _ = writeln!(s, "\n  k  episodes  ASR@k (dev)  static  ");
+    let mut last = f64::NAN;
+    for (i, p) in o.curve.iter().enumerate() {
+        if p.asr != last || i + 1 == o.curve.len() {
+            let bar = "#".repeat((p.asr * 30.0).round() as usize);
+            let _ = writeln!(
+                s,
+                "{:>3}  {:>8}  {:>11}  {:>6}  {bar}",
+                p.k,
+                p.episodes,
+                pct(p.asr),
+                pct(p.static_asr)
+            );
+            last = p.asr;
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\nstatic ASR (best stock template): {}  ->  adaptive: {}  (dev cells)",
+        pct(o.static_asr),
+        pct(o.best_asr)
+    );
+    if let (Some(st), Some(ad)) = (o.heldout_static_asr, o.heldout_asr) {
+        let _ = writeln!(
+            s,
+            "held-out (headline): static {}  ->  adaptive {}  ({} cells, {} episodes)",
+            pct(st),
+            pct(ad),
+            o.heldout_cells,
+            o.heldout_episodes
+        );
+    }
+    let d = &o.diversity;
+    let _ = writeln!(
+        s,
+        "payloads: {} scored, {} distinct, operator families: {}, mean edit distance {:.2}",
+        d.payloads,
+        d.distinct,
+        if d.families.is_empty() {
+            "-".to_string()
+        } else {
+            d.families.join(", ")
+        },
+        d.mean_edit_distance
+    );
+    let _ = writeln!(
+        s,
+        "best payload: lib-{}; results in {}",
+        o.best,
+        out.display()
+    );
+    s
+}
+
+/// One row of the transfer matrix.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TransferRow {
+    pub payload: String,
+    pub found_against: String,
+    pub asr: Vec<f64>,
+}
+
+/// The transfer matrix: each library's payloads (rows) scored against each defense.
+pub async fn transfer(
+    paths: &Paths,
+    args: &TransferArgs,
+) -> Result<(Vec<String>, Vec<TransferRow>), CliError> {
+    let libs: Vec<Library> = args
+        .library
+        .iter()
+        .map(|p| Library::load(p).map_err(|e| CliError::bad_input(e.to_string())))
+        .collect::<Result<_, _>>()?;
+    let suite_name = match &args.suite {
+        Some(s) => s.clone(),
+        None => libs[0].entries[0].target.suite.clone(),
+    };
+    let (suite, models, _) = victim_parts(
+        paths,
+        &suite_name,
+        &args.model_options,
+        &args.model,
+        None,
+        None,
+    )
+    .await?;
+    let options = super::run::defense_options(paths, None, None)?;
+    let settings = Settings {
+        suite: suite.qualified_name(),
+        defense: String::new(),
+        model: models.agent.name().to_string(),
+        attacker: String::new(),
+        unit: Unit::Vector {
+            vector: String::new(),
+        },
+        feedback: Feedback::Binary,
+        budget_episodes: 0,
+        budget_attacker_tokens: 0,
+        seed: args.seed,
+        seeds_from: Vec::new(),
+        user_tasks: args.user_tasks.clone().unwrap_or_default(),
+        injection_tasks: args.injection_tasks.clone().unwrap_or_default(),
+        max_steps: args.max_steps,
+    };
+    let mut defenses = Vec::new();
+    let mut names = Vec::new();
+    for d in crate::defense::expand(&args.defense) {
+        let built = crate::defense::build_with(&d, &options).map_err(CliError::bad_input)?;
+        names.push(built.name().to_string());
+        defenses.push(built);
+    }
+    let cells = crate::search::all_cells(&suite, &settings);
+    if cells.is_empty() {
+        return Err(CliError::bad_input(
+            "the selection leaves no cell to score: check --user-tasks and --injection-tasks",
+        ));
+    }
+    let mut rows: Vec<TransferRow> = libs
+        .iter()
+        .flat_map(|l| {
+            l.entries.iter().map(|e| TransferRow {
+                payload: e.attack_name(),
+                found_against: e.target.defense.clone(),
+                asr: Vec::new(),
+            })
+        })
+        .collect();
+    for d in defenses {
+        let victim = Victim {
+            schemas: suite.tools.schemas(),
+            suite: &suite,
+            defense: d,
+            models: &models,
+            max_steps: args.max_steps,
+            seed: args.seed,
+            attack_model_name: crate::attack::plain_model_name(models.agent.name()),
+        };
+        let mut i = 0;
+        for l in &libs {
+            for asr in crate::search::score_library(&victim, l, &cells).await {
+                rows[i].asr.push(asr);
+                i += 1;
+            }
+        }
+    }
+    if let Some(path) = &args.csv {
+        write_transfer_csv(path, &names, &rows)
+            .map_err(|e| CliError::failed(format!("{}: {e}", path.display())))?;
+    }
+    Ok((names, rows))
+}
+
+fn write_transfer_csv(
+    path: &std::path::Path,
+    names: &[String],
+    rows: &[TransferRow],
+) -> std::io::Result<()> {
+    let mut w = csv::Writer::from_path(path)?;
+    let mut head = vec!["payload".to_string(), "found_against".to_string()];
+    head.extend(names.iter().cloned());
+    w.write_record(&head)?;
+    for r in rows {
+        let mut rec = vec![r.payload.clone(), r.found_against.clone()];
+        rec.extend(r.asr.iter().map(|a| format!("{a:.4}")));
+        w.write_record(&rec)?;
+    }
+    w.flush()
+}
+
+/// The transfer matrix as text.
+pub fn transfer_table(names: &[String], rows: &[TransferRow], simulated: bool) -> String {
+    let mut s = String::new();
+    if simulated {
+        s.push_str("SIMULATED — ");
+    }
+    let _ = writeln!(
+        s,
+        "transfer: ASR of each frozen payload (rows) against each defense (columns)\n"
+    );
+    let _ = write!(s, "{:<22} {:<16}", "payload", "found against");
+    for n in names {
+        let _ = write!(s, " {n:>14}");
+    }
+    s.push('\n');
+    for r in rows {
+        let _ = write!(s, "{:<22} {:<16}", r.payload, r.found_against);
+        for a in &r.asr {
+            let _ = write!(s, " {:>14}", pct(*a));
+        }
+        s.push('\n');
+    }
+    s
+}

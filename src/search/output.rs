@@ -1,0 +1,185 @@
+//! A search's folder: `search.json` (settings, i.e. identity, and results),
+//! `cells.jsonl` (every scored cell, read back on resume), `asr_at_k.csv` and
+//! `asr_at_k.json` (the curve beside the static ASR), and `library.json` (the frozen
+//! payloads, see [`crate::attack::library`]).
+
+use super::score::CellResult;
+use super::{Cache, Candidate, Outcomes, Scored, SearchError, Settings};
+use crate::attack::library::{self, Library};
+use std::io::Write;
+use std::path::Path;
+
+pub const SETTINGS: &str = "settings.json";
+pub const RESULT: &str = "search.json";
+pub const CELLS: &str = "cells.jsonl";
+pub const CURVE_CSV: &str = "asr_at_k.csv";
+pub const CURVE_JSON: &str = "asr_at_k.json";
+
+/// Appends scored cells to `cells.jsonl`.
+pub struct CellLog {
+    file: std::fs::File,
+}
+
+impl CellLog {
+    pub fn append(&mut self, r: &CellResult) -> std::io::Result<()> {
+        let line = serde_json::to_string(r).expect("cell serialises");
+        writeln!(self.file, "{line}")?;
+        self.file.flush()
+    }
+}
+
+/// Opens (or creates) the folder: refuses one recorded with other settings, and reads
+/// the cells scored before (a torn last line is dropped).
+pub fn open(out: &Path, settings: &Settings) -> Result<(Cache, CellLog), SearchError> {
+    let io = |e: std::io::Error| SearchError::Failed(format!("{}: {e}", out.display()));
+    std::fs::create_dir_all(out).map_err(io)?;
+    let path = out.join(SETTINGS);
+    let text = serde_json::to_string_pretty(settings).expect("settings serialise");
+    if path.exists() {
+        let before = std::fs::read_to_string(&path).map_err(io)?;
+        let recorded: Settings = serde_json::from_str(&before).map_err(|e| {
+            SearchError::BadInput(format!(
+                "{}: unreadable search settings: {e}",
+                path.display()
+            ))
+        })?;
+        if &recorded != settings {
+            return Err(SearchError::BadInput(format!(
+                "{} holds a search with other settings (recorded: {}); use another --out",
+                out.display(),
+                serde_json::to_string(&recorded).unwrap_or_default()
+            )));
+        }
+    } else {
+        std::fs::write(&path, text + "\n").map_err(io)?;
+    }
+    let cells = out.join(CELLS);
+    let mut cache = Cache::new();
+    if cells.exists() {
+        let text = std::fs::read_to_string(&cells).map_err(io)?;
+        let mut good = String::new();
+        for line in text.lines() {
+            if let Ok(r) = serde_json::from_str::<CellResult>(line) {
+                good.push_str(line);
+                good.push('\n');
+                cache.insert(
+                    (
+                        r.hash.clone(),
+                        r.user_task.clone(),
+                        r.injection_task.clone(),
+                    ),
+                    r,
+                );
+            }
+        }
+        std::fs::write(&cells, good).map_err(io)?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&cells)
+        .map_err(io)?;
+    Ok((cache, CellLog { file }))
+}
+
+/// The library of every scored template, best first.
+pub fn library(
+    settings: &Settings,
+    pool: &[(Candidate, Scored)],
+    best: usize,
+    heldout_asr: Option<f64>,
+    heldout_cells: usize,
+    simulated: bool,
+) -> Library {
+    let target = library::Target {
+        suite: settings.suite.clone(),
+        defense: settings.defense.clone(),
+        model: settings.model.clone(),
+        unit: settings.unit.label(),
+        feedback: settings.feedback.label().into(),
+        attacker: settings.attacker.clone(),
+    };
+    let mut order: Vec<usize> = (0..pool.len()).collect();
+    order.sort_by(|&a, &b| {
+        (a != best)
+            .cmp(&(b != best))
+            .then(pool[b].1.asr.total_cmp(&pool[a].1.asr))
+            .then(pool[a].1.query.cmp(&pool[b].1.query))
+    });
+    let mut lib = Library {
+        name: format!(
+            "{}-{}-{}",
+            settings.suite.replace('/', "_"),
+            settings.defense.replace([':', '/'], "_"),
+            settings.seed
+        ),
+        simulated,
+        entries: Vec::new(),
+    };
+    for i in order {
+        let (c, s) = &pool[i];
+        lib.insert(library::Entry {
+            hash: c.hash(),
+            template: c.template.clone(),
+            ops: c.ops.clone(),
+            target: target.clone(),
+            scores: library::Scores {
+                dev_asr: s.asr,
+                dev_cells: s.outcomes.len(),
+                heldout_asr: if i == best { heldout_asr } else { None },
+                heldout_cells: if i == best { heldout_cells } else { 0 },
+                query: s.query,
+            },
+        });
+    }
+    lib
+}
+
+/// Writes the results, the curve and the library.
+pub fn write(out: &Path, o: &Outcomes, lib: &Library) -> std::io::Result<()> {
+    std::fs::write(
+        out.join(RESULT),
+        serde_json::to_string_pretty(o).expect("outcomes serialise") + "\n",
+    )?;
+    std::fs::write(
+        out.join(CURVE_JSON),
+        serde_json::to_string_pretty(&serde_json::json!({
+            "simulated": o.simulated,
+            "suite": o.settings.suite,
+            "defense": o.settings.defense,
+            "model": o.settings.model,
+            "attacker": o.settings.attacker,
+            "unit": o.settings.unit.label(),
+            "feedback": o.settings.feedback.label(),
+            "static_asr": o.static_asr,
+            "heldout_static_asr": o.heldout_static_asr,
+            "heldout_asr": o.heldout_asr,
+            "points": o.curve,
+        }))
+        .expect("curve serialises")
+            + "\n",
+    )?;
+    let mut w = csv::Writer::from_path(out.join(CURVE_CSV))?;
+    w.write_record([
+        "k",
+        "episodes",
+        "attacker_tokens",
+        "asr",
+        "static_asr",
+        "best",
+        "simulated",
+    ])?;
+    for p in &o.curve {
+        w.write_record([
+            p.k.to_string(),
+            p.episodes.to_string(),
+            p.attacker_tokens.to_string(),
+            format!("{:.4}", p.asr),
+            format!("{:.4}", p.static_asr),
+            p.best.clone(),
+            o.simulated.to_string(),
+        ])?;
+    }
+    w.flush()?;
+    lib.save(&out.join(library::FILE))
+}
