@@ -40,7 +40,7 @@ struct Cli {
 enum Command {
     /// Run episodes and print the summary table. Rerunning the same command resumes.
     #[command(
-        after_help = "Examples:\n  sieve-bench run --suite banking --attack important --defense none,sieve\n  sieve-bench run --suite all --attack all --defense none,sieve --seeds 3\n  sieve-bench run --suite slack --model openai:gpt-4o-mini --judge-model sim:oracle\n  sieve-bench run --suite all --shard 0/4 --out results/shard-0   (then `merge`)\n  sieve-bench run ... --wide | --columns asr,ua,w_asr,eds\n\nModels (--model, --planner-model, --judge-model): sim:obedient, sim:oracle, sim:p=<x>,\nsim:...,judge_error=<x>, openai:<model> (any OpenAI-compatible endpoint), or a named\nendpoint from configs/models.toml (see `list models`).\nDefenses (--defense): none, audit, sieve, sieve:<variant> (see `list defenses`)."
+        after_help = "Examples:\n  sieve-bench run --suite banking --attack important --defense none,sieve\n  sieve-bench run --suite all --attack all --defense none,sieve --seeds 3\n  sieve-bench run --suite slack --defense sieve --model openai:gpt-4o-mini --planner-model openai:gpt-4o-mini --judge-model openai:gpt-4o-mini\n  sieve-bench run --suite all --shard 0/4 --out results/shard-0   (then `merge`)\n  sieve-bench run ... --wide | --columns asr,ua,w_asr,eds\n\nModels (--model, --planner-model, --judge-model): sim:obedient, sim:oracle, sim:p=<x>,\nsim:...,varied, sim:...,judge_auc=<x>, openai:<model> (any OpenAI-compatible endpoint), or a named\nendpoint from configs/models.toml (see `list models`).\nDefenses (--defense): none, audit, sieve, sieve:<variant> (see `list defenses`)."
     )]
     Run {
         #[command(flatten)]
@@ -53,7 +53,13 @@ enum Command {
     #[command(
         after_help = "Examples:\n  sieve-bench ablate --suite all --attack important\n  sieve-bench ablate --suite banking --variants no-causal,layer1-only"
     )]
-    Ablate(Box<AblateArgs>),
+    #[command(mut_arg("defense", |a| a.hide(true)), mut_arg("weights", |a| a.hide(true)))]
+    Ablate {
+        #[command(flatten)]
+        args: Box<AblateArgs>,
+        #[command(flatten)]
+        table: TableFlags,
+    },
     /// Prove every suite sound: reference plans solve their tasks, checks can fail,
     /// every user task is injectable. Exits 2 on any problem.
     #[command(
@@ -109,7 +115,8 @@ enum Command {
         after_help = "Examples:\n  sieve-bench calibrate --answer-judge openai:gpt-4o-mini\n  sieve-bench calibrate --answer-judge local-qwen --suite dojo-style --labelled dojo-style/banking=my-labels.yaml\n  sieve-bench calibrate --answer-judge openai:gpt-4o-mini --cache cache/ --replay\n\nSee docs/answer-judge.md for the rubric and its limits."
     )]
     Calibrate(Box<commands::calibrate::CalibrateArgs>),
-    /// Compare two runs per suite × attack × defense; exit 1 when a threshold is crossed.
+    /// Compare two runs per suite × attack × defense. With a threshold it gates: exit 1
+    /// when a row crosses one or is missing from the new run; without, it only compares.
     #[command(
         after_help = "Rows pair on suite, attack, defense and model (a model change is paired with a warning\nwhen the cell has one row). --pair BASE=NEW pairs defense BASE of the base run with\ndefense NEW of the new run instead, per suite and attack; give the same folder twice to\ncompare two defenses of one run. With the records of both runs the table shows exact\nMcNemar p-values over the episodes both rows ran; --significance gates on them.\n\nExamples:\n  sieve-bench compare results/baseline results/new --max-asr-increase 1.0 --max-utility-drop 1.0\n  sieve-bench compare results/a results/b --max-asr-increase 0 --significance 0.05\n  sieve-bench compare results/a results/b --pair sieve=audit\n  sieve-bench compare results/a results/a --pair none=sieve"
     )]
@@ -138,6 +145,8 @@ enum Command {
         /// power (see "How many episodes a gate needs" in docs/real-model-runs.md).
         #[arg(long)]
         require_power: bool,
+        #[command(flatten)]
+        table: TableFlags,
     },
     /// Adaptive attacks: search for payloads that get past a defense, and score frozen
     /// payloads against other defenses (see docs/adaptive-attacks.md).
@@ -213,7 +222,7 @@ fn finish(report: &commands::run::RunReport) -> Result<(), CliError> {
     report.verdict()
 }
 
-fn ablate_command(paths: &Paths, args: AblateArgs) -> Result<(), CliError> {
+fn ablate_command(paths: &Paths, args: AblateArgs, table: &TableFlags) -> Result<(), CliError> {
     if args.run.dry_run {
         return dry_run(
             paths,
@@ -223,7 +232,10 @@ fn ablate_command(paths: &Paths, args: AblateArgs) -> Result<(), CliError> {
     let quiet = args.run.quiet;
     let report = runtime()?.block_on(commands::ablate::ablate(paths, args))?;
     if !quiet {
-        show(&commands::ablate::table(&report.ablation));
+        show(
+            &commands::ablate::table(&report.ablation, &table.options())
+                .map_err(CliError::bad_input)?,
+        );
     }
     finish(&report.run)
 }
@@ -232,7 +244,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
     let paths = Paths::resolve(cli.suites_dir, cli.attacks_dir, cli.home);
     match cli.command {
         Command::Run { args, table } => run_command(&paths, *args, &table)?,
-        Command::Ablate(a) => ablate_command(&paths, *a)?,
+        Command::Ablate { args, table } => ablate_command(&paths, *args, &table)?,
         Command::CheckSuites { suite } => {
             show(&commands::check_suites::check_suites(&paths, &suite)?);
         }
@@ -284,8 +296,9 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
             significance,
             pair,
             require_power,
+            table,
         } => {
-            let (text, failed) = commands::report_cmd::compare(
+            let (text, failure) = commands::report_cmd::compare_fitted(
                 &base,
                 &new,
                 Thresholds {
@@ -295,12 +308,11 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
                     require_power,
                 },
                 &pair,
+                &table.options(),
             )?;
             show(&text);
-            if failed {
-                return Err(CliError::Regression(
-                    "compare: a threshold was crossed".into(),
-                ));
+            if let Some(why) = failure {
+                return Err(CliError::Regression(why));
             }
         }
     }

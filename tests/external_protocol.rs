@@ -391,9 +391,21 @@ fn agentdojo_suites_count_errors_as_agentdojo_does_unless_told_otherwise() {
         .arg(&excluded);
     let err = c.assert().code(2).get_output().stderr.clone();
     assert!(String::from_utf8_lossy(&err).contains("errors_as"));
-    // `compare` will not gate one convention against the other.
+    // `compare` warns that the conventions differ, and will not gate one against the
+    // other.
     let mut c = bench(tmp.path());
     c.arg("compare").arg(&excluded).arg(&default);
+    let text = c.assert().success().get_output().stdout.clone();
+    assert!(
+        String::from_utf8_lossy(&text).contains("warning: "),
+        "{}",
+        String::from_utf8_lossy(&text)
+    );
+    let mut c = bench(tmp.path());
+    c.arg("compare")
+        .arg(&excluded)
+        .arg(&default)
+        .args(["--max-asr-increase", "100"]);
     let text = c.assert().failure().get_output().stdout.clone();
     assert!(
         String::from_utf8_lossy(&text).contains("errors counted differently"),

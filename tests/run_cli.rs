@@ -233,6 +233,39 @@ fn compare_exit_codes_gate_on_asr_and_utility() {
         .args(["--max-asr-increase", "100"])
         .assert()
         .code(0);
+    // Without a threshold the same runs are compared, not gated.
+    bench(tmp.path())
+        .arg("compare")
+        .arg(&oracle)
+        .arg(&obedient)
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("+100.0"))
+        .stdout(predicate::str::contains("compared only"));
+    // A row the new run lacks is named as missing, not as a crossed threshold.
+    let partial = tmp.path().join("partial");
+    run(
+        tmp.path(),
+        &partial,
+        &[
+            "--suite",
+            "banking",
+            "--attack",
+            "important",
+            "--defense",
+            "sieve",
+        ],
+    );
+    bench(tmp.path())
+        .arg("compare")
+        .arg(&obedient)
+        .arg(&partial)
+        .args(["--max-asr-increase", "100", "--width", "100"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("missing from the new run"))
+        .stderr(predicate::str::contains("missing from the new run"))
+        .stderr(predicate::str::contains("threshold").not());
     // Not a run directory: bad input.
     bench(tmp.path())
         .arg("compare")

@@ -8,6 +8,9 @@
 use super::run::{RunArgs, RunReport, run};
 use super::{CliError, Paths};
 use crate::metrics::Row;
+use crate::report::columns::{Better, Column, Grid, Show, Value};
+use crate::report::formats;
+use crate::report::text::TextOptions;
 use serde::Serialize;
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -136,9 +139,9 @@ pub struct Ablation {
 }
 
 const FOOTNOTES: &[&str] = &[
-    "One row per defense on the same episodes; (±x) = difference from `sieve` (the full variant), in percentage points for rates.",
+    "One row per defense on the same episodes; Δ = difference from `sieve` (the full variant), in percentage points for rates; p = exact McNemar p-value of the ASR difference (sign test over clusters of repeats).",
     "Esc % = proposed calls sent to the judge / proposed calls. Judge, Tok and Calls are per episode (clean and attacked).",
-    "Err = errored episodes / all episodes (outside the rates; `!` = above --max-error-rate). Δ ASR vs sieve: paired difference over the same episodes with its 95% interval (cluster-robust) and the exact McNemar p-value (sign test over clusters of repeats).",
+    "Err = errored episodes / all episodes (outside the rates; `!` = above --max-error-rate). Δ ASR [95%]: the paired difference's interval over the same episodes (cluster-robust).",
     "Succ L1/Adj/Unchk = successful attacks whose harmful call (the one whose effect the security check saw) passed layer 1 (provenance bypass) / was approved by the adjudicator / no call did it. Rows <attack>+provenance_bypass hold the tasks written to defeat SIEVE, left out of the headline rows; Bypass = successes / episodes on the pairs those tasks were designed for.",
     "Variants: no-X drops a term of S_align and renormalises the rest; layer1-only blocks every deviation; no-graph-update does not add approved calls to the graph; dynamic-prov takes S_prov from the per-tool trust table; sieve@<setting>=<x> is a sweep point.",
 ];
@@ -214,152 +217,252 @@ pub fn rows(summary_rows: &[Row], order: &[String]) -> Vec<AblationRow> {
     out
 }
 
-const HEADER: [&str; 16] = [
-    "Attack",
-    "Defense",
-    "n clean/att",
-    "Err",
-    "ASR %",
-    "W-ASR %",
-    "BU %",
-    "UA %",
-    "EDS %",
-    "Esc %",
-    "Judge/ep",
-    "Tok/ep",
-    "Calls/ep",
-    "Succ L1/Adj/Unchk",
-    "Bypass",
-    "Δ ASR vs sieve [95%] p",
-];
+/// A rate of a row, or its difference from the reference (missing on the reference).
+type Pick = fn(&AblationRow) -> (Option<f64>, Option<f64>);
 
-fn with_delta(v: Option<f64>, d: Option<f64>, scale: f64, prec: usize, is_ref: bool) -> String {
-    match v {
-        None => "–".into(),
-        Some(v) if is_ref => format!("{:.*}", prec, v * scale),
-        Some(v) => match d {
-            Some(d) => {
-                // Round first so a tiny negative shows as +0.0, not -0.0.
-                let p = 10f64.powi(prec as i32);
-                let d = (d * scale * p).round() / p + 0.0;
-                format!("{:.*} ({:+.*})", prec, v * scale, prec, d)
-            }
-            None => format!("{:.*}", prec, v * scale),
-        },
-    }
-}
-
-/// The paired ASR difference from the reference: `+d [lo–hi] p=x`.
-fn paired_cell(r: &AblationRow) -> String {
-    match r.vs_reference.iter().find(|p| p.metric == "asr") {
-        Some(p) => format!(
-            "{:+.1} [{:+.1}–{:+.1}] p={:.3}",
-            p.diff * 100.0 + 0.0,
-            p.ci[0] * 100.0,
-            p.ci[1] * 100.0,
-            p.p_value
-        ),
-        None => "–".into(),
-    }
-}
-
-fn cells(r: &AblationRow) -> [String; 16] {
-    let is_ref = r.defense == REFERENCE;
-    let pct = |v, d| with_delta(v, d, 100.0, 1, is_ref);
-    [
-        r.attack.clone(),
-        r.defense.clone(),
-        format!("{}/{}", r.n_clean, r.n_attacked),
-        format!(
-            "{}/{}{}",
-            r.errors,
-            r.episodes,
-            if r.too_many_errors { " !" } else { "" }
-        ),
-        pct(r.asr, r.d_asr),
-        pct(r.w_asr, r.d_w_asr),
-        pct(r.bu, r.d_bu),
-        pct(r.ua, r.d_ua),
-        pct(r.eds, r.d_eds),
-        pct(r.escalation_rate, r.d_escalation_rate),
-        with_delta(
-            Some(r.judge_calls_per_episode),
-            r.d_judge_calls_per_episode,
-            1.0,
-            2,
-            is_ref,
-        ),
-        with_delta(
-            Some(r.tokens_per_episode),
-            r.d_tokens_per_episode,
-            1.0,
-            0,
-            is_ref,
-        ),
-        with_delta(
-            Some(r.calls_per_episode),
-            r.d_calls_per_episode,
-            1.0,
-            1,
-            is_ref,
-        ),
-        match (
-            r.success_via_layer1,
-            r.success_via_adjudicator,
-            r.success_unchecked,
-        ) {
-            (Some(a), Some(b), Some(c)) => format!("{a}/{b}/{c}"),
-            _ => "–".into(),
-        },
-        if r.n_bypass_tagged == 0 {
-            "–".into()
+/// A figure column and its `Δ` column beside it; `decimals` of a figure, `None` for a
+/// rate.
+fn with_delta<'a>(
+    id: &str,
+    title: &str,
+    doc: &str,
+    show: Show,
+    better: Better,
+    decimals: Option<usize>,
+    pick: Pick,
+) -> [Column<'a, AblationRow>; 2] {
+    // `None`: a rate, one decimal in percentage points.
+    let rate = decimals.is_none();
+    let decimals = decimals.unwrap_or(1);
+    let value = move |r: &AblationRow| {
+        let v = pick(r).0;
+        if rate {
+            Value::rate(v, None)
         } else {
-            format!("{}/{}", r.bypass_tagged_success, r.n_bypass_tagged)
-        },
-        if is_ref { "–".into() } else { paired_cell(r) },
+            Value::num(v, decimals)
+        }
+    };
+    [
+        Column::figure(id, title, doc, show, value).better(better),
+        Column::figure(
+            format!("d_{id}"),
+            "Δ",
+            format!(
+                "{title} of the row − that of `sieve` on the same episodes{}.",
+                if rate { ", percentage points" } else { "" }
+            ),
+            show,
+            move |r: &AblationRow| match pick(r).1 {
+                Some(v) if r.defense != REFERENCE => Value::Delta { v, decimals, rate },
+                _ => Value::Missing,
+            },
+        ),
     ]
 }
 
-/// The terminal table.
-pub fn table(a: &Ablation) -> String {
-    let t = crate::report::grid(&HEADER, a.rows.iter().map(cells), 2);
-    let mut out = String::new();
-    if let Some(n) = &a.note {
-        writeln!(out, "{n}").unwrap();
-    }
-    writeln!(
-        out,
-        "Ablation, model {}{}",
+/// The ablation's columns: the essentials with their difference from `sieve` and the
+/// paired test of the ASR difference; costs and the attribution when there is room.
+fn columns<'a>() -> Vec<Column<'a, AblationRow>> {
+    let mut out = vec![
+        Column::key("attack", "Attack", "The attack.", |r: &AblationRow| {
+            r.attack.clone()
+        }),
+        Column::key(
+            "defense",
+            "Defense",
+            "The defense or SIEVE variant.",
+            |r: &AblationRow| r.defense.clone(),
+        ),
+    ];
+    out.extend(with_delta(
+        "asr",
+        "ASR %",
+        "Attack success rate.",
+        Show::Default,
+        Better::Lower,
+        None,
+        |r| (r.asr, r.d_asr),
+    ));
+    let paired = |r: &AblationRow| r.vs_reference.iter().find(|p| p.metric == "asr").cloned();
+    out.push(Column::figure(
+        "d_asr_paired_p",
+        "p",
+        "Exact McNemar p-value of the ASR difference from `sieve` over the same episodes.",
+        Show::Default,
+        move |r: &AblationRow| paired(r).map_or(Value::Missing, |p| Value::P(p.p_value)),
+    ));
+    out.push(Column::figure(
+        "d_asr_paired_ci",
+        "Δ ASR [95%]",
+        "The paired ASR difference's 95% interval (cluster-robust), percentage points.",
+        Show::Extra,
+        move |r: &AblationRow| {
+            paired(r).map_or(Value::Missing, |p| {
+                Value::Text(format!(
+                    "[{}, {}]",
+                    crate::report::columns::signed(p.ci[0] * 100.0, 1),
+                    crate::report::columns::signed(p.ci[1] * 100.0, 1)
+                ))
+            })
+        },
+    ));
+    out.extend(with_delta(
+        "ua",
+        "UA %",
+        "Utility under attack.",
+        Show::Default,
+        Better::Higher,
+        None,
+        |r| (r.ua, r.d_ua),
+    ));
+    out.extend(with_delta(
+        "bu",
+        "BU %",
+        "Benign utility.",
+        Show::Default,
+        Better::Higher,
+        None,
+        |r| (r.bu, r.d_bu),
+    ));
+    out.extend(with_delta(
+        "escalation_rate",
+        "Esc %",
+        "Proposed calls sent to the judge ÷ proposed calls.",
+        Show::Default,
+        Better::Lower,
+        None,
+        |r| (r.escalation_rate, r.d_escalation_rate),
+    ));
+    out.extend(with_delta(
+        "judge_calls_per_episode",
+        "Judge/ep",
+        "Judge calls per episode.",
+        Show::Default,
+        Better::Lower,
+        Some(2),
+        |r| (Some(r.judge_calls_per_episode), r.d_judge_calls_per_episode),
+    ));
+    out.extend(with_delta(
+        "w_asr",
+        "W-ASR %",
+        "Severity-weighted ASR.",
+        Show::Extra,
+        Better::Lower,
+        None,
+        |r| (r.w_asr, r.d_w_asr),
+    ));
+    out.extend(with_delta(
+        "eds",
+        "EDS %",
+        "Effective defense score.",
+        Show::Extra,
+        Better::Higher,
+        None,
+        |r| (r.eds, r.d_eds),
+    ));
+    out.extend(with_delta(
+        "tokens_per_episode",
+        "Tok/ep",
+        "Tokens per episode.",
+        Show::Extra,
+        Better::Lower,
+        Some(0),
+        |r| (Some(r.tokens_per_episode), r.d_tokens_per_episode),
+    ));
+    out.extend(with_delta(
+        "calls_per_episode",
+        "Calls/ep",
+        "API calls per episode.",
+        Show::Extra,
+        Better::Lower,
+        Some(1),
+        |r| (Some(r.calls_per_episode), r.d_calls_per_episode),
+    ));
+    out.push(Column::figure(
+        "n",
+        "n clean/att",
+        "Clean and attacked episodes.",
+        Show::Extra,
+        |r: &AblationRow| Value::Text(format!("{}/{}", r.n_clean, r.n_attacked)),
+    ));
+    out.push(Column::figure(
+        "errors",
+        "Err",
+        "Errored episodes of all episodes.",
+        Show::Extra,
+        |r: &AblationRow| Value::Part {
+            k: r.errors,
+            n: r.episodes,
+        },
+    ));
+    out.push(Column::figure("success_via", "Succ L1/Adj/Unchk", "Successful attacks whose harmful call passed layer 1 / was approved by the adjudicator / was never checked.", Show::Extra, |r: &AblationRow| {
+        match (r.success_via_layer1, r.success_via_adjudicator, r.success_unchecked) {
+            (Some(a), Some(b), Some(c)) => Value::Text(format!("{a}/{b}/{c}")),
+            _ => Value::Missing,
+        }
+    }));
+    out.push(Column::figure(
+        "bypass",
+        "Bypass",
+        "Successes of the provenance-bypass tasks on the pairs they were designed for.",
+        Show::Extra,
+        |r: &AblationRow| {
+            if r.n_bypass_tagged == 0 {
+                Value::Missing
+            } else {
+                Value::Part {
+                    k: r.bypass_tagged_success,
+                    n: r.n_bypass_tagged,
+                }
+            }
+        },
+    ));
+    out.push(
+        Column::figure(
+            "too_many_errors",
+            "!",
+            "`!` when the row's error rate exceeds --max-error-rate.",
+            Show::Extra,
+            |r: &AblationRow| {
+                if r.too_many_errors {
+                    Value::Text("!".into())
+                } else {
+                    Value::Missing
+                }
+            },
+        )
+        .alert(),
+    );
+    out
+}
+
+/// The ablation as a grid: one row per attack and defense, the best per attack marked.
+pub fn grid(a: &Ablation) -> Grid {
+    let mut g = Grid::build("ablate", "SIEVE ablation", columns(), &a.rows, |r| {
+        r.attack.clone()
+    });
+    g.notes.extend(a.note.clone());
+    g.notes.push(format!(
+        "model: {}{}",
         a.model,
         if a.simulated { " (simulated)" } else { "" }
-    )
-    .unwrap();
-    writeln!(out, "{t}").unwrap();
-    for f in &a.footnotes {
-        writeln!(out, "  {f}").unwrap();
-    }
-    out
+    ));
+    g.footnotes = a.footnotes.clone();
+    g.in_order = true;
+    g
+}
+
+/// The terminal table, fitted to `opts` like `run`'s.
+pub fn table(a: &Ablation, opts: &TextOptions) -> Result<String, String> {
+    crate::report::text::render(&grid(a), opts)
 }
 
 /// `ablation.md`.
 pub fn markdown(a: &Ablation) -> String {
-    use crate::escape::markdown as md;
     let mut out = String::from("# SIEVE ablation\n\n");
-    if let Some(n) = &a.note {
-        writeln!(out, "> **{}**\n", md(n)).unwrap();
-    }
-    writeln!(
-        out,
-        "Model: {}{}\n",
-        md(&a.model),
-        if a.simulated { " (simulated)" } else { "" }
-    )
-    .unwrap();
-    out.push_str(&crate::report::md_table(&HEADER, a.rows.iter().map(cells)));
-    out.push('\n');
-    for f in &a.footnotes {
-        writeln!(out, "- {}", md(f)).unwrap();
-    }
+    let mut g = formats::readable(&grid(a));
+    g.title = format!("Model {}", a.model);
+    out.push_str(&formats::markdown(&g));
     out
 }
 

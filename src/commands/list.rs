@@ -159,6 +159,7 @@ pub fn list_models(paths: &Paths) -> Result<String, CliError> {
          sim:oracle     scripted agent that solves the user task and never follows injections\n\
          sim:p=<x>      follows injections with probability x, drawn per episode from the seed\n\
          sim:...,substitute        a following agent puts the attacker's call in place of the planned one\n\
+         sim:...,varied            the agent takes one of the task's valid alternatives per episode (drawn from the seed) instead of the reference plan\n\
          sim:...,judge_auc=<x>     as judge: continuous seeded scores separating harmful from needed calls with AUC x (default 0.9; 1 = answer key)\n\
          sim:...,planner_recall=<x>,planner_extra=<y>   as planner: keeps each reference node with probability x (default 0.9), plans one node twice with probability y (default 0.1)\n\
          openai:<model> any OpenAI-compatible endpoint (--base-url or $OPENAI_BASE_URL, key from $OPENAI_API_KEY or --api-key-env)\n",

@@ -231,7 +231,19 @@ pub fn compare(
     new: &Path,
     t: Thresholds,
     pairs: &[String],
-) -> Result<(String, bool), CliError> {
+) -> Result<(String, Option<String>), CliError> {
+    compare_fitted(base, new, t, pairs, &report::TextOptions::detect())
+}
+
+/// [`compare`] with the table fitted to `opts`: the text, and why the gate failed when
+/// it did.
+pub fn compare_fitted(
+    base: &Path,
+    new: &Path,
+    t: Thresholds,
+    pairs: &[String],
+    opts: &report::TextOptions,
+) -> Result<(String, Option<String>), CliError> {
     let side = |dir: &Path| -> Result<report::compare::Side, CliError> {
         let summary = report::load(dir).map_err(CliError::bad_input)?;
         let episodes = dir.join(crate::runner::record::EPISODES);
@@ -269,13 +281,14 @@ pub fn compare(
         .map(|p| report::compare::PairSpec::parse(p, &defenses(&b), &defenses(&n)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(CliError::bad_input)?;
-    let c = report::compare::compare(&b, &n, t, &pairs).map_err(CliError::bad_input)?;
+    let c = report::compare::compare(&b, &n, t, &pairs, opts).map_err(CliError::bad_input)?;
+    let failure = c.failure();
     let mut text = c.text;
     for w in served_model_warnings(base, new) {
         text.push_str(&w);
         text.push('\n');
     }
-    Ok((text, c.failed))
+    Ok((text, failure))
 }
 
 /// Warnings where the two runs' manifests say different models served a role (an

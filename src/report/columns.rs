@@ -35,6 +35,15 @@ pub enum Value {
         v: f64,
         decimals: usize,
     },
+    /// A signed difference (`+1.5`, never `-0.0`): of rates when `rate` (a fraction,
+    /// shown in percentage points), else of figures shown with `decimals` places.
+    Delta {
+        v: f64,
+        decimals: usize,
+        rate: bool,
+    },
+    /// A p-value, shown one way everywhere: `0.012`, `<0.001`.
+    P(f64),
 }
 
 impl Value {
@@ -60,6 +69,8 @@ impl Value {
             Value::Rate { v, .. }
             | Value::Num { v, .. }
             | Value::Approx { v, .. }
+            | Value::Delta { v, .. }
+            | Value::P(v)
             | Value::Factor(v) => Some(*v),
             Value::Count(c) => Some(*c as f64),
             Value::Part { k, n } if *n > 0 => Some(*k as f64 / *n as f64),
@@ -83,7 +94,28 @@ impl Value {
             Value::Count(c) => c.to_string(),
             Value::Part { k, n } => format!("{k}/{n}"),
             Value::Factor(f) => format!("×{f:.2}"),
+            Value::Delta { v, decimals, rate } => {
+                signed(if *rate { v * 100.0 } else { *v }, *decimals)
+            }
+            Value::P(p) => p_value(*p),
         }
+    }
+}
+
+/// `d` with its sign and `decimals` places; a difference that rounds to zero is `+0.0`,
+/// never `-0.0`.
+pub fn signed(d: f64, decimals: usize) -> String {
+    let scale = 10f64.powi(decimals as i32);
+    let r = (d * scale).round() / scale + 0.0;
+    format!("{r:+.decimals$}")
+}
+
+/// A p-value as every table prints it: three decimals, `<0.001` below that.
+pub fn p_value(p: f64) -> String {
+    if p < 0.001 {
+        "<0.001".into()
+    } else {
+        format!("{p:.3}")
     }
 }
 
@@ -129,6 +161,9 @@ pub struct ColumnSpec {
     pub interval: bool,
     /// Left out of every table when no row has a value (a role no row scripted).
     pub drop_if_empty: bool,
+    /// Shown by the terminal whatever its width whenever some row has a value (the `!`
+    /// of a row above the error threshold, a gate's verdict).
+    pub alert: bool,
 }
 
 /// A column over rows of type `R`.
@@ -154,6 +189,7 @@ impl<'a, R> Column<'a, R> {
                 better: None,
                 interval: false,
                 drop_if_empty: false,
+                alert: false,
             },
             get: Box::new(get),
         }
@@ -191,6 +227,12 @@ impl<'a, R> Column<'a, R> {
         self
     }
 
+    /// Keeps the column on the terminal, whatever its width, when a row has a value.
+    pub fn alert(mut self) -> Self {
+        self.spec.alert = true;
+        self
+    }
+
     /// Declares the `_lo`/`_hi` interval fields in files.
     pub fn with_interval(mut self) -> Self {
         self.spec.interval = true;
@@ -213,6 +255,9 @@ pub struct Grid {
     /// Per row, the episode cell it summarises (for the HTML drill-down), when it has one.
     pub links: Vec<Option<String>>,
     pub footnotes: Vec<String>,
+    /// Columns the terminal adds when it has room take their declared place (else they
+    /// follow the essentials).
+    pub in_order: bool,
 }
 
 impl Grid {
@@ -240,7 +285,13 @@ impl Grid {
             links: vec![None; rows.len()],
             columns: columns.into_iter().map(|c| c.spec).collect(),
             footnotes: Vec::new(),
+            in_order: false,
         }
+    }
+
+    /// Whether column `col` is an alert some row raises.
+    pub fn raised(&self, col: usize) -> bool {
+        self.columns[col].alert && self.rows.iter().any(|r| r[col] != Value::Missing)
     }
 
     /// Index of a column by id.
@@ -471,5 +522,20 @@ mod tests {
             Value::rate(Some(0.123), Some([0.1, 0.2])).display(false),
             "12.3"
         );
+    }
+
+    #[test]
+    fn differences_and_p_values_print_one_way() {
+        let d = |v, rate| Value::Delta {
+            v,
+            decimals: 1,
+            rate,
+        };
+        assert_eq!(d(-0.0001, true).display(false), "+0.0");
+        assert_eq!(d(0.015, true).display(false), "+1.5");
+        assert_eq!(d(-2.25, false).display(false), "-2.3");
+        assert_eq!(Value::P(0.0004).display(false), "<0.001");
+        assert_eq!(Value::P(0.0123).display(false), "0.012");
+        assert_eq!(Value::P(1.0).display(false), "1.000");
     }
 }

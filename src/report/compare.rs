@@ -9,9 +9,10 @@
 //! records of both runs.
 
 use super::Summary;
+use super::columns::{Column, Grid, Show, Value, p_value};
+use super::text::{self, TextOptions};
 use crate::aggregate::pairs::PairTable;
 use crate::metrics::{Paired, Row, paired_all};
-use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use std::fmt::Write;
 
 /// Gate thresholds in percentage points; `None` disables that check.
@@ -28,6 +29,14 @@ pub struct Thresholds {
 }
 
 impl Thresholds {
+    /// Whether any gate was asked for; without one `compare` only compares.
+    pub fn gates(&self) -> bool {
+        self.max_asr_increase.is_some()
+            || self.max_utility_drop.is_some()
+            || self.significance.is_some()
+            || self.require_power
+    }
+
     /// The thresholds that apply: with only `significance`, both at 0 points.
     fn effective(&self) -> (Option<f64>, Option<f64>) {
         match (
@@ -84,11 +93,31 @@ impl PairSpec {
     }
 }
 
-/// The comparison's text and whether the gate failed.
+/// The comparison's text and, when it gated, what failed.
 pub struct Comparison {
     pub text: String,
     pub failed: bool,
     pub violations: Vec<String>,
+    /// Base rows with no counterpart in the new run (named in the text and, when gating,
+    /// among the violations).
+    pub missing: Vec<String>,
+}
+
+impl Comparison {
+    /// The one-line reason a gate failed: rows missing, thresholds crossed, or both.
+    pub fn failure(&self) -> Option<String> {
+        if !self.failed {
+            return None;
+        }
+        let crossed = self.violations.len() - self.missing.len();
+        Some(match (crossed, self.missing.len()) {
+            (0, m) => format!("compare: {m} row(s) of the base run missing from the new run"),
+            (c, 0) => format!("compare: {c} row(s) crossed a threshold"),
+            (c, m) => format!(
+                "compare: {c} row(s) crossed a threshold and {m} row(s) of the base run are missing from the new run"
+            ),
+        })
+    }
 }
 
 /// The new run's row for `b` under defense `defense`: rows match on suite, attack,
@@ -107,35 +136,19 @@ fn counterpart<'a>(b: &Row, defense: &str, new: &'a [Row]) -> Option<&'a Row> {
     }
 }
 
-fn pts(v: Option<f64>) -> String {
-    v.map_or("–".into(), |v| format!("{:.1}", v * 100.0))
-}
-
+/// `new − base` of two rates, as a fraction; equal rates give 0, never -0 from a
+/// last-bit difference.
 fn delta(base: Option<f64>, new: Option<f64>) -> Option<f64> {
-    let d = (new? - base?) * 100.0;
-    // Equal rates print as +0.0, never -0.0 from a last-bit difference.
-    Some(if d.abs() < 1e-9 { 0.0 } else { d })
+    let d = new? - base?;
+    Some(if d.abs() < 1e-11 { 0.0 } else { d })
 }
 
-fn fmt_delta(d: Option<f64>) -> String {
-    d.map_or("–".into(), |d| format!("{d:+.1}"))
-}
-
-/// A p-value as messages give it: `= 0.012`, `< 0.001`.
+/// A p-value as messages give it: `= 0.012`, `< 0.001` (the table's [`p_value`]).
 fn p_is(p: f64) -> String {
-    if p < 0.001 {
-        "< 0.001".into()
-    } else {
-        format!("= {p:.3}")
-    }
-}
-
-/// A p-value as the table shows it.
-fn fmt_p(p: Option<&Paired>) -> String {
-    match p {
-        None => "–".into(),
-        Some(p) if p.p_value < 0.001 => "<0.001".into(),
-        Some(p) => format!("{:.3}", p.p_value),
+    let v = p_value(p);
+    match v.strip_prefix('<') {
+        Some(rest) => format!("< {rest}"),
+        None => format!("= {v}"),
     }
 }
 
@@ -166,211 +179,388 @@ fn shortfalls(
     out
 }
 
-/// Compares two runs row by row (or by `pairs`). `Err` when `--significance` is asked
-/// of a run without records.
+/// One row of the comparison: a base row, its counterpart and their paired tests.
+struct Line<'a> {
+    b: &'a Row,
+    /// The new run's defense, shown when `--pair` chose it.
+    vs: Option<String>,
+    n: Option<&'a Row>,
+    tests: Vec<Paired>,
+    /// `FAIL`, `INSUFFICIENT`, `ok` when gating; `missing` for a row the new run lacks.
+    verdict: Option<&'static str>,
+}
+
+impl Line<'_> {
+    fn label(&self) -> String {
+        let b = self.b;
+        match &self.vs {
+            None => format!("{}/{}/{}", b.suite, b.attack, b.defense),
+            Some(vs) => format!("{}/{}/{} vs {vs}", b.suite, b.attack, b.defense),
+        }
+    }
+
+    fn test(&self, metric: &str) -> Value {
+        self.tests
+            .iter()
+            .find(|p| p.metric == metric)
+            .map_or(Value::Missing, |p| Value::P(p.p_value))
+    }
+}
+
+/// The comparison's columns: for ASR, UA and BU the base and new rates (shown when
+/// the terminal has room), their difference and its paired p-value; the verdict always.
+fn columns<'a>() -> Vec<Column<'a, Line<'a>>> {
+    let mut out = vec![
+        Column::key("suite", "Suite", "The suite.", |l: &Line| l.b.suite.clone()),
+        Column::key("attack", "Attack", "The attack.", |l: &Line| {
+            l.b.attack.clone()
+        }),
+        Column::key(
+            "defense",
+            "Defense",
+            "The base run's defense.",
+            |l: &Line| l.b.defense.clone(),
+        ),
+        Column::figure(
+            "vs",
+            "vs",
+            "The new run's defense, when --pair chose it.",
+            Show::Key,
+            |l: &Line| l.vs.clone().map_or(Value::Missing, Value::Text),
+        )
+        .drop_if_empty(),
+    ];
+    type Pick = fn(&Row) -> Option<f64>;
+    let metrics: [(&str, &str, Pick); 3] = [
+        ("asr", "ASR", |r| r.asr),
+        ("ua", "UA", |r| r.ua),
+        ("bu", "BU", |r| r.bu),
+    ];
+    for (id, name, pick) in metrics {
+        out.push(Column::figure(
+            format!("{id}_base"),
+            format!("{name} base"),
+            format!("{name} of the base row, %."),
+            Show::Extra,
+            move |l: &Line| Value::rate(pick(l.b), None),
+        ));
+        out.push(Column::figure(
+            format!("{id}_new"),
+            format!("{name} new"),
+            format!("{name} of the new row, %."),
+            Show::Extra,
+            move |l: &Line| Value::rate(l.n.and_then(pick), None),
+        ));
+        out.push(Column::figure(
+            format!("d_{id}"),
+            format!("Δ {name}"),
+            format!("{name} new − base, percentage points."),
+            Show::Default,
+            move |l: &Line| {
+                delta(pick(l.b), l.n.and_then(pick)).map_or(Value::Missing, |v| Value::Delta {
+                    v,
+                    decimals: 1,
+                    rate: true,
+                })
+            },
+        ));
+        out.push(
+            Column::figure(
+                format!("p_{id}"),
+                format!("p {name}"),
+                format!(
+                    "Exact McNemar p-value of the {name} change over the episodes both rows ran."
+                ),
+                Show::Default,
+                move |l: &Line| l.test(id),
+            )
+            .drop_if_empty(),
+        );
+    }
+    out.push(
+        Column::figure(
+            "too_many_errors",
+            "!",
+            "`!` when either row's error rate exceeds its run's --max-error-rate.",
+            Show::Extra,
+            |l: &Line| {
+                if l.b.too_many_errors || l.n.is_some_and(|n| n.too_many_errors) {
+                    Value::Text("!".into())
+                } else {
+                    Value::Missing
+                }
+            },
+        )
+        .alert(),
+    );
+    out.push(
+        Column::figure(
+            "gate",
+            "Gate",
+            "The gate's verdict on the row (FAIL, INSUFFICIENT, ok), or missing.",
+            Show::Extra,
+            |l: &Line| l.verdict.map_or(Value::Missing, |v| Value::Text(v.into())),
+        )
+        .drop_if_empty()
+        .alert(),
+    );
+    out
+}
+
+/// What the gate found on one row: failures, and regressions the test calls noise.
+struct Judged {
+    gate: Vec<String>,
+    noise: Vec<String>,
+}
+
+/// Gates one matched row on the thresholds (and the significance level).
+fn judge(line: &Line, n: &Row, t: &Thresholds) -> Judged {
+    let b = line.b;
+    let (max_asr, max_drop) = t.effective();
+    let mut gate = Vec::new();
+    let mut noise = Vec::new();
+    let pts = |d: Option<f64>| d.map(|d| d * 100.0);
+    let mut regressions = Vec::new();
+    if let (Some(max), Some(d)) = (max_asr, pts(delta(b.asr, n.asr)))
+        && d > max + 1e-9
+    {
+        regressions.push(("asr", format!("ASR +{d:.1} > {max}")));
+    }
+    if let Some(max) = max_drop {
+        for (metric, name, d) in [
+            ("ua", "UA", pts(delta(b.ua, n.ua))),
+            ("bu", "BU", pts(delta(b.bu, n.bu))),
+        ] {
+            if let Some(d) = d
+                && -d > max + 1e-9
+            {
+                regressions.push((metric, format!("{name} fell {:.1} > {max} points", -d)));
+            }
+        }
+    }
+    for (metric, what) in regressions {
+        let test = line.tests.iter().find(|p| p.metric == metric);
+        match (t.significance, test) {
+            (None, _) => gate.push(what),
+            (Some(alpha), Some(p)) if p.p_value < alpha => gate.push(format!(
+                "{what}, significant (McNemar p {}, below {alpha}; {} paired episodes)",
+                p_is(p.p_value),
+                p.n_pairs
+            )),
+            (Some(alpha), Some(p)) => noise.push(format!(
+                "{}: {what}, but not significant (McNemar p {}, not below {alpha}; {} paired episodes)",
+                line.label(),
+                p_is(p.p_value),
+                p.n_pairs
+            )),
+            // Nothing to pair: the regression cannot be shown to be noise.
+            (Some(_), None) => gate.push(format!(
+                "{what}, and no episode ran in both rows, so no test can call it noise"
+            )),
+        }
+    }
+    Judged { gate, noise }
+}
+
+/// What makes two rows' rates incomparable or less trustworthy: another error
+/// convention, a higher error rate. Gate failures when gating, warnings otherwise.
+fn caveats(b: &Row, n: &Row) -> Vec<String> {
+    let mut out = Vec::new();
+    // Rates under two error conventions differ by the errors alone.
+    if b.errors_as != n.errors_as {
+        out.push(format!(
+            "errors counted differently (base {}, new {}): rerun with the same --errors-as",
+            b.errors_as.as_str(),
+            n.errors_as.as_str()
+        ));
+    }
+    // More errors hide outcomes: a row whose error rate rose fails whatever its rates.
+    if let (Some(eb), Some(en)) = (b.error_rate, n.error_rate)
+        && en > eb + 1e-9
+    {
+        out.push(format!(
+            "error rate {:.1}% > {:.1}% ({} of {} episodes errored)",
+            en * 100.0,
+            eb * 100.0,
+            n.errors,
+            n.episodes
+        ));
+    }
+    out
+}
+
+/// The base rows to compare and the new run's defense each is compared with.
+fn plan<'a>(base: &'a Side, pairs: &[PairSpec]) -> Vec<(&'a Row, Option<String>)> {
+    if pairs.is_empty() {
+        return base.summary.rows.iter().map(|b| (b, None)).collect();
+    }
+    pairs
+        .iter()
+        .flat_map(|p| {
+            base.summary
+                .rows
+                .iter()
+                .filter(move |b| b.defense == p.base)
+                .map(move |b| (b, Some(p.new.clone())))
+        })
+        .collect()
+}
+
+/// The lines above the table: each run's simulated-roles note, once when they agree.
+fn notes(base: &Side, new: &Side) -> Vec<String> {
+    match (
+        super::simulated_note(&base.summary.rows),
+        super::simulated_note(&new.summary.rows),
+    ) {
+        (Some(b), Some(n)) if b == n => vec![b],
+        (b, n) => b
+            .map(|b| format!("base run: {b}"))
+            .into_iter()
+            .chain(n.map(|n| format!("new run: {n}")))
+            .collect(),
+    }
+}
+
+/// Everything the comparison found beside the table, gathered row by row.
+#[derive(Default)]
+struct Findings {
+    violations: Vec<String>,
+    missing: Vec<String>,
+    warnings: Vec<String>,
+    not_significant: Vec<String>,
+    underpowered: Vec<String>,
+    model_changes: std::collections::BTreeSet<(String, String)>,
+}
+
+/// Compares two runs row by row (or by `pairs`), the table fitted to `opts`. Without
+/// thresholds it compares only and never fails; with them it gates. `Err` when
+/// `--significance` is asked of a run without records.
 pub fn compare(
     base: &Side,
     new: &Side,
     t: Thresholds,
     pairs: &[PairSpec],
+    opts: &TextOptions,
 ) -> Result<Comparison, String> {
-    if t.significance.is_some() {
-        for side in [base, new] {
-            if side.records.is_none() {
-                return Err(format!(
-                    "--significance needs the episode records of both runs (episodes.jsonl), to pair their episodes; {} holds only summary.json. Compare run folders, or drop --significance",
-                    side.name
-                ));
-            }
-        }
+    if t.significance.is_some()
+        && let Some(side) = [base, new].into_iter().find(|s| s.records.is_none())
+    {
+        return Err(format!(
+            "--significance needs the episode records of both runs (episodes.jsonl), to pair their episodes; {} holds only summary.json. Compare run folders, or drop --significance",
+            side.name
+        ));
     }
+    let gating = t.gates();
     let (max_asr, max_drop) = t.effective();
-    let with_tests = base.records.is_some() && new.records.is_some();
-    let mut table = Table::new();
-    table.load_style(UTF8_FULL_CONDENSED);
-    let mut header = vec![
-        "Suite", "Attack", "Defense", "ASR base", "ASR new", "Δ ASR", "UA base", "UA new", "Δ UA",
-        "BU base", "BU new", "Δ BU",
-    ];
-    if !pairs.is_empty() {
-        header.insert(3, "vs");
-    }
-    if with_tests {
-        header.extend(["p ASR", "p UA", "p BU"]);
-    }
-    header.push("Gate");
-    table.set_header(header);
-    let plan: Vec<(&Row, String)> = if pairs.is_empty() {
-        base.summary
-            .rows
-            .iter()
-            .map(|b| (b, b.defense.clone()))
-            .collect()
-    } else {
-        pairs
-            .iter()
-            .flat_map(|p| {
-                base.summary
-                    .rows
-                    .iter()
-                    .filter(move |b| b.defense == p.base)
-                    .map(move |b| (b, p.new.clone()))
-            })
-            .collect()
-    };
-    let mut violations = Vec::new();
-    let mut model_changes = std::collections::BTreeSet::new();
-    let mut matched: Vec<&Row> = Vec::new();
-    let mut not_significant: Vec<String> = Vec::new();
-    let mut underpowered: Vec<String> = Vec::new();
     let alpha = t.significance.unwrap_or(super::power::DEFAULT_ALPHA);
-    for (b, defense) in plan {
-        let label = if pairs.is_empty() {
-            format!("{}/{}/{}", b.suite, b.attack, b.defense)
-        } else {
-            format!("{}/{}/{} vs {defense}", b.suite, b.attack, b.defense)
+    let mut found = Findings::default();
+    let mut matched: Vec<&Row> = Vec::new();
+    let mut lines = Vec::new();
+    for (b, vs) in plan(base, pairs) {
+        let defense = vs.clone().unwrap_or_else(|| b.defense.clone());
+        let mut line = Line {
+            b,
+            vs,
+            n: counterpart(b, &defense, &new.summary.rows),
+            tests: Vec::new(),
+            verdict: None,
         };
-        let mut cells = vec![b.suite.clone(), b.attack.clone(), b.defense.clone()];
-        if !pairs.is_empty() {
-            cells.push(defense.clone());
-        }
-        let Some(n) = counterpart(b, &defense, &new.summary.rows) else {
-            violations.push(format!("{label}: missing from the new run"));
-            cells.extend([pts(b.asr), "missing".into()]);
-            table.add_row(cells);
+        let Some(n) = line.n else {
+            found.missing.push(line.label());
+            line.verdict = Some("missing");
+            lines.push(line);
             continue;
         };
         matched.push(n);
         if n.model != b.model {
-            model_changes.insert((b.model.clone(), n.model.clone()));
+            found
+                .model_changes
+                .insert((b.model.clone(), n.model.clone()));
         }
-        let tests: Vec<Paired> = match (&base.records, &new.records) {
-            (Some(br), Some(nr)) => paired_all(
+        if let (Some(br), Some(nr)) = (&base.records, &new.records) {
+            line.tests = paired_all(
                 &br.row(&b.suite, &b.attack, &b.defense, Some(&b.model)),
                 &nr.row(&n.suite, &n.attack, &n.defense, Some(&n.model)),
                 n.errors_as,
-            ),
-            _ => Vec::new(),
-        };
-        let test = |m: &str| tests.iter().find(|p| p.metric == m);
-        let d_asr = delta(b.asr, n.asr);
-        let d_ua = delta(b.ua, n.ua);
-        let d_bu = delta(b.bu, n.bu);
-        let mut gate = Vec::new();
-        let mut noise = Vec::new();
-        // Rates under two error conventions differ by the errors alone.
-        if b.errors_as != n.errors_as {
-            gate.push(format!(
-                "errors counted differently (base {}, new {}): rerun with the same --errors-as",
-                b.errors_as.as_str(),
-                n.errors_as.as_str()
-            ));
+            );
         }
-        // More errors hide outcomes: a row whose error rate rose fails whatever its rates.
-        if let (Some(eb), Some(en)) = (b.error_rate, n.error_rate)
-            && en > eb + 1e-9
-        {
-            gate.push(format!(
-                "error rate {:.1}% > {:.1}% ({} of {} episodes errored)",
-                en * 100.0,
-                eb * 100.0,
-                n.errors,
-                n.episodes
-            ));
-        }
-        let mut regressions = Vec::new();
-        if let (Some(max), Some(d)) = (max_asr, d_asr)
-            && d > max + 1e-9
-        {
-            regressions.push(("asr", format!("ASR +{d:.1} > {max}")));
-        }
-        if let Some(max) = max_drop {
-            for (metric, name, d) in [("ua", "UA", d_ua), ("bu", "BU", d_bu)] {
-                if let Some(d) = d
-                    && -d > max + 1e-9
-                {
-                    regressions.push((metric, format!("{name} {d:.1} < -{max}")));
-                }
-            }
-        }
-        for (metric, what) in regressions {
-            match (t.significance, test(metric)) {
-                (None, _) => gate.push(what),
-                (Some(alpha), Some(p)) if p.p_value < alpha => gate.push(format!(
-                    "{what}, significant (McNemar p {}, below {alpha}; {} paired episodes)",
-                    p_is(p.p_value),
-                    p.n_pairs
-                )),
-                (Some(alpha), Some(p)) => noise.push(format!(
-                    "{label}: {what}, but not significant (McNemar p {}, not below {alpha}; {} paired episodes)",
-                    p_is(p.p_value),
-                    p.n_pairs
-                )),
-                // Nothing to pair: the regression cannot be shown to be noise.
-                (Some(_), None) => gate.push(format!(
-                    "{what}, and no episode ran in both rows, so no test can call it noise"
-                )),
-            }
-        }
-        for g in &gate {
-            violations.push(format!("{label}: {g}"));
-        }
+        let label = line.label();
+        let cav = caveats(b, n);
+        let mut judged = judge(&line, n, &t);
         let short = shortfalls(b, n, max_asr, max_drop, alpha);
-        for s in &short {
-            let line = format!("{label}: {s}");
-            if t.require_power {
-                violations.push(format!("insufficient power: {line}"));
-            }
-            underpowered.push(line);
-        }
-        cells.extend([
-            pts(b.asr),
-            pts(n.asr),
-            fmt_delta(d_asr),
-            pts(b.ua),
-            pts(n.ua),
-            fmt_delta(d_ua),
-            pts(b.bu),
-            pts(n.bu),
-            fmt_delta(d_bu),
-        ]);
-        if with_tests {
-            cells.extend([fmt_p(test("asr")), fmt_p(test("ua")), fmt_p(test("bu"))]);
-        }
-        cells.push(if !gate.is_empty() {
-            "FAIL".into()
-        } else if !short.is_empty() {
-            "INSUFFICIENT".into()
+        if gating {
+            judged.gate.splice(0..0, cav);
         } else {
-            "ok".into()
-        });
-        table.add_row(cells);
-        not_significant.extend(noise);
-    }
-    let mut text = String::new();
-    match (
-        super::simulated_note(&base.summary.rows),
-        super::simulated_note(&new.summary.rows),
-    ) {
-        (Some(b), Some(n)) if b == n => writeln!(text, "{b}").unwrap(),
-        (b, n) => {
-            if let Some(b) = b {
-                writeln!(text, "base run: {b}").unwrap();
-            }
-            if let Some(n) = n {
-                writeln!(text, "new run: {n}").unwrap();
-            }
+            found
+                .warnings
+                .extend(cav.iter().map(|c| format!("warning: {label}: {c}")));
         }
+        found
+            .violations
+            .extend(judged.gate.iter().map(|g| format!("{label}: {g}")));
+        for s in &short {
+            if t.require_power {
+                found
+                    .violations
+                    .push(format!("insufficient power: {label}: {s}"));
+            }
+            found.underpowered.push(format!("{label}: {s}"));
+        }
+        found.not_significant.extend(judged.noise);
+        line.verdict = gating.then_some(if !judged.gate.is_empty() {
+            "FAIL"
+        } else if !short.is_empty() {
+            "INSUFFICIENT"
+        } else {
+            "ok"
+        });
+        lines.push(line);
     }
-    writeln!(text, "{table}").unwrap();
-    if with_tests {
-        writeln!(
-            text,
+    if gating {
+        let missing = found
+            .missing
+            .iter()
+            .map(|m| format!("{m}: missing from the new run"));
+        found.violations.extend(missing);
+    }
+    let mut grid = Grid::build("compare", "Comparison", columns(), &lines, |_| {
+        String::new()
+    });
+    grid.notes = notes(base, new);
+    grid.in_order = true;
+    grid.hoist_constant_keys();
+    grid.footnotes.push(
+        "Δ = new − base in percentage points; base and new rates show when the terminal has room (--wide)."
+            .into(),
+    );
+    if base.records.is_some() && new.records.is_some() {
+        grid.footnotes.push(
             "p = exact McNemar test (a sign test over clusters of repeats) on the episodes both rows ran."
-        )
-        .unwrap();
+                .into(),
+        );
     }
-    for (b, n) in &model_changes {
+    let mut text = text::render(&grid, opts)?;
+    text.push_str(&trailer(&found, new, pairs, &matched, gating, &t, alpha));
+    Ok(Comparison {
+        text,
+        failed: !found.violations.is_empty(),
+        violations: found.violations,
+        missing: found.missing,
+    })
+}
+
+/// The lines below the table: warnings, rows only one run has, the gate's verdict.
+fn trailer(
+    found: &Findings,
+    new: &Side,
+    pairs: &[PairSpec],
+    matched: &[&Row],
+    gating: bool,
+    t: &Thresholds,
+    alpha: f64,
+) -> String {
+    let mut text = String::new();
+    for (b, n) in &found.model_changes {
         writeln!(
             text,
             "warning: the models differ ({b} in the base run, {n} in the new one); \
@@ -378,41 +568,49 @@ pub fn compare(
         )
         .unwrap();
     }
+    for w in &found.warnings {
+        writeln!(text, "{w}").unwrap();
+    }
+    for m in &found.missing {
+        writeln!(text, "missing from the new run: {m}").unwrap();
+    }
     if pairs.is_empty() {
         for r in &new.summary.rows {
             if !matched.iter().any(|m| std::ptr::eq(*m, r)) {
-                writeln!(
-                    text,
-                    "new row (not gated): {}/{}/{}",
-                    r.suite, r.attack, r.defense
-                )
-                .unwrap();
+                let what = if gating {
+                    "new row (not gated)"
+                } else {
+                    "new row"
+                };
+                writeln!(text, "{what}: {}/{}/{}", r.suite, r.attack, r.defense).unwrap();
             }
         }
     }
-    for line in &not_significant {
+    for line in &found.not_significant {
         writeln!(text, "not gated: {line}").unwrap();
     }
-    for line in &underpowered {
+    for line in &found.underpowered {
         writeln!(text, "INSUFFICIENT: {line}").unwrap();
     }
-    if !underpowered.is_empty() && !t.require_power {
+    if !found.underpowered.is_empty() && !t.require_power {
         writeln!(
             text,
             "INSUFFICIENT rows pass the gate without the episodes to resolve its threshold (80% power, one-sided α = {alpha}); --require-power fails them"
         )
         .unwrap();
     }
-    if violations.is_empty() {
+    if !gating {
+        writeln!(
+            text,
+            "compared only: no threshold given (--max-asr-increase, --max-utility-drop, --significance gate)"
+        )
+        .unwrap();
+    } else if found.violations.is_empty() {
         writeln!(text, "gate: passed").unwrap();
     } else {
-        writeln!(text, "gate: FAILED\n  {}", violations.join("\n  ")).unwrap();
+        writeln!(text, "gate: FAILED\n  {}", found.violations.join("\n  ")).unwrap();
     }
-    Ok(Comparison {
-        text,
-        failed: !violations.is_empty(),
-        violations,
-    })
+    text
 }
 
 #[cfg(test)]
@@ -420,6 +618,13 @@ mod tests {
     use super::*;
     use crate::runner::record::EpisodeRecord;
     use serde_json::json;
+
+    fn opts() -> TextOptions {
+        TextOptions {
+            width: 200,
+            ..TextOptions::default()
+        }
+    }
 
     fn summary(rows: Vec<Row>) -> Summary {
         Summary::new(rows, 1, 0)
@@ -490,7 +695,7 @@ mod tests {
     fn a_model_change_is_paired_with_a_warning_and_still_gated() {
         let base = bare(vec![row("sim:oracle", 0.0)]);
         let new = bare(vec![row("sim:obedient", 1.0)]);
-        let c = compare(&base, &new, gate_asr(1.0), &[]).unwrap();
+        let c = compare(&base, &new, gate_asr(1.0), &[], &opts()).unwrap();
         assert!(c.failed);
         assert!(c.text.contains("the models differ"), "{}", c.text);
         assert!(!c.text.contains("new row"), "{}", c.text);
@@ -500,7 +705,7 @@ mod tests {
     fn the_same_model_is_preferred_over_another_one() {
         let base = bare(vec![row("m1", 0.5)]);
         let new = bare(vec![row("m2", 1.0), row("m1", 0.5)]);
-        let c = compare(&base, &new, gate_asr(0.0), &[]).unwrap();
+        let c = compare(&base, &new, gate_asr(0.0), &[], &opts()).unwrap();
         assert!(!c.failed, "{}", c.text);
         assert!(!c.text.contains("the models differ"));
         assert!(c.text.contains("new row (not gated)"));
@@ -515,6 +720,7 @@ mod tests {
             &run(&[("none", 3)]),
             significant(0.05),
             &[],
+            &opts(),
         )
         .unwrap();
         assert!(!c.failed, "{}", c.text);
@@ -530,6 +736,7 @@ mod tests {
             &run(&[("none", 3)]),
             gate_asr(1.0),
             &[],
+            &opts(),
         )
         .unwrap();
         assert!(c.failed, "{}", c.text);
@@ -543,6 +750,7 @@ mod tests {
             &run(&[("none", 10)]),
             significant(0.05),
             &[],
+            &opts(),
         )
         .unwrap();
         assert!(c.failed, "{}", c.text);
@@ -558,6 +766,7 @@ mod tests {
             &run(&[("none", 10)]),
             significant(0.001),
             &[],
+            &opts(),
         )
         .unwrap();
         assert!(!c.failed, "{}", c.text);
@@ -570,6 +779,7 @@ mod tests {
             &run(&[("none", 1)]),
             significant(0.05),
             &[],
+            &opts(),
         )
         .err()
         .unwrap();
@@ -588,7 +798,7 @@ mod tests {
             &["audit".into(), "none".into()],
         )
         .unwrap();
-        let c = compare(&base, &new, gate_asr(1.0), &[pair]).unwrap();
+        let c = compare(&base, &new, gate_asr(1.0), &[pair], &opts()).unwrap();
         assert!(c.failed, "{}", c.text);
         assert!(
             c.violations[0].contains("banking/important_instructions/sieve vs audit: ASR +80.0"),
@@ -597,6 +807,87 @@ mod tests {
         );
         // Only the pair is compared: `none` rows are neither gated nor listed as new.
         assert!(!c.text.contains("new row"), "{}", c.text);
+    }
+
+    /// Without thresholds the runs are compared, never gated: a large rise and a row
+    /// missing from the new run are shown and named, and nothing fails.
+    #[test]
+    fn without_thresholds_it_compares_and_names_missing_rows() {
+        let mut other = row("m", 0.0);
+        other.defense = "sieve".into();
+        let base = bare(vec![row("m", 0.0), other]);
+        let new = bare(vec![row("m", 1.0)]);
+        let c = compare(&base, &new, Thresholds::default(), &[], &opts()).unwrap();
+        assert!(!c.failed, "{}", c.text);
+        assert!(c.failure().is_none());
+        assert!(c.text.contains("+100.0"), "{}", c.text);
+        assert!(c.text.contains("compared only"), "{}", c.text);
+        assert!(
+            c.text.contains(
+                "missing from the new run: dojo-style/banking/important_instructions/sieve"
+            ),
+            "{}",
+            c.text
+        );
+        assert!(!c.text.contains("gate:"), "{}", c.text);
+        // Gating, the missing row fails, and the reason says it is missing.
+        let c = compare(&base, &new, gate_asr(100.0), &[], &opts()).unwrap();
+        assert!(c.failed);
+        let why = c.failure().unwrap();
+        assert!(why.contains("1 row(s) of the base run missing"), "{why}");
+        assert!(!why.contains("threshold"), "{why}");
+    }
+
+    /// A utility drop against a zero threshold reads as a drop, not `< -0`.
+    #[test]
+    fn a_zero_threshold_reads_plainly() {
+        let mut b = row("m", 0.0);
+        b.ua = Some(0.5);
+        let mut n = row("m", 0.0);
+        n.ua = Some(0.25);
+        let t = Thresholds {
+            max_utility_drop: Some(0.0),
+            ..Thresholds::default()
+        };
+        let c = compare(&bare(vec![b]), &bare(vec![n]), t, &[], &opts()).unwrap();
+        assert!(c.failed);
+        assert!(!c.text.contains("< -0"), "{}", c.text);
+        assert!(c.text.contains("UA fell 25.0 > 0 points"), "{}", c.text);
+        assert!(c.failure().unwrap().contains("crossed a threshold"));
+    }
+
+    /// At 100 columns the table fits, and a row above the error threshold keeps its `!`.
+    #[test]
+    fn the_table_fits_and_keeps_the_error_mark() {
+        let mut rows = Vec::new();
+        for a in ["important_instructions", "tool_knowledge"] {
+            for d in ["none", "sieve", "sieve@threshold=0.45", "audit"] {
+                let mut r = row("m", 0.5);
+                r.defense = d.into();
+                r.attack = a.into();
+                r.ua = Some(0.5);
+                r.bu = Some(0.5);
+                rows.push(r);
+            }
+        }
+        let mut new = rows.clone();
+        new[3].too_many_errors = true;
+        let narrow = TextOptions {
+            width: 100,
+            ..TextOptions::default()
+        };
+        let c = compare(&bare(rows), &bare(new), gate_asr(1.0), &[], &narrow).unwrap();
+        // The table's lines (the messages below it are prose).
+        for l in c.text.lines().take_while(|l| !l.starts_with("  Δ")) {
+            assert!(l.chars().count() <= 100, "{l:?}\n{}", c.text);
+        }
+        let flagged = c
+            .text
+            .lines()
+            .filter(|l| l.starts_with("i") && l.contains(" ! "))
+            .count();
+        assert_eq!(flagged, 1, "{}", c.text);
+        assert!(c.text.contains("Gate"), "{}", c.text);
     }
 
     #[test]

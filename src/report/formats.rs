@@ -107,6 +107,8 @@ fn fields(v: &Value, interval: bool) -> Vec<Json> {
         Value::Rate { v, .. }
         | Value::Num { v, .. }
         | Value::Approx { v, .. }
+        | Value::Delta { v, .. }
+        | Value::P(v)
         | Value::Factor(v) => vec![f(*v)],
         Value::Count(c) => vec![json!(c)],
         Value::Part { k, n } if *n > 0 => vec![f(*k as f64 / *n as f64)],
@@ -188,6 +190,9 @@ fn unit(interval: bool, grid: &Grid, id: &str) -> &'static str {
         }
         Some(Value::Count(_)) => "count",
         Some(Value::Factor(_)) => "ratio",
+        Some(Value::Delta { rate: true, .. }) => "difference of fractions",
+        Some(Value::Delta { .. }) => "difference",
+        Some(Value::P(_)) => "p-value",
         Some(Value::Num { .. } | Value::Approx { .. }) => "number",
         Some(Value::Text(_)) => "text",
         _ => "",

@@ -165,11 +165,28 @@ fn figure(svg: String, caption: &str) -> String {
 /// The figures: trade-off, token cost by role, suite × defense heat map, escalation
 /// rates and SIEVE's alignment scores.
 fn figures(doc: &Document) -> String {
-    let per_defense = &doc.per_defense;
-    let mut models: Vec<&String> = per_defense.iter().map(|r| &r.model).collect();
+    let mut models: Vec<&String> = doc.per_defense.iter().map(|r| &r.model).collect();
     models.dedup();
     let nm = models.len();
     let mut out = String::from("<h2 id=\"figures\">Figures</h2><div class=\"plots\">");
+    out.push_str(&tradeoff_figure(&doc.per_defense, nm));
+    out.push_str(&cost_figure(&doc.per_defense, nm));
+    out.push_str(&heatmap_figure(doc, nm));
+    out.push_str(&escalation_figure(&doc.per_defense, nm));
+    out.push_str(&score_figures(doc, nm));
+    if let Some(beside) = &doc.beside {
+        out.push_str(&beside_figure(beside));
+    }
+    out.push_str("</div>");
+    // The sweep table owns the `sweeps` anchor; this note has its own.
+    if !doc.tables.iter().any(|g| g.id == "sweeps") {
+        out.push_str("<p class=\"note\" id=\"sweep-curves\">Sweep curves appear when the runs hold a sweep of a threshold or weight; these runs hold none.</p>");
+    }
+    out
+}
+
+/// Security against utility under attack, one point per defense.
+fn tradeoff_figure(per_defense: &[Row], nm: usize) -> String {
     let points: Vec<TradeoffPoint> = per_defense
         .iter()
         .filter_map(|r| {
@@ -184,10 +201,14 @@ fn figures(doc: &Document) -> String {
             })
         })
         .collect();
-    out.push_str(&figure(
+    figure(
         plots::tradeoff(&points),
         "Security against utility under attack, every suite and attack pooled. Whiskers: 95% intervals. Ringed and joined by the dashed line: the Pareto front (no other defense is better on both axes). Click a point for its episodes.",
-    ));
+    )
+}
+
+/// Tokens per episode by role, one stacked bar per defense.
+fn cost_figure(per_defense: &[Row], nm: usize) -> String {
     let cost: Vec<Bar> = per_defense
         .iter()
         .map(|r| Bar {
@@ -200,10 +221,20 @@ fn figures(doc: &Document) -> String {
             link: link_of(r),
         })
         .collect();
-    out.push_str(&figure(
-        plots::bars("plot-cost", "Tokens per episode by role", &cost, " tok", false),
+    figure(
+        plots::bars(
+            "plot-cost",
+            "Tokens per episode by role",
+            &cost,
+            " tok",
+            false,
+        ),
         "Tokens per episode by role (agent, planner, judge, detector, embedding), clean and attacked episodes together.",
-    ));
+    )
+}
+
+/// ASR per suite and defense.
+fn heatmap_figure(doc: &Document, nm: usize) -> String {
     let suites: Vec<String> =
         doc.per_suite
             .iter()
@@ -214,9 +245,9 @@ fn figures(doc: &Document) -> String {
                 }
                 v
             });
-    let cols: Vec<&Row> = per_defense.iter().collect();
+    let cols: Vec<&Row> = doc.per_defense.iter().collect();
     let col_names: Vec<String> = cols.iter().map(|r| label(r, nm)).collect();
-    out.push_str(&figure(
+    figure(
         plots::heatmap(
             "plot-heatmap",
             "ASR by suite and defense",
@@ -240,7 +271,11 @@ fn figures(doc: &Document) -> String {
             },
         ),
         "ASR (%) per suite and defense, attacks pooled. Click a cell for its episodes.",
-    ));
+    )
+}
+
+/// The share of proposed calls each defense sent to a judge.
+fn escalation_figure(per_defense: &[Row], nm: usize) -> String {
     let esc_bars: Vec<Bar> = per_defense
         .iter()
         .filter_map(|r| {
@@ -251,7 +286,7 @@ fn figures(doc: &Document) -> String {
             })
         })
         .collect();
-    out.push_str(&figure(
+    figure(
         plots::bars(
             "plot-escalation",
             "Escalation rate by defense",
@@ -260,8 +295,13 @@ fn figures(doc: &Document) -> String {
             true,
         ),
         "Share of proposed tool calls sent to a semantic judge.",
-    ));
-    for (i, ((approved, blocked), r)) in doc.scores.iter().zip(per_defense).enumerate() {
+    )
+}
+
+/// One histogram of S_align per defense that adjudicated calls.
+fn score_figures(doc: &Document, nm: usize) -> String {
+    let mut out = String::new();
+    for (i, ((approved, blocked), r)) in doc.scores.iter().zip(&doc.per_defense).enumerate() {
         let a: u64 = approved.iter().sum();
         let b: u64 = blocked.iter().sum();
         if a + b == 0 {
@@ -281,11 +321,6 @@ fn figures(doc: &Document) -> String {
             ),
         ));
     }
-    if let Some(beside) = &doc.beside {
-        out.push_str(&beside_figure(beside));
-    }
-    out.push_str("</div>");
-    out.push_str("<p class=\"note\" id=\"sweeps\">Sweep curves appear when the runs hold a sweep of a threshold or weight; these runs hold none.</p>");
     out
 }
 

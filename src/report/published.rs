@@ -344,17 +344,10 @@ fn run_benchmark(family: &str, suites: &[String]) -> String {
     }
 }
 
-fn grid(rows: &[BesideRow], refs: &References, families: &[(String, Vec<String>)]) -> Grid {
+/// The columns of the table beside published results; `cited` numbers the sources.
+fn beside_columns<'a>(cited: &'a [&'a str]) -> Vec<Column<'a, BesideRow>> {
     type C<'a> = Column<'a, BesideRow>;
-    // Published sources numbered by first appearance: `[n]` in the table, spelled out
-    // in a note (and whole in the `source` field of files).
-    let mut cited: Vec<&str> = Vec::new();
-    for r in rows.iter().filter(|r| r.origin == Origin::Published) {
-        if !cited.contains(&r.source.as_str()) {
-            cited.push(&r.source);
-        }
-    }
-    let number = |r: &BesideRow| {
+    let number = move |r: &BesideRow| {
         cited
             .iter()
             .position(|s| *s == r.source)
@@ -365,7 +358,7 @@ fn grid(rows: &[BesideRow], refs: &References, families: &[(String, Vec<String>)
                 title: &'static str,
                 doc: &'static str,
                 f: fn(&BesideRow) -> String| { C::key(id, title, doc, f) };
-    let columns: Vec<C<'_>> = vec![
+    vec![
         text(
             "origin",
             "Origin",
@@ -439,12 +432,23 @@ fn grid(rows: &[BesideRow], refs: &References, families: &[(String, Vec<String>)
                 }
             },
         ),
-    ];
+    ]
+}
+
+fn grid(rows: &[BesideRow], refs: &References, families: &[(String, Vec<String>)]) -> Grid {
+    // Published sources numbered by first appearance: `[n]` in the table, spelled out
+    // in a note (and whole in the `source` field of files).
+    let mut cited: Vec<&str> = Vec::new();
+    for r in rows.iter().filter(|r| r.origin == Origin::Published) {
+        if !cited.contains(&r.source.as_str()) {
+            cited.push(&r.source);
+        }
+    }
     // Every row its own group: nothing is marked best across origins.
     let mut g = Grid::build(
         "reference",
         "Beside published AgentDojo results",
-        columns,
+        beside_columns(&cited),
         rows,
         |r| format!("{}|{}|{}", r.defense, r.model, r.source),
     );

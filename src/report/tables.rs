@@ -282,7 +282,8 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
                     Value::Missing
                 }
             },
-        ),
+        )
+        .alert(),
         Column::figure(
             "errors",
             "Err",

@@ -82,7 +82,10 @@ pub fn fit(grid: &Grid, opts: &TextOptions) -> Result<(Grid, usize), String> {
     if opts.wide {
         return Ok((grid.select(&visible(Show::Extra)), 0));
     }
-    let mut keep = visible(Show::Default);
+    // An alert a row raises (`!`, a gate's verdict) is shown however narrow the terminal.
+    let mut keep: Vec<usize> = (0..grid.columns.len())
+        .filter(|&i| grid.columns[i].show <= Show::Default || grid.raised(i))
+        .collect();
     let fits_in =
         |g: &Grid, keep: &[usize]| max_line(&render_body(&g.select(keep), false)) <= opts.width;
     // Long row names cost width on every line: shorten them (with a legend) before any
@@ -107,7 +110,7 @@ pub fn fit(grid: &Grid, opts: &TextOptions) -> Result<(Grid, usize), String> {
     while !fits(&keep) {
         match keep
             .iter()
-            .rposition(|&i| grid.columns[i].show != Show::Key)
+            .rposition(|&i| grid.columns[i].show != Show::Key && !grid.raised(i))
         {
             Some(p) => {
                 keep.remove(p);
@@ -121,11 +124,14 @@ pub fn fit(grid: &Grid, opts: &TextOptions) -> Result<(Grid, usize), String> {
             if grid.columns[i].show == Show::Extra {
                 let mut more = keep.clone();
                 more.push(i);
-                if fits(&more) {
+                if !keep.contains(&i) && fits(&more) {
                     keep = more;
                 }
             }
         }
+    }
+    if grid.in_order {
+        keep.sort_unstable();
     }
     Ok((grid.select(&keep), hidden))
 }
@@ -494,6 +500,32 @@ mod tests {
         };
         let t = render(&grid(), &o).unwrap();
         assert!(t.contains("A rather long") && !t.contains("ASR"), "{t}");
+    }
+
+    #[test]
+    fn a_raised_alert_stays_however_narrow() {
+        let mut g = grid();
+        g.columns.push(crate::report::columns::ColumnSpec {
+            alert: true,
+            ..g.columns[3].clone()
+        });
+        g.columns[4].id = "flag".into();
+        g.columns[4].title = "!".into();
+        for (i, r) in g.rows.iter_mut().enumerate() {
+            r.push(if i == 1 {
+                Value::Text("!".into())
+            } else {
+                Value::Missing
+            });
+        }
+        let (shown, hidden) = fit(&g, &opts(20)).unwrap();
+        assert!(hidden > 0);
+        assert!(shown.column("flag").is_some(), "{:?}", shown.columns);
+        // Not raised: dropped like any extra.
+        for r in &mut g.rows {
+            r[4] = Value::Missing;
+        }
+        assert!(fit(&g, &opts(20)).unwrap().0.column("flag").is_none());
     }
 
     #[test]
