@@ -5,9 +5,9 @@
 
 #![allow(dead_code)]
 
-use crate::metrics::*;
+use crate::aggregate::metrics::*;
 use crate::model::Component;
-use crate::runner::record::EpisodeRecord;
+use crate::record::EpisodeRecord;
 use std::collections::BTreeMap;
 
 fn cluster_of(r: &EpisodeRecord) -> ClusterKey {

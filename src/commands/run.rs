@@ -170,7 +170,7 @@ fn parse_call_seconds(s: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("`{s}` is not a number of seconds (finite, >= 0)"))
 }
 
-pub use crate::metrics::{ErrorPolicy, ErrorsAs};
+pub use crate::aggregate::metrics::{ErrorPolicy, ErrorsAs};
 
 impl RunArgs {
     /// The error convention of this run's rows: `--errors-as` for all, else each family's.
@@ -422,8 +422,8 @@ pub fn build_answer_judge(
 /// returns the Markdown; `None` when no record of the folder was judged.
 fn write_agreement(out: &std::path::Path) -> Result<Option<String>, CliError> {
     let mut by_key = std::collections::HashMap::new();
-    runner::record::for_each_record(
-        &out.join(runner::record::EPISODES),
+    crate::record::for_each_record(
+        &out.join(crate::record::EPISODES),
         |p| {
             if let Ok(r) = p.record {
                 by_key.insert(r.key.clone(), r);
@@ -510,7 +510,7 @@ fn check_tool_tables(
 
 /// One cheap request to every endpoint in use (agent, planner, judge, embedder) before
 /// the matrix: what would fail every episode stops the run now, naming the URL and role.
-async fn preflight(models: &Models, tools: &[crate::model::ToolSchema]) -> Result<(), CliError> {
+async fn preflight(models: &Models, tools: &[crate::tools::ToolSchema]) -> Result<(), CliError> {
     let mut seen: Vec<&Arc<dyn crate::model::ChatModel>> = Vec::new();
     for (role, m) in [
         ("agent", &models.agent),
@@ -568,7 +568,7 @@ fn run_settings(
             .map(|s| {
                 (
                     s.qualified_name(),
-                    short_hash(crate::agent::system_prompt(s).as_bytes()),
+                    short_hash(crate::episode::system_prompt(s).as_bytes()),
                 )
             })
             .collect(),
@@ -669,7 +669,7 @@ fn open_manifest(
     args: &RunArgs,
 ) -> Result<Manifest, CliError> {
     use runner::manifest::{Found, Invocation, now, read};
-    let has_records = std::fs::metadata(out.join(runner::record::EPISODES))
+    let has_records = std::fs::metadata(out.join(crate::record::EPISODES))
         .map(|m| m.len() > 0)
         .unwrap_or(false);
     let ways_out = format!(
@@ -690,7 +690,7 @@ fn open_manifest(
             return Err(CliError::bad_input(format!(
                 "{} holds episodes but no {}: the settings they were recorded under are unknown. {ways_out}.",
                 out.display(),
-                runner::record::RUN_INFO
+                crate::record::RUN_INFO
             )));
         }
         Found::Unreadable(why) if has_records => {
@@ -767,9 +767,7 @@ fn check_provider_attacks(
             continue;
         };
         for s in suites {
-            let ok = s
-                .external
-                .as_ref()
+            let ok = crate::external::served(s)
                 .filter(|x| x.hello.package == a.family)
                 .map(|x| (x.attacks.contains(name), x.attacks.join(", ")));
             match ok {
@@ -777,8 +775,8 @@ fn check_provider_attacks(
                 Some((false, known)) => {
                     let hint = crate::suggest::did_you_mean(
                         name,
-                        s.external
-                            .iter()
+                        crate::external::served(s)
+                            .into_iter()
                             .flat_map(|x| x.attacks.iter().map(String::as_str)),
                     );
                     return Err(CliError::bad_input(format!(
@@ -1066,7 +1064,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     runner::manifest::write(&out, &manifest).map_err(|e| {
         CliError::failed(format!(
             "cannot write {}: {e}",
-            out.join(runner::record::RUN_INFO).display()
+            out.join(crate::record::RUN_INFO).display()
         ))
     })?;
     let plan = RunPlan {
@@ -1113,7 +1111,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     runner::manifest::write(&out, &manifest).map_err(|e| {
         CliError::failed(format!(
             "cannot write {}: {e}",
-            out.join(runner::record::RUN_INFO).display()
+            out.join(crate::record::RUN_INFO).display()
         ))
     })?;
     let outcome = result.map_err(|e| match e {

@@ -14,7 +14,6 @@
 pub mod pool;
 pub mod process;
 pub mod protocol;
-pub mod world;
 
 use crate::ids::{TaskId, ToolName, VectorId};
 use crate::suite::check::Check;
@@ -354,6 +353,24 @@ pub struct ExternalSuite {
     pub error_convention: ErrorConvention,
     /// The tools as described, to check the plans `start` recomputes.
     pub tools: Vec<protocol::ToolDesc>,
+}
+
+impl crate::suite::Served for ExternalSuite {
+    fn qualified(&self) -> &str {
+        &self.qualified
+    }
+    fn system_prompt(&self) -> Option<&str> {
+        self.system_prompt.as_deref()
+    }
+    fn error_convention(&self) -> ErrorConvention {
+        self.error_convention
+    }
+}
+
+/// The provider side of a suite served by one; `None` for a data suite.
+pub fn served(suite: &Suite) -> Option<&ExternalSuite> {
+    let served: &dyn std::any::Any = suite.external.as_deref()?;
+    served.downcast_ref()
 }
 
 /// What the harness decides about a described suite, not the provider: its name and its

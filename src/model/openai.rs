@@ -13,10 +13,10 @@ pub use wire::{
     ParsedReply, ToolFormat, parse_chat_body, parse_prompted_calls, prompted_tools_text,
 };
 
-use super::cache::Cache;
 use super::tokens::TokenCounter;
-use super::transport::Endpoint;
 use super::{ChatModel, ChatReply, ChatRequest, Message, ModelError, Role, ToolSchema, Usage};
+use crate::http::Endpoint;
+use crate::http::cache::Cache;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;

@@ -8,13 +8,16 @@ pub mod budget;
 pub mod files;
 pub mod identity;
 pub mod manifest;
-pub mod record;
+// The on-disk formats moved to `crate::record`; this path stays for `report/*` until
+// its rewrite (issue 24) lands and imports `crate::record` itself.
+pub use crate::record;
 
-use crate::agent::{EpisodeSpec, Injection, run_episode};
 use crate::attack::{Attack, AttackContext};
 use crate::defense::Defense;
-use crate::model::{Models, ToolSchema};
+use crate::episode::{EpisodeSpec, Injection, run_episode};
+use crate::model::Models;
 use crate::suite::Suite;
+use crate::tools::ToolSchema;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use record::key_hash;
 use record::{EpisodeRecord, RecordWriter, TraceRecord};
@@ -129,7 +132,7 @@ impl JobKey {
 
 /// Whether `attack` is one the suite's provider marks as denial of service.
 fn denial_of_service(suite: &Suite, attack: &Attack) -> bool {
-    match (&suite.external, &attack.provider_attack) {
+    match (crate::external::served(suite), &attack.provider_attack) {
         (Some(x), Some(name)) => x.dos_attacks.iter().any(|a| a == name),
         _ => false,
     }
@@ -411,7 +414,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
     };
     let payload = injection
         .as_ref()
-        .map(|i| crate::agent::join_payloads(i.placements.iter().map(|(_, p)| p.as_str())));
+        .map(|i| crate::episode::join_payloads(i.placements.iter().map(|(_, p)| p.as_str())));
     let vectors: Vec<String> = injection
         .as_ref()
         .map(|i| i.placements.iter().map(|(v, _)| v.0.clone()).collect())
@@ -509,7 +512,7 @@ async fn judge_answer(
     plan: &RunPlan,
     ut: &crate::suite::UserTask,
     injection: Option<&crate::suite::InjectionTask>,
-    result: &mut crate::agent::EpisodeResult,
+    result: &mut crate::episode::EpisodeResult,
 ) -> Option<crate::model::answer_judge::JudgedAnswer> {
     let judge = plan.answer_judge.as_ref()?;
     if result.error.is_some() {
@@ -523,8 +526,8 @@ async fn judge_answer(
         Ok(judged) => Some(judged),
         Err(e) => {
             result.fatal |= e.fatal();
-            result.error = Some(crate::agent::EpisodeError {
-                kind: crate::agent::ErrorKind::Model,
+            result.error = Some(crate::episode::EpisodeError {
+                kind: crate::record::ErrorKind::Model,
                 message: e.to_string(),
             });
             Some(judge.unjudged())

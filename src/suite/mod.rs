@@ -231,6 +231,10 @@ pub struct InjectionTask {
     pub designed_for: Vec<TaskId>,
 }
 
+/// The tag suites put on injection tasks built to exercise SIEVE's provenance bypass
+/// (rows count them apart: `aggregate::metrics::attack_label`).
+pub const BYPASS_TAG: &str = "provenance_bypass";
+
 /// A loaded, structurally valid suite.
 #[derive(Debug)]
 pub struct Suite {
@@ -254,7 +258,19 @@ pub struct Suite {
     /// never mixes episodes of two versions of a suite.
     pub fingerprint: String,
     /// Set when the suite lives in a provider process: its episodes run there.
-    pub external: Option<Arc<crate::external::ExternalSuite>>,
+    pub external: Option<Arc<dyn Served>>,
+}
+
+/// A suite whose episodes run in a provider process (docs/external-suites.md), as the
+/// suite's own code sees it. `external::ExternalSuite` is the one implementation; the
+/// layers above read it back with `external::served`.
+pub trait Served: std::any::Any + Send + Sync + std::fmt::Debug {
+    /// `package@version/suite`.
+    fn qualified(&self) -> &str;
+    /// The suite's own system prompt, used instead of the harness's.
+    fn system_prompt(&self) -> Option<&str>;
+    /// From the provider file: how the suite's rows count errored episodes.
+    fn error_convention(&self) -> ErrorConvention;
 }
 
 /// How a suite's own rows count an errored episode (`metrics::ErrorsAs` turns it into a
@@ -325,7 +341,7 @@ impl Suite {
     /// `family/name`, unique across the suites directory.
     pub fn qualified_name(&self) -> String {
         if let Some(x) = &self.external {
-            return x.qualified.clone();
+            return x.qualified().to_string();
         }
         format!("{}/{}", self.meta.family, self.meta.name)
     }
@@ -336,7 +352,7 @@ impl Suite {
     pub fn error_convention(&self) -> ErrorConvention {
         self.external
             .as_ref()
-            .map_or_else(Default::default, |x| x.error_convention)
+            .map_or_else(Default::default, |x| x.error_convention())
     }
 
     pub fn defaults(&self) -> Vec<String> {
@@ -705,8 +721,7 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
                 format!("`{}` is not a user task of this suite", bad.0),
             ));
         }
-        if task.tags.iter().any(|t| t == crate::metrics::BYPASS_TAG) && task.designed_for.is_empty()
-        {
+        if task.tags.iter().any(|t| t == BYPASS_TAG) && task.designed_for.is_empty() {
             return Err(SuiteError::at(
                 &it_path,
                 Some(&id),
