@@ -51,15 +51,6 @@ const LONG_FN_ALLOWED: &[(&str, &str, &str)] = &[
     ("src/report/compare.rs", "compare", "being split by i24"),
     ("src/report/published.rs", "grid", "being split by i24"),
     ("src/report/html.rs", "figures", "being split by i24"),
-    // Being split by concern on this branch (issue 23).
-    ("src/aggregate/reference.rs", "row_with", "to split"),
-    ("src/commands/run.rs", "prepare", "to split"),
-    ("src/commands/run.rs", "run", "to split"),
-    ("src/external/mod.rs", "build_suite", "to split"),
-    ("src/runner/mod.rs", "run_job", "to split"),
-    ("src/runner/mod.rs", "execute", "to split"),
-    ("src/suite/mod.rs", "load", "to split"),
-    ("src/suite/samples.rs", "load", "to split"),
 ];
 
 fn src_dir() -> PathBuf {

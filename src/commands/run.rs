@@ -819,9 +819,8 @@ pub struct Prepared {
     pub answer_judge: Option<Arc<crate::model::answer_judge::AnswerJudge>>,
 }
 
-/// Loads and checks what `args` select (suites, attacks, defenses, models), before any
-/// request is sent.
-pub async fn prepare(paths: &Paths, args: &RunArgs) -> Result<Prepared, CliError> {
+/// The counts `run` takes (concurrency, steps, seeds) in range; the last seed.
+fn check_counts(args: &RunArgs) -> Result<u64, CliError> {
     if args.concurrency == 0 {
         return Err(CliError::bad_input("--concurrency must be at least 1"));
     }
@@ -840,14 +839,71 @@ pub async fn prepare(paths: &Paths, args: &RunArgs) -> Result<Prepared, CliError
             args.seeds
         )));
     }
-    let Some(last_seed) = args.seed.checked_add(args.seeds - 1) else {
-        return Err(CliError::bad_input(format!(
+    args.seed.checked_add(args.seeds - 1).ok_or_else(|| {
+        CliError::bad_input(format!(
             "--seed {} with --seeds {} runs past the largest seed ({}); lower one of them",
             args.seed,
             args.seeds,
             u64::MAX
-        )));
-    };
+        ))
+    })
+}
+
+/// `--user-tasks` and `--injection-tasks` name tasks of the selected suites.
+fn check_task_filters(args: &RunArgs, suites: &[crate::suite::Suite]) -> Result<(), CliError> {
+    for (flag, filter, ids) in [
+        (
+            "--user-tasks",
+            &args.user_tasks,
+            suites
+                .iter()
+                .flat_map(|s| s.user_tasks.iter().map(|t| t.id.0.clone()))
+                .collect::<Vec<_>>(),
+        ),
+        (
+            "--injection-tasks",
+            &args.injection_tasks,
+            suites
+                .iter()
+                .flat_map(|s| s.injection_tasks.iter().map(|t| t.id.0.clone()))
+                .collect(),
+        ),
+    ] {
+        if let Some(f) = filter
+            && let Some(bad) = f.iter().find(|x| !ids.contains(x))
+        {
+            return Err(CliError::bad_input(format!(
+                "{flag}: no task `{bad}` in the selected suites"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The defenses `--defense` names, each once.
+fn build_defenses(
+    args: &RunArgs,
+    options: &crate::defense::BuildOptions,
+) -> Result<Vec<Arc<dyn crate::defense::Defense>>, CliError> {
+    let mut defenses: Vec<Arc<dyn crate::defense::Defense>> = Vec::new();
+    for d in crate::defense::expand(&args.defense) {
+        let built = crate::defense::build_with(&d, options).map_err(CliError::bad_input)?;
+        // `none,none` or `sieve,sieve:full` name one defense: running it twice would
+        // count every episode twice.
+        if !defenses.iter().any(|x| x.name() == built.name()) {
+            defenses.push(built);
+        }
+    }
+    if defenses.is_empty() {
+        return Err(CliError::bad_input("--defense names no defense"));
+    }
+    Ok(defenses)
+}
+
+/// Loads and checks what `args` select (suites, attacks, defenses, models), before any
+/// request is sent.
+pub async fn prepare(paths: &Paths, args: &RunArgs) -> Result<Prepared, CliError> {
+    let last_seed = check_counts(args)?;
     let suites = super::load_selected(paths, &args.suite, args.concurrency).await?;
     let problems: Vec<String> = suites
         .iter()
@@ -885,44 +941,8 @@ pub async fn prepare(paths: &Paths, args: &RunArgs) -> Result<Prepared, CliError
         )));
     }
     options.plugin_max_reply = Some((args.plugin_max_reply as usize) << 20);
-    let mut defenses: Vec<Arc<dyn crate::defense::Defense>> = Vec::new();
-    for d in crate::defense::expand(&args.defense) {
-        let built = crate::defense::build_with(&d, &options).map_err(CliError::bad_input)?;
-        // `none,none` or `sieve,sieve:full` name one defense: running it twice would
-        // count every episode twice.
-        if !defenses.iter().any(|x| x.name() == built.name()) {
-            defenses.push(built);
-        }
-    }
-    if defenses.is_empty() {
-        return Err(CliError::bad_input("--defense names no defense"));
-    }
-    for (flag, filter, ids) in [
-        (
-            "--user-tasks",
-            &args.user_tasks,
-            suites
-                .iter()
-                .flat_map(|s| s.user_tasks.iter().map(|t| t.id.0.clone()))
-                .collect::<Vec<_>>(),
-        ),
-        (
-            "--injection-tasks",
-            &args.injection_tasks,
-            suites
-                .iter()
-                .flat_map(|s| s.injection_tasks.iter().map(|t| t.id.0.clone()))
-                .collect(),
-        ),
-    ] {
-        if let Some(f) = filter
-            && let Some(bad) = f.iter().find(|x| !ids.contains(x))
-        {
-            return Err(CliError::bad_input(format!(
-                "{flag}: no task `{bad}` in the selected suites"
-            )));
-        }
-    }
+    let defenses = build_defenses(args, &options)?;
+    check_task_filters(args, &suites)?;
     let named = crate::model::config::load_named(&paths.configs).map_err(CliError::bad_input)?;
     let tokens = Arc::new(TokenCounter::new().map_err(CliError::bad_input)?);
     let factory = ModelFactory::new(args.model_options.clone(), named.clone(), tokens)
@@ -974,6 +994,85 @@ pub async fn prepare(paths: &Paths, args: &RunArgs) -> Result<Prepared, CliError
     })
 }
 
+/// The run's folder: `--out`, or the run id under the results folder; refused when it
+/// holds something other than a run, created when missing.
+fn out_folder(args: &RunArgs, run_id: &str) -> Result<std::path::PathBuf, CliError> {
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| args.results_dir.join(run_id));
+    if let runner::files::Folder::Foreign(holds) = runner::files::inspect(&out)
+        .map_err(|e| CliError::bad_input(format!("cannot read {}: {e}", out.display())))?
+    {
+        return Err(CliError::bad_input(runner::files::not_a_run(
+            &out, &holds, "run",
+        )));
+    }
+    std::fs::create_dir_all(&out)
+        .map_err(|e| CliError::bad_input(format!("cannot create {}: {e}", out.display())))?;
+    Ok(out)
+}
+
+/// The order of this command line's suites, attacks and defenses, for the tables.
+fn order_of(
+    suites: &[crate::suite::Suite],
+    selection: &crate::attack::Selection,
+    defenses: &[Arc<dyn crate::defense::Defense>],
+) -> report::Order {
+    report::Order {
+        suites: suites.iter().map(|s| s.qualified_name()).collect(),
+        attacks: selection
+            .templates
+            .iter()
+            .map(|a| a.name.clone())
+            .chain(
+                selection
+                    .context
+                    .then(|| crate::attack::CONTEXT.to_string()),
+            )
+            .collect(),
+        defenses: defenses.iter().map(|d| d.name().to_string()).collect(),
+    }
+}
+
+fn write_manifest(out: &std::path::Path, manifest: &Manifest) -> Result<(), CliError> {
+    runner::manifest::write(out, manifest).map_err(|e| {
+        CliError::failed(format!(
+            "cannot write {}: {e}",
+            out.join(crate::record::RUN_INFO).display()
+        ))
+    })
+}
+
+/// What the invocation came to, and the run's budget ledger and served models, in the
+/// manifest.
+fn finish_manifest(
+    manifest: &mut Manifest,
+    result: &Result<RunOutcome, runner::RunError>,
+    requested: &std::collections::BTreeMap<crate::model::Component, String>,
+) {
+    let invocation = manifest.invocations.last_mut().expect("pushed above");
+    invocation.finished = Some(runner::manifest::now());
+    invocation.outcome = match result {
+        Ok(o) if o.interrupted => "interrupted".into(),
+        Ok(o) => o
+            .fatal
+            .as_ref()
+            .map_or("done".into(), |f| format!("stopped: {f}")),
+        Err(e) => format!("refused: {e}"),
+    };
+    if let Ok(o) = result {
+        invocation.ran = o.ran;
+        invocation.errored = o.errored;
+        if o.budget_stop.is_some() {
+            invocation.outcome = "stopped: budget".into();
+        }
+        manifest.budget = o.ledger.clone();
+        super::estimate::record_lineage(&mut manifest.served_models, requested, &o.served);
+    }
+    manifest.finished = Some(runner::manifest::now());
+}
+
 /// Runs (or resumes) and summarises.
 pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     let Prepared {
@@ -1002,33 +1101,8 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         settings.extra.insert("answer_judge".into(), j.identity());
     }
     let run_id = default_run_id(&args);
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| args.results_dir.join(&run_id));
-    if let runner::files::Folder::Foreign(holds) = runner::files::inspect(&out)
-        .map_err(|e| CliError::bad_input(format!("cannot read {}: {e}", out.display())))?
-    {
-        return Err(CliError::bad_input(runner::files::not_a_run(
-            &out, &holds, "run",
-        )));
-    }
-    std::fs::create_dir_all(&out)
-        .map_err(|e| CliError::bad_input(format!("cannot create {}: {e}", out.display())))?;
-    let order = report::Order {
-        suites: suites.iter().map(|s| s.qualified_name()).collect(),
-        attacks: selection
-            .templates
-            .iter()
-            .map(|a| a.name.clone())
-            .chain(
-                selection
-                    .context
-                    .then(|| crate::attack::CONTEXT.to_string()),
-            )
-            .collect(),
-        defenses: defenses.iter().map(|d| d.name().to_string()).collect(),
-    };
+    let out = out_folder(&args, &run_id)?;
+    let order = order_of(&suites, &selection, &defenses);
     let _lock = runner::files::FolderLock::acquire(&out).map_err(|e| match e {
         runner::files::LockError::Busy(_) => CliError::Locked(e.to_string()),
         runner::files::LockError::Io(..) => CliError::failed(e.to_string()),
@@ -1061,12 +1135,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         budget.expected = super::estimate::expected_costs(&records, &budget.prices);
     }
     let requested = super::estimate::requested_models(&models);
-    runner::manifest::write(&out, &manifest).map_err(|e| {
-        CliError::failed(format!(
-            "cannot write {}: {e}",
-            out.join(crate::record::RUN_INFO).display()
-        ))
-    })?;
+    write_manifest(&out, &manifest)?;
     let plan = RunPlan {
         run_id,
         out: out.clone(),
@@ -1088,32 +1157,8 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         answer_judge,
     };
     let result = runner::execute(plan).await;
-    let invocation = manifest.invocations.last_mut().expect("pushed above");
-    invocation.finished = Some(runner::manifest::now());
-    invocation.outcome = match &result {
-        Ok(o) if o.interrupted => "interrupted".into(),
-        Ok(o) => o
-            .fatal
-            .as_ref()
-            .map_or("done".into(), |f| format!("stopped: {f}")),
-        Err(e) => format!("refused: {e}"),
-    };
-    if let Ok(o) = &result {
-        invocation.ran = o.ran;
-        invocation.errored = o.errored;
-        if o.budget_stop.is_some() {
-            invocation.outcome = "stopped: budget".into();
-        }
-        manifest.budget = o.ledger.clone();
-        super::estimate::record_lineage(&mut manifest.served_models, &requested, &o.served);
-    }
-    manifest.finished = Some(runner::manifest::now());
-    runner::manifest::write(&out, &manifest).map_err(|e| {
-        CliError::failed(format!(
-            "cannot write {}: {e}",
-            out.join(crate::record::RUN_INFO).display()
-        ))
-    })?;
+    finish_manifest(&mut manifest, &result, &requested);
+    write_manifest(&out, &manifest)?;
     let outcome = result.map_err(|e| match e {
         runner::RunError::Stale(m) => CliError::bad_input(m),
         runner::RunError::NothingToRun(m) => CliError::NothingToRun(m),

@@ -514,39 +514,36 @@ fn check_description(desc: &Description) -> Result<(), String> {
     Ok(())
 }
 
-/// Turns a description into a suite, checking what the harness relies on.
-pub fn build_suite(
-    pool: Arc<Pool>,
-    hello: Hello,
-    desc: Description,
+/// A described suite's fingerprint: what the provider said of itself and of the suite,
+/// the files its command runs, and a convention other than the default.
+fn fingerprint_of(
+    hello: &Hello,
+    desc: &Description,
     command_files: &[Vec<u8>],
-    origin: Origin,
-) -> Result<Suite, String> {
+    error_convention: ErrorConvention,
+) -> String {
     use sha2::{Digest, Sha256};
-    check_description(&desc)?;
     let mut h = Sha256::new();
-    h.update(serde_json::to_vec(&hello).expect("serialises"));
-    h.update(serde_json::to_vec(&desc).expect("serialises"));
+    h.update(serde_json::to_vec(hello).expect("serialises"));
+    h.update(serde_json::to_vec(desc).expect("serialises"));
     for f in command_files {
         h.update((f.len() as u64).to_le_bytes());
         h.update(f);
     }
-    if !origin.error_convention.is_default() {
+    if !error_convention.is_default() {
         // Records of the suite count errors this way: another convention is another suite.
-        h.update(serde_json::to_vec(&origin.error_convention).expect("serialises"));
+        h.update(serde_json::to_vec(&error_convention).expect("serialises"));
     }
-    let fingerprint: String = h
-        .finalize()
+    h.finalize()
         .iter()
         .take(8)
         .map(|b| format!("{b:02x}"))
-        .collect();
+        .collect()
+}
 
-    let (_, name) = origin
-        .qualified
-        .split_once('/')
-        .expect("a qualified name of the harness's");
-    let tools = ToolSet::from_tools(desc.tools.iter().map(|t| {
+/// The tools a provider describes, with its kind and risk, or the defaults.
+fn tools_of(desc: &Description) -> ToolSet {
+    ToolSet::from_tools(desc.tools.iter().map(|t| {
         let kind = t.kind.unwrap_or(ToolKind::Write);
         Tool::external(
             &t.name,
@@ -556,7 +553,25 @@ pub fn build_suite(
             t.risk.unwrap_or_else(|| default_risk(kind)),
         )
         .replacing(t.replaces)
-    }));
+    }))
+}
+
+/// Turns a description into a suite, checking what the harness relies on.
+pub fn build_suite(
+    pool: Arc<Pool>,
+    hello: Hello,
+    desc: Description,
+    command_files: &[Vec<u8>],
+    origin: Origin,
+) -> Result<Suite, String> {
+    check_description(&desc)?;
+    let fingerprint = fingerprint_of(&hello, &desc, command_files, origin.error_convention);
+
+    let (_, name) = origin
+        .qualified
+        .split_once('/')
+        .expect("a qualified name of the harness's");
+    let tools = tools_of(&desc);
     let vectors: Vec<Vector> = desc
         .vectors
         .iter()

@@ -363,16 +363,15 @@ fn rec_key(r: &EpisodeRecord) -> JobKey {
     }
 }
 
-async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, bool) {
-    let plan = &shared.plan;
-    let suite = &plan.suites[job.suite];
-    let ut = &suite.user_tasks[job.user_task];
-    let defense = &plan.defenses[job.defense];
-    let seed = episode_seed(
-        &job.key.seed_identity(plan.models.agent.seed_name()),
-        job.seed,
-    );
-    let injection = job.injection.map(|how| match how {
+/// The attack side of a job: a template's payload in every vector the user task reads,
+/// or a context-aware sample's own texts.
+fn injection_of<'a>(
+    plan: &'a RunPlan,
+    suite: &'a crate::suite::Suite,
+    ut: &crate::suite::UserTask,
+    how: JobAttack,
+) -> Injection<'a> {
+    match how {
         JobAttack::Template { attack, task } => {
             let attack = &plan.attacks[attack];
             let task = &suite.injection_tasks[task];
@@ -407,7 +406,19 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
                 denial_of_service: false,
             }
         }
-    });
+    }
+}
+
+async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, bool) {
+    let plan = &shared.plan;
+    let suite = &plan.suites[job.suite];
+    let ut = &suite.user_tasks[job.user_task];
+    let defense = &plan.defenses[job.defense];
+    let seed = episode_seed(
+        &job.key.seed_identity(plan.models.agent.seed_name()),
+        job.seed,
+    );
+    let injection = job.injection.map(|how| injection_of(plan, suite, ut, how));
     let sample = match job.injection {
         Some(JobAttack::Sample(i)) => Some(&suite.samples[i]),
         _ => None,
@@ -682,15 +693,15 @@ fn or_unknown(s: &str) -> &str {
     if s.is_empty() { "unknown" } else { s }
 }
 
-/// Runs the plan's jobs not yet recorded in `plan.out`, appending each as it finishes.
-pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
-    std::fs::create_dir_all(&plan.out)?;
-    let mut outcome = RunOutcome::default();
+/// The jobs of the plan still to run: partial lines of an interrupted run dropped, the
+/// recorded episodes skipped (counted in `outcome`); an error when the selection leaves
+/// nothing to run.
+fn pending_jobs(plan: &RunPlan, outcome: &mut RunOutcome) -> Result<Vec<Job>, RunError> {
     let ep_path = plan.out.join(record::EPISODES);
     outcome.dropped_partial_line = record::drop_partial_tail(&ep_path)?;
     record::drop_partial_tail(&plan.out.join(record::TRACES))?;
     if plan.asks_for_attacks() && !plan.matrix().iter().any(|j| j.injection.is_some()) {
-        return Err(RunError::NothingToRun(no_attacked_episodes(&plan)));
+        return Err(RunError::NothingToRun(no_attacked_episodes(plan)));
     }
     let all = plan.jobs();
     if all.is_empty() {
@@ -701,7 +712,7 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
                 .unwrap_or_default()
         )));
     }
-    let done = Resume::new(&plan, &all).read(&ep_path)?;
+    let done = Resume::new(plan, &all).read(&ep_path)?;
     outcome.planned = all.len();
     let todo: Vec<Job> = all
         .into_iter()
@@ -710,18 +721,19 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
         .map(|(j, _)| j)
         .collect();
     outcome.skipped = outcome.planned - todo.len();
+    Ok(todo)
+}
 
-    let mut writer = RecordWriter::open(&plan.out)?;
-    let progress = ProgressBar::new(todo.len() as u64);
+/// The progress bar on a terminal, and how often a run without one logs a line instead.
+fn progress_for(total: usize) -> (ProgressBar, usize) {
+    let progress = ProgressBar::new(total as u64);
     let tty = std::io::stderr().is_terminal();
     // Without a terminal (CI logs, batch jobs) a long run reports every tenth instead.
-    let log_every = if tty || todo.len() < 500 {
+    let log_every = if tty || total < 500 {
         usize::MAX
     } else {
-        todo.len().div_ceil(10)
+        total.div_ceil(10)
     };
-    let total = todo.len();
-    let started = std::time::Instant::now();
     if tty {
         progress.set_style(
             ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} episodes ({per_sec}, eta {eta}) {msg}")
@@ -730,6 +742,19 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
     } else {
         progress.set_draw_target(ProgressDrawTarget::hidden());
     }
+    (progress, log_every)
+}
+
+/// Runs the plan's jobs not yet recorded in `plan.out`, appending each as it finishes.
+pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
+    std::fs::create_dir_all(&plan.out)?;
+    let mut outcome = RunOutcome::default();
+    let todo = pending_jobs(&plan, &mut outcome)?;
+
+    let mut writer = RecordWriter::open(&plan.out)?;
+    let (progress, log_every) = progress_for(todo.len());
+    let total = todo.len();
+    let started = std::time::Instant::now();
 
     let schemas = plan.suites.iter().map(|s| s.tools.schemas()).collect();
     let concurrency = plan.concurrency.max(1);
