@@ -9,12 +9,12 @@
 //! aggregates of disjoint record sets [`Aggregate::merge`] into the aggregate of their
 //! union whatever the order, so records can be folded in parallel batches.
 
-use crate::metrics::{
+use crate::aggregate::metrics::{
     ALL_SUITES, Attribution, BreakdownRow, ClusterKey, ErrorPolicy, ErrorsAs, Rate, Row,
     attack_label, attribute, eds, effective_n_counts, wilson_p,
 };
 use crate::model::{Component, ScriptedRoles};
-use crate::runner::record::EpisodeRecord;
+use crate::record::EpisodeRecord;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Everything that decides which rows a record feeds: its suite, defense and model, and
@@ -717,6 +717,7 @@ pub fn set_overheads(rows: &mut [Row]) {
 }
 
 pub mod agreement;
+pub mod metrics;
 pub mod pairs;
 #[cfg(test)]
 pub(crate) mod reference;
@@ -726,7 +727,7 @@ mod tests {
     use super::*;
     use crate::commands::Paths;
     use crate::commands::run::{RunArgs, run};
-    use crate::runner::record::{EPISODES, RUN_INFO, for_each_record};
+    use crate::record::{EPISODES, RUN_INFO, for_each_record};
     use std::path::{Path, PathBuf};
 
     /// A real sim run: two suites (one with context-aware samples) under `important`
@@ -768,9 +769,9 @@ mod tests {
                 r.error = Some("synthetic: the model request failed".into());
                 // Both a kind AgentDojo scores and one it does not.
                 r.error_kind = Some(if i % 2 == 0 {
-                    crate::agent::ErrorKind::ContextLength
+                    crate::record::ErrorKind::ContextLength
                 } else {
-                    crate::agent::ErrorKind::Model
+                    crate::record::ErrorKind::Model
                 });
                 r.utility = false;
             }
@@ -857,7 +858,7 @@ mod tests {
             for errors_as in [ErrorsAs::Excluded, ErrorsAs::AgentDojo] {
                 let of = |d: &str| reference::row_records(&records, &r.suite, &r.attack, d, None);
                 let want = reference::paired_all(&of("none"), &of("sieve"), errors_as);
-                let got = crate::metrics::paired_all(
+                let got = crate::aggregate::metrics::paired_all(
                     &table.row(&r.suite, &r.attack, "none", None),
                     &table.row(&r.suite, &r.attack, "sieve", Some(&r.model)),
                     errors_as,

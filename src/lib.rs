@@ -4,7 +4,6 @@
 //! The modules follow the pipeline: suite → attack → agent loop ⇄ defense → model;
 //! records → metrics → report.
 
-pub mod agent;
 pub mod aggregate;
 pub mod attack;
 pub mod bounded;
@@ -13,16 +12,20 @@ pub mod commands;
 pub mod defense;
 pub mod embed;
 pub mod envpath;
+pub mod episode;
 pub mod escape;
 pub mod external;
+pub mod http;
 pub mod ids;
-pub mod metrics;
 pub mod model;
+pub mod readable;
+pub mod record;
 pub mod report;
+pub mod role;
 pub mod runner;
 pub mod search;
 pub mod suggest;
 pub mod suite;
+pub mod text;
 pub mod tools;
-pub mod world;
 pub mod yaml;

@@ -135,7 +135,7 @@ async fn a_described_suite_becomes_an_ordinary_suite() {
     assert!(!suite.tools.get("add").unwrap().replaces);
     let label = provider.load("toy@v1/label").await.unwrap();
     assert!(label.tools.get("set_label").unwrap().replaces);
-    let system = sieve_bench::agent::system_prompt(&suite);
+    let system = sieve_bench::episode::system_prompt(&suite);
     assert_eq!(system, "You are the toy suite's assistant.");
     // An unknown suite is the provider's refusal, named.
     let err = provider

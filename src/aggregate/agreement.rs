@@ -3,8 +3,8 @@
 //! of episodes where both verdicts agree (Wilson interval) and Cohen's kappa (with its
 //! large-sample interval), and every disagreement.
 
-use crate::metrics::{Rate, Z95};
-use crate::runner::record::EpisodeRecord;
+use crate::aggregate::metrics::{Rate, Z95};
+use crate::record::EpisodeRecord;
 use serde::{Deserialize, Serialize};
 
 /// A 2×2 table of two binary verdicts: `[checks][judge]`, index 1 for right / endorses.

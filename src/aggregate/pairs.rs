@@ -3,8 +3,8 @@
 //! the cell ([`Atom`]) that decides which summary rows it belongs to.
 
 use super::Atom;
-use crate::metrics::{ALL_SUITES, ClusterKey};
-use crate::runner::record::EpisodeRecord;
+use crate::aggregate::metrics::{ALL_SUITES, ClusterKey};
+use crate::record::EpisodeRecord;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
@@ -17,7 +17,7 @@ pub struct PairObs {
     pub attacked: bool,
     pub errored: bool,
     /// What failed, when it errored (`None` also for older records).
-    pub error_kind: Option<crate::agent::ErrorKind>,
+    pub error_kind: Option<crate::record::ErrorKind>,
     /// The security check held.
     pub attack_success: bool,
     pub utility: bool,
@@ -25,7 +25,7 @@ pub struct PairObs {
     pub own: crate::suite::ErrorConvention,
 }
 
-/// An episode with its cluster, as [`crate::metrics::paired`] takes it.
+/// An episode with its cluster, as [`crate::aggregate::metrics::paired`] takes it.
 pub type Pair<'a> = (&'a ClusterKey, PairObs);
 
 /// The episodes of a run as pairing needs them.
@@ -88,7 +88,7 @@ impl PairTable {
         let mut atom_ids: HashMap<Atom, u32> = HashMap::new();
         let mut seen: Vec<(u32, PairObs)> = Vec::new();
         let mut last: HashMap<u64, usize> = HashMap::new();
-        crate::runner::record::for_each_record(
+        crate::record::for_each_record(
             path,
             |p| {
                 let Ok(r) = p.record else {
@@ -104,7 +104,7 @@ impl PairTable {
                         i
                     }
                 };
-                last.insert(crate::runner::record::key_hash(&r.key), seen.len());
+                last.insert(crate::record::key_hash(&r.key), seen.len());
                 seen.push((id, obs));
                 Ok(())
             },

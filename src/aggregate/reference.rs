@@ -5,9 +5,9 @@
 
 #![allow(dead_code)]
 
-use crate::metrics::*;
+use crate::aggregate::metrics::*;
 use crate::model::Component;
-use crate::runner::record::EpisodeRecord;
+use crate::record::EpisodeRecord;
 use std::collections::BTreeMap;
 
 fn cluster_of(r: &EpisodeRecord) -> ClusterKey {
@@ -65,6 +65,31 @@ pub fn row(
     )
 }
 
+/// Tokens and calls per episode of each component that was called.
+fn per_component(
+    all: &[&&EpisodeRecord],
+    n_all: f64,
+) -> (BTreeMap<String, f64>, BTreeMap<String, f64>) {
+    let mut tokens_by_component = BTreeMap::new();
+    let mut calls_by_component = BTreeMap::new();
+    for c in Component::ALL {
+        let t: u64 = all.iter().map(|r| r.cost.get(c).tokens()).sum();
+        let k: u64 = all.iter().map(|r| r.cost.get(c).calls).sum();
+        if k > 0 {
+            tokens_by_component.insert(c.as_str().to_string(), t as f64 / n_all);
+            calls_by_component.insert(c.as_str().to_string(), k as f64 / n_all);
+        }
+    }
+    (tokens_by_component, calls_by_component)
+}
+
+fn distinct_seeds(records: &[&EpisodeRecord]) -> u64 {
+    let mut seeds: Vec<u64> = records.iter().map(|r| r.seed).collect();
+    seeds.sort_unstable();
+    seeds.dedup();
+    seeds.len() as u64
+}
+
 /// Computes one row under an error convention.
 pub fn row_with(
     suite: &str,
@@ -86,7 +111,6 @@ pub fn row_with(
     let solved = |r: &EpisodeRecord| r.error.is_none() && r.utility;
     let n_clean = clean.len() as u64;
     let n_att = attacked.len() as u64;
-    let succ = attacked.iter().filter(|r| succeeded(r)).count() as u64;
     let sev_total: f64 = attacked.iter().map(|r| r.severity.unwrap_or(1.0)).sum();
     let sev_succ: f64 = attacked
         .iter()
@@ -105,32 +129,19 @@ pub fn row_with(
     let asr = rate(obs(&attacked, &succeeded));
     let ua = rate(obs(&attacked, &solved));
     let bu = rate(obs(&clean, &solved));
-    let _ = succ;
     let everything: Vec<&EpisodeRecord> = clean_all
         .iter()
         .chain(attacked_all.iter())
         .copied()
         .collect();
     let errors = everything.iter().filter(|r| r.error.is_some()).count() as u64;
-    let mut seeds: Vec<u64> = everything.iter().map(|r| r.seed).collect();
-    seeds.sort_unstable();
-    seeds.dedup();
     let clean = &clean[..];
     let attacked = &attacked[..];
     let all: Vec<&&EpisodeRecord> = clean_all.iter().chain(attacked_all.iter()).collect();
     let n_all = all.len().max(1) as f64;
     let proposed: u64 = all.iter().map(|r| r.proposed_calls).sum();
     let escalated: u64 = all.iter().map(|r| r.escalated).sum();
-    let mut tokens_by_component = BTreeMap::new();
-    let mut calls_by_component = BTreeMap::new();
-    for c in Component::ALL {
-        let t: u64 = all.iter().map(|r| r.cost.get(c).tokens()).sum();
-        let k: u64 = all.iter().map(|r| r.cost.get(c).calls).sum();
-        if k > 0 {
-            tokens_by_component.insert(c.as_str().to_string(), t as f64 / n_all);
-            calls_by_component.insert(c.as_str().to_string(), k as f64 / n_all);
-        }
-    }
+    let (tokens_by_component, calls_by_component) = per_component(&all, n_all);
     let totals: Vec<_> = all.iter().map(|r| r.cost.total()).collect();
     let successes: Vec<&&EpisodeRecord> = attacked.iter().filter(|r| succeeded(r)).collect();
     let attributed = attacked.iter().any(|r| attribute(r).is_some());
@@ -166,7 +177,7 @@ pub fn row_with(
         error_rate: (!everything.is_empty()).then(|| errors as f64 / everything.len() as f64),
         errors_as,
         too_many_errors: false,
-        seeds: seeds.len() as u64,
+        seeds: distinct_seeds(&everything),
         asr_seed_range: seed_range(attacked, &succeeded),
         ua_seed_range: seed_range(attacked, &solved),
         bu_seed_range: seed_range(clean, &solved),

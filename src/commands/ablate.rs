@@ -7,7 +7,7 @@
 
 use super::run::{RunArgs, RunReport, run};
 use super::{CliError, Paths};
-use crate::metrics::Row;
+use crate::aggregate::metrics::Row;
 use crate::report::columns::{Better, Column, Grid, Show, Value};
 use crate::report::formats;
 use crate::report::text::TextOptions;
@@ -101,7 +101,7 @@ pub struct AblationRow {
     pub too_many_errors: bool,
     /// Paired comparisons with `sieve` over the same episodes (this − sieve): ASR, UA, BU
     /// differences with 95% intervals and exact McNemar p-values.
-    pub vs_reference: Vec<crate::metrics::Paired>,
+    pub vs_reference: Vec<crate::aggregate::metrics::Paired>,
     pub asr: Option<f64>,
     pub w_asr: Option<f64>,
     pub bu: Option<f64>,
@@ -157,10 +157,10 @@ fn diff(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 pub fn rows(summary_rows: &[Row], order: &[String]) -> Vec<AblationRow> {
     let multi = summary_rows
         .iter()
-        .any(|r| r.suite == crate::metrics::ALL_SUITES);
+        .any(|r| r.suite == crate::aggregate::metrics::ALL_SUITES);
     let picked: Vec<&Row> = summary_rows
         .iter()
-        .filter(|r| !multi || r.suite == crate::metrics::ALL_SUITES)
+        .filter(|r| !multi || r.suite == crate::aggregate::metrics::ALL_SUITES)
         .collect();
     let mut attacks: Vec<&str> = picked.iter().map(|r| r.attack.as_str()).collect();
     attacks.dedup();
@@ -181,7 +181,7 @@ pub fn rows(summary_rows: &[Row], order: &[String]) -> Vec<AblationRow> {
                 attack: r.attack.clone(),
                 defense: r.defense.clone(),
                 scripted_roles: r.scripted_roles.clone(),
-                scripted: crate::metrics::roles_text(r),
+                scripted: crate::aggregate::metrics::roles_text(r),
                 n_clean: r.n_clean,
                 n_attacked: r.n_attacked,
                 errors: r.errors,
@@ -594,7 +594,7 @@ pub fn curve(s: &Sweep, rows: &[AblationRow]) -> Curve {
     let attack = rows
         .iter()
         .map(|r| r.attack.as_str())
-        .find(|a| !a.ends_with(crate::metrics::BYPASS_TAG))
+        .find(|a| !a.ends_with(crate::suite::BYPASS_TAG))
         .unwrap_or("")
         .to_string();
     let points = s
@@ -604,7 +604,7 @@ pub fn curve(s: &Sweep, rows: &[AblationRow]) -> Curve {
         .map(|(v, d)| {
             let row = rows.iter().find(|r| r.defense == d && r.attack == attack);
             let bypass = rows.iter().find(|r| {
-                r.defense == d && r.attack == format!("{attack}+{}", crate::metrics::BYPASS_TAG)
+                r.defense == d && r.attack == format!("{attack}+{}", crate::suite::BYPASS_TAG)
             });
             CurvePoint {
                 value: *v,
@@ -815,9 +815,8 @@ pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, Cli
     let report = run(paths, run_args).await?;
     let simulated = report.summary.simulated;
     let mut ablation_rows = rows(&report.summary.rows, &order);
-    let records =
-        crate::aggregate::pairs::PairTable::read(&out.join(crate::runner::record::EPISODES))
-            .map_err(|e| CliError::failed(format!("cannot read {}: {e}", out.display())))?;
+    let records = crate::aggregate::pairs::PairTable::read(&out.join(crate::record::EPISODES))
+        .map_err(|e| CliError::failed(format!("cannot read {}: {e}", out.display())))?;
     for r in &mut ablation_rows {
         // Every model of the run: ablate runs one.
         let of = |d: &str| records.row(&r.suite, &r.attack, d, None);
@@ -827,7 +826,7 @@ pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, Cli
                 .run
                 .error_policy()
                 .for_suites(base.iter().chain(&new).map(|(_, o)| o.own));
-            r.vs_reference = crate::metrics::paired_all(&base, &new, errors_as);
+            r.vs_reference = crate::aggregate::metrics::paired_all(&base, &new, errors_as);
         }
     }
     let ablation = Ablation {
@@ -948,12 +947,12 @@ mod end_to_end {
         // Headline rows leave out the tasks written to defeat SIEVE; those get their own.
         let headline = |d: &str| {
             rows.iter()
-                .find(|r| r.defense == d && !r.attack.ends_with(crate::metrics::BYPASS_TAG))
+                .find(|r| r.defense == d && !r.attack.ends_with(crate::suite::BYPASS_TAG))
                 .unwrap()
         };
         let tagged = |d: &str| {
             rows.iter()
-                .find(|r| r.defense == d && r.attack.ends_with(crate::metrics::BYPASS_TAG))
+                .find(|r| r.defense == d && r.attack.ends_with(crate::suite::BYPASS_TAG))
                 .unwrap()
         };
         let (none, audit, sieve) = (headline("none"), headline("audit"), headline("sieve"));

@@ -10,7 +10,7 @@
 
 use super::{CliError, Paths};
 use crate::aggregate::agreement::{Agreement, Table};
-use crate::metrics::Rate;
+use crate::aggregate::metrics::Rate;
 use crate::model::CostMeter;
 use crate::model::answer_judge::{AnswerJudge, JudgeFormat, Question, UtilityFrom};
 use crate::model::config::{ModelFactory, ModelOptions};

@@ -201,7 +201,7 @@ pub struct StandIn<'a> {
 pub async fn stand_in_records(
     args: &RunArgs,
     s: StandIn<'_>,
-) -> Result<Vec<runner::record::EpisodeRecord>, CliError> {
+) -> Result<Vec<crate::record::EpisodeRecord>, CliError> {
     let dir = tempfile::tempdir()
         .map_err(|e| CliError::failed(format!("cannot create a temporary folder: {e}")))?;
     let plan = RunPlan {
@@ -232,8 +232,8 @@ pub async fn stand_in_records(
         return Err(CliError::Interrupted);
     }
     let mut records = Vec::new();
-    runner::record::for_each_record(
-        &dir.path().join(runner::record::EPISODES),
+    crate::record::for_each_record(
+        &dir.path().join(crate::record::EPISODES),
         |p| {
             records.push(
                 p.record
@@ -249,7 +249,7 @@ pub async fn stand_in_records(
 /// Each episode's expected dollars and tokens under the stand-in, by cell, for the
 /// budget's admission.
 pub fn expected_costs(
-    records: &[runner::record::EpisodeRecord],
+    records: &[crate::record::EpisodeRecord],
     prices: &Prices,
 ) -> std::collections::HashMap<String, runner::budget::Cost> {
     records
@@ -316,7 +316,7 @@ pub async fn dry_run(paths: &Paths, args: &RunArgs) -> Result<Estimate, CliError
 
 /// Sums the stand-in run's records into the matrix and per-role figures.
 fn tally(
-    records: &[runner::record::EpisodeRecord],
+    records: &[crate::record::EpisodeRecord],
     roles_by: &[(Component, String, bool)],
     prices: &Prices,
 ) -> Estimate {

@@ -11,9 +11,9 @@
 //! offset per episode, never the records.
 
 use super::CliError;
+use crate::record::{self, EPISODES, RUN_INFO, TRACES, key_hash128};
 use crate::runner::files::{self, Folder, FolderLock, LockError};
 use crate::runner::manifest::{self, Found, Invocation, Manifest};
-use crate::runner::record::{self, EPISODES, RUN_INFO, TRACES, key_hash128};
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -246,7 +246,7 @@ pub fn compare_fitted(
 ) -> Result<(String, Option<String>), CliError> {
     let side = |dir: &Path| -> Result<report::compare::Side, CliError> {
         let summary = report::load(dir).map_err(CliError::bad_input)?;
-        let episodes = dir.join(crate::runner::record::EPISODES);
+        let episodes = dir.join(crate::record::EPISODES);
         let records = if episodes.is_file() {
             Some(
                 crate::aggregate::pairs::PairTable::read(&episodes).map_err(|e| {

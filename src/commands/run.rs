@@ -170,7 +170,7 @@ fn parse_call_seconds(s: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("`{s}` is not a number of seconds (finite, >= 0)"))
 }
 
-pub use crate::metrics::{ErrorPolicy, ErrorsAs};
+pub use crate::aggregate::metrics::{ErrorPolicy, ErrorsAs};
 
 impl RunArgs {
     /// The error convention of this run's rows: `--errors-as` for all, else each family's.
@@ -422,8 +422,8 @@ pub fn build_answer_judge(
 /// returns the Markdown; `None` when no record of the folder was judged.
 fn write_agreement(out: &std::path::Path) -> Result<Option<String>, CliError> {
     let mut by_key = std::collections::HashMap::new();
-    runner::record::for_each_record(
-        &out.join(runner::record::EPISODES),
+    crate::record::for_each_record(
+        &out.join(crate::record::EPISODES),
         |p| {
             if let Ok(r) = p.record {
                 by_key.insert(r.key.clone(), r);
@@ -510,7 +510,7 @@ fn check_tool_tables(
 
 /// One cheap request to every endpoint in use (agent, planner, judge, embedder) before
 /// the matrix: what would fail every episode stops the run now, naming the URL and role.
-async fn preflight(models: &Models, tools: &[crate::model::ToolSchema]) -> Result<(), CliError> {
+async fn preflight(models: &Models, tools: &[crate::tools::ToolSchema]) -> Result<(), CliError> {
     let mut seen: Vec<&Arc<dyn crate::model::ChatModel>> = Vec::new();
     for (role, m) in [
         ("agent", &models.agent),
@@ -584,7 +584,7 @@ fn run_settings(
             .map(|s| {
                 (
                     s.qualified_name(),
-                    short_hash(crate::agent::system_prompt(s).as_bytes()),
+                    short_hash(crate::episode::system_prompt(s).as_bytes()),
                 )
             })
             .collect(),
@@ -686,7 +686,7 @@ fn open_manifest(
     args: &RunArgs,
 ) -> Result<Manifest, CliError> {
     use runner::manifest::{Found, Invocation, now, read};
-    let has_records = std::fs::metadata(out.join(runner::record::EPISODES))
+    let has_records = std::fs::metadata(out.join(crate::record::EPISODES))
         .map(|m| m.len() > 0)
         .unwrap_or(false);
     let ways_out = format!(
@@ -707,7 +707,7 @@ fn open_manifest(
             return Err(CliError::bad_input(format!(
                 "{} holds episodes but no {}: the settings they were recorded under are unknown. {ways_out}.",
                 out.display(),
-                runner::record::RUN_INFO
+                crate::record::RUN_INFO
             )));
         }
         Found::Unreadable(why) if has_records => {
@@ -789,9 +789,7 @@ fn check_provider_attacks(
             continue;
         };
         for s in suites {
-            let ok = s
-                .external
-                .as_ref()
+            let ok = crate::external::served(s)
                 .filter(|x| x.hello.package == a.family)
                 .map(|x| (x.attacks.contains(name), x.attacks.join(", ")));
             match ok {
@@ -799,8 +797,8 @@ fn check_provider_attacks(
                 Some((false, known)) => {
                     let hint = crate::suggest::did_you_mean(
                         name,
-                        s.external
-                            .iter()
+                        crate::external::served(s)
+                            .into_iter()
                             .flat_map(|x| x.attacks.iter().map(String::as_str)),
                     );
                     return Err(CliError::bad_input(format!(
@@ -843,9 +841,8 @@ pub struct Prepared {
     pub answer_judge: Option<Arc<crate::model::answer_judge::AnswerJudge>>,
 }
 
-/// Loads and checks what `args` select (suites, attacks, defenses, models), before any
-/// request is sent.
-pub async fn prepare(paths: &Paths, args: &RunArgs) -> Result<Prepared, CliError> {
+/// The counts `run` takes (concurrency, steps, seeds) in range; the last seed.
+fn check_counts(args: &RunArgs) -> Result<u64, CliError> {
     if args.concurrency == 0 {
         return Err(CliError::bad_input("--concurrency must be at least 1"));
     }
@@ -864,14 +861,71 @@ pub async fn prepare(paths: &Paths, args: &RunArgs) -> Result<Prepared, CliError
             args.seeds
         )));
     }
-    let Some(last_seed) = args.seed.checked_add(args.seeds - 1) else {
-        return Err(CliError::bad_input(format!(
+    args.seed.checked_add(args.seeds - 1).ok_or_else(|| {
+        CliError::bad_input(format!(
             "--seed {} with --seeds {} runs past the largest seed ({}); lower one of them",
             args.seed,
             args.seeds,
             u64::MAX
-        )));
-    };
+        ))
+    })
+}
+
+/// `--user-tasks` and `--injection-tasks` name tasks of the selected suites.
+fn check_task_filters(args: &RunArgs, suites: &[crate::suite::Suite]) -> Result<(), CliError> {
+    for (flag, filter, ids) in [
+        (
+            "--user-tasks",
+            &args.user_tasks,
+            suites
+                .iter()
+                .flat_map(|s| s.user_tasks.iter().map(|t| t.id.0.clone()))
+                .collect::<Vec<_>>(),
+        ),
+        (
+            "--injection-tasks",
+            &args.injection_tasks,
+            suites
+                .iter()
+                .flat_map(|s| s.injection_tasks.iter().map(|t| t.id.0.clone()))
+                .collect(),
+        ),
+    ] {
+        if let Some(f) = filter
+            && let Some(bad) = f.iter().find(|x| !ids.contains(x))
+        {
+            return Err(CliError::bad_input(format!(
+                "{flag}: no task `{bad}` in the selected suites"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The defenses `--defense` names, each once.
+fn build_defenses(
+    args: &RunArgs,
+    options: &crate::defense::BuildOptions,
+) -> Result<Vec<Arc<dyn crate::defense::Defense>>, CliError> {
+    let mut defenses: Vec<Arc<dyn crate::defense::Defense>> = Vec::new();
+    for d in crate::defense::expand(&args.defense) {
+        let built = crate::defense::build_with(&d, options).map_err(CliError::bad_input)?;
+        // `none,none` or `sieve,sieve:full` name one defense: running it twice would
+        // count every episode twice.
+        if !defenses.iter().any(|x| x.name() == built.name()) {
+            defenses.push(built);
+        }
+    }
+    if defenses.is_empty() {
+        return Err(CliError::bad_input("--defense names no defense"));
+    }
+    Ok(defenses)
+}
+
+/// Loads and checks what `args` select (suites, attacks, defenses, models), before any
+/// request is sent.
+pub async fn prepare(paths: &Paths, args: &RunArgs) -> Result<Prepared, CliError> {
+    let last_seed = check_counts(args)?;
     // Its tables are built in the background while the suites load.
     let tokens = Arc::new(TokenCounter::new().map_err(CliError::bad_input)?);
     let suites = super::load_selected(paths, &args.suite, args.concurrency).await?;
@@ -918,44 +972,8 @@ pub async fn prepare(paths: &Paths, args: &RunArgs) -> Result<Prepared, CliError
         )));
     }
     options.plugin_max_reply = Some((args.plugin_max_reply as usize) << 20);
-    let mut defenses: Vec<Arc<dyn crate::defense::Defense>> = Vec::new();
-    for d in crate::defense::expand(&args.defense) {
-        let built = crate::defense::build_with(&d, &options).map_err(CliError::bad_input)?;
-        // `none,none` or `sieve,sieve:full` name one defense: running it twice would
-        // count every episode twice.
-        if !defenses.iter().any(|x| x.name() == built.name()) {
-            defenses.push(built);
-        }
-    }
-    if defenses.is_empty() {
-        return Err(CliError::bad_input("--defense names no defense"));
-    }
-    for (flag, filter, ids) in [
-        (
-            "--user-tasks",
-            &args.user_tasks,
-            suites
-                .iter()
-                .flat_map(|s| s.user_tasks.iter().map(|t| t.id.0.clone()))
-                .collect::<Vec<_>>(),
-        ),
-        (
-            "--injection-tasks",
-            &args.injection_tasks,
-            suites
-                .iter()
-                .flat_map(|s| s.injection_tasks.iter().map(|t| t.id.0.clone()))
-                .collect(),
-        ),
-    ] {
-        if let Some(f) = filter
-            && let Some(bad) = f.iter().find(|x| !ids.contains(x))
-        {
-            return Err(CliError::bad_input(format!(
-                "{flag}: no task `{bad}` in the selected suites"
-            )));
-        }
-    }
+    let defenses = build_defenses(args, &options)?;
+    check_task_filters(args, &suites)?;
     let named = crate::model::config::load_named(&paths.configs).map_err(CliError::bad_input)?;
     let factory = ModelFactory::new(args.model_options.clone(), named.clone(), tokens)
         .map_err(CliError::bad_input)?;
@@ -1006,6 +1024,85 @@ pub async fn prepare(paths: &Paths, args: &RunArgs) -> Result<Prepared, CliError
     })
 }
 
+/// The run's folder: `--out`, or the run id under the results folder; refused when it
+/// holds something other than a run, created when missing.
+fn out_folder(args: &RunArgs, run_id: &str) -> Result<std::path::PathBuf, CliError> {
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| args.results_dir.join(run_id));
+    if let runner::files::Folder::Foreign(holds) = runner::files::inspect(&out)
+        .map_err(|e| CliError::bad_input(format!("cannot read {}: {e}", out.display())))?
+    {
+        return Err(CliError::bad_input(runner::files::not_a_run(
+            &out, &holds, "run",
+        )));
+    }
+    std::fs::create_dir_all(&out)
+        .map_err(|e| CliError::bad_input(format!("cannot create {}: {e}", out.display())))?;
+    Ok(out)
+}
+
+/// The order of this command line's suites, attacks and defenses, for the tables.
+fn order_of(
+    suites: &[crate::suite::Suite],
+    selection: &crate::attack::Selection,
+    defenses: &[Arc<dyn crate::defense::Defense>],
+) -> report::Order {
+    report::Order {
+        suites: suites.iter().map(|s| s.qualified_name()).collect(),
+        attacks: selection
+            .templates
+            .iter()
+            .map(|a| a.name.clone())
+            .chain(
+                selection
+                    .context
+                    .then(|| crate::attack::CONTEXT.to_string()),
+            )
+            .collect(),
+        defenses: defenses.iter().map(|d| d.name().to_string()).collect(),
+    }
+}
+
+fn write_manifest(out: &std::path::Path, manifest: &Manifest) -> Result<(), CliError> {
+    runner::manifest::write(out, manifest).map_err(|e| {
+        CliError::failed(format!(
+            "cannot write {}: {e}",
+            out.join(crate::record::RUN_INFO).display()
+        ))
+    })
+}
+
+/// What the invocation came to, and the run's budget ledger and served models, in the
+/// manifest.
+fn finish_manifest(
+    manifest: &mut Manifest,
+    result: &Result<RunOutcome, runner::RunError>,
+    requested: &std::collections::BTreeMap<crate::model::Component, String>,
+) {
+    let invocation = manifest.invocations.last_mut().expect("pushed above");
+    invocation.finished = Some(runner::manifest::now());
+    invocation.outcome = match result {
+        Ok(o) if o.interrupted => "interrupted".into(),
+        Ok(o) => o
+            .fatal
+            .as_ref()
+            .map_or("done".into(), |f| format!("stopped: {f}")),
+        Err(e) => format!("refused: {e}"),
+    };
+    if let Ok(o) = result {
+        invocation.ran = o.ran;
+        invocation.errored = o.errored;
+        if o.budget_stop.is_some() {
+            invocation.outcome = "stopped: budget".into();
+        }
+        manifest.budget = o.ledger.clone();
+        super::estimate::record_lineage(&mut manifest.served_models, requested, &o.served);
+    }
+    manifest.finished = Some(runner::manifest::now());
+}
+
 /// Runs (or resumes) and summarises.
 pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     let Prepared {
@@ -1023,44 +1120,17 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     if let Some(first) = suites.first() {
         preflight(&models, &first.tools.schemas()).await?;
     }
+    let mut settings = run_settings(&models, &suites, &options, &args);
     if let Some(j) = &answer_judge {
         j.model()
             .preflight(&[])
             .await
             .map_err(|e| CliError::failed(format!("answer judge: {e}")))?;
-    }
-    let mut settings = run_settings(&models, &suites, &options, &args);
-    if let Some(j) = &answer_judge {
         settings.extra.insert("answer_judge".into(), j.identity());
     }
     let run_id = default_run_id(&args);
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| args.results_dir.join(&run_id));
-    if let runner::files::Folder::Foreign(holds) = runner::files::inspect(&out)
-        .map_err(|e| CliError::bad_input(format!("cannot read {}: {e}", out.display())))?
-    {
-        return Err(CliError::bad_input(runner::files::not_a_run(
-            &out, &holds, "run",
-        )));
-    }
-    std::fs::create_dir_all(&out)
-        .map_err(|e| CliError::bad_input(format!("cannot create {}: {e}", out.display())))?;
-    let order = report::Order {
-        suites: suites.iter().map(|s| s.qualified_name()).collect(),
-        attacks: selection
-            .templates
-            .iter()
-            .map(|a| a.name.clone())
-            .chain(
-                selection
-                    .context
-                    .then(|| crate::attack::CONTEXT.to_string()),
-            )
-            .collect(),
-        defenses: defenses.iter().map(|d| d.name().to_string()).collect(),
-    };
+    let out = out_folder(&args, &run_id)?;
+    let order = order_of(&suites, &selection, &defenses);
     let _lock = runner::files::FolderLock::acquire(&out).map_err(|e| match e {
         runner::files::LockError::Busy(_) => CliError::Locked(e.to_string()),
         runner::files::LockError::Io(..) => CliError::failed(e.to_string()),
@@ -1101,12 +1171,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         budget.expected = super::estimate::expected_costs(&records, &budget.prices);
     }
     let requested = super::estimate::requested_models(&models);
-    runner::manifest::write(&out, &manifest).map_err(|e| {
-        CliError::failed(format!(
-            "cannot write {}: {e}",
-            out.join(runner::record::RUN_INFO).display()
-        ))
-    })?;
+    write_manifest(&out, &manifest)?;
     let plan = RunPlan {
         run_id,
         out: out.clone(),
@@ -1128,32 +1193,8 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         answer_judge,
     };
     let result = runner::execute(plan).await;
-    let invocation = manifest.invocations.last_mut().expect("pushed above");
-    invocation.finished = Some(runner::manifest::now());
-    invocation.outcome = match &result {
-        Ok(o) if o.interrupted => "interrupted".into(),
-        Ok(o) => o
-            .fatal
-            .as_ref()
-            .map_or("done".into(), |f| format!("stopped: {f}")),
-        Err(e) => format!("refused: {e}"),
-    };
-    if let Ok(o) = &result {
-        invocation.ran = o.ran;
-        invocation.errored = o.errored;
-        if o.budget_stop.is_some() {
-            invocation.outcome = "stopped: budget".into();
-        }
-        manifest.budget = o.ledger.clone();
-        super::estimate::record_lineage(&mut manifest.served_models, &requested, &o.served);
-    }
-    manifest.finished = Some(runner::manifest::now());
-    runner::manifest::write(&out, &manifest).map_err(|e| {
-        CliError::failed(format!(
-            "cannot write {}: {e}",
-            out.join(runner::record::RUN_INFO).display()
-        ))
-    })?;
+    finish_manifest(&mut manifest, &result, &requested);
+    write_manifest(&out, &manifest)?;
     let outcome = result.map_err(|e| match e {
         runner::RunError::Stale(m) => CliError::bad_input(m),
         runner::RunError::NothingToRun(m) => CliError::NothingToRun(m),
@@ -1162,7 +1203,26 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
             CliError::failed(format!("writing results to {}: {e}", out.display()))
         }
     })?;
-    let mut summary = report::from_dir(&out).map_err(CliError::failed)?;
+    let summary = summarise(&out, &args, &manifest, order)?;
+    let judge_agreement = write_agreement(&out)?;
+    Ok(RunReport {
+        out,
+        outcome,
+        summary,
+        max_error_rate: args.max_error_rate,
+        judge_agreement,
+    })
+}
+
+/// The folder's summary as this command line shows it: served-model footnotes, prices,
+/// the error-rate flag and this command line's row order; written in every format.
+fn summarise(
+    out: &std::path::Path,
+    args: &RunArgs,
+    manifest: &Manifest,
+    order: report::Order,
+) -> Result<Summary, CliError> {
+    let mut summary = report::from_dir(out).map_err(CliError::failed)?;
     summary
         .footnotes
         .extend(runner::manifest::lineage_notes(&manifest.served_models));
@@ -1178,16 +1238,9 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
     let mut order_now = order;
     order_now.extend(&summary.order);
     summary.set_order(order_now);
-    report::write_all(&out, &summary)
+    report::write_all(out, &summary)
         .map_err(|e| CliError::failed(format!("writing summary to {}: {e}", out.display())))?;
-    let judge_agreement = write_agreement(&out)?;
-    Ok(RunReport {
-        out,
-        outcome,
-        summary,
-        max_error_rate: args.max_error_rate,
-        judge_agreement,
-    })
+    Ok(summary)
 }
 
 /// What `run` prints when it ends: the summary table and, for a comparison of three or

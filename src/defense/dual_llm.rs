@@ -340,7 +340,7 @@ mod tests {
         );
         let relayed = shown("obedient,judge_auc=0.5").await;
         assert!(
-            crate::model::readable::Instruction::new(goal)
+            crate::readable::Instruction::new(goal)
                 .unwrap()
                 .readable_in(&relayed),
             "{relayed}"

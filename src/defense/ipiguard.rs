@@ -81,7 +81,7 @@ pub struct Node {
 }
 
 /// Parses the graph reply; nodes naming a tool not offered are an error.
-pub fn parse_graph(reply: &str, tools: &[crate::model::ToolSchema]) -> Result<Vec<Node>, String> {
+pub fn parse_graph(reply: &str, tools: &[crate::tools::ToolSchema]) -> Result<Vec<Node>, String> {
     let obj = super::support::json_object(reply).ok_or("the reply is not a JSON object")?;
     let nodes = obj
         .get("nodes")

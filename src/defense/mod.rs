@@ -26,9 +26,10 @@ pub mod tool_filter;
 use crate::ids::ToolName;
 use crate::model::sim::EpisodeScript;
 use crate::model::{
-    ChatReply, Component, CostMeter, Message, ModelError, Models, SimChannel, SimHint, ToolSchema,
+    ChatReply, Component, CostMeter, Message, ModelError, Models, SimChannel, SimHint,
 };
 use crate::suite::Suite;
+use crate::tools::ToolSchema;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -130,7 +130,7 @@ impl Defense for Spotlight {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::readable::Instruction;
+    use crate::readable::Instruction;
 
     #[test]
     fn agentdojos_delimiting_exactly_and_the_variants_under_their_own_names() {

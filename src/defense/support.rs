@@ -5,9 +5,10 @@
 //! only ever feed a [`SimHint`]: the scripted model turns them into an answer of its
 //! profile's stated quality. No defense decision reads them.
 
+use crate::model::SimHint;
 use crate::model::sim::EpisodeScript;
-use crate::model::{SimHint, ToolSchema};
 use crate::suite::check::loose_eq;
+use crate::tools::ToolSchema;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -227,10 +228,10 @@ pub mod testing {
     use crate::defense::{DefenseCtx, DefenseStats};
     use crate::model::sim::EpisodeScript;
     use crate::model::{
-        ChatModel, ChatReply, ChatRequest, CostMeter, Message, ModelError, Models, ToolSchema,
-        Usage,
+        ChatModel, ChatReply, ChatRequest, CostMeter, Message, ModelError, Models, Usage,
     };
     use crate::suite::Suite;
+    use crate::tools::ToolSchema;
     use async_trait::async_trait;
     use std::sync::{Arc, Mutex};
 

@@ -2,8 +2,8 @@
 //! sharing the chat models' endpoint (connection pool, limits, retries) and cache.
 
 use super::{EmbedError, Embedder};
-use crate::model::cache::Cache;
-use crate::model::transport::Endpoint;
+use crate::http::Endpoint;
+use crate::http::cache::Cache;
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};

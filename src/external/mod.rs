@@ -14,7 +14,6 @@
 pub mod pool;
 pub mod process;
 pub mod protocol;
-pub mod world;
 
 use crate::ids::{TaskId, ToolName, VectorId};
 use crate::suite::check::Check;
@@ -356,6 +355,24 @@ pub struct ExternalSuite {
     pub tools: Vec<protocol::ToolDesc>,
 }
 
+impl crate::suite::Served for ExternalSuite {
+    fn qualified(&self) -> &str {
+        &self.qualified
+    }
+    fn system_prompt(&self) -> Option<&str> {
+        self.system_prompt.as_deref()
+    }
+    fn error_convention(&self) -> ErrorConvention {
+        self.error_convention
+    }
+}
+
+/// The provider side of a suite served by one; `None` for a data suite.
+pub fn served(suite: &Suite) -> Option<&ExternalSuite> {
+    let served: &dyn std::any::Any = suite.external.as_deref()?;
+    served.downcast_ref()
+}
+
 /// What the harness decides about a described suite, not the provider: its name and its
 /// error convention.
 pub struct Origin {
@@ -497,39 +514,36 @@ fn check_description(desc: &Description) -> Result<(), String> {
     Ok(())
 }
 
-/// Turns a description into a suite, checking what the harness relies on.
-pub fn build_suite(
-    pool: Arc<Pool>,
-    hello: Hello,
-    desc: Description,
+/// A described suite's fingerprint: what the provider said of itself and of the suite,
+/// the files its command runs, and a convention other than the default.
+fn fingerprint_of(
+    hello: &Hello,
+    desc: &Description,
     command_files: &[Vec<u8>],
-    origin: Origin,
-) -> Result<Suite, String> {
+    error_convention: ErrorConvention,
+) -> String {
     use sha2::{Digest, Sha256};
-    check_description(&desc)?;
     let mut h = Sha256::new();
-    h.update(serde_json::to_vec(&hello).expect("serialises"));
-    h.update(serde_json::to_vec(&desc).expect("serialises"));
+    h.update(serde_json::to_vec(hello).expect("serialises"));
+    h.update(serde_json::to_vec(desc).expect("serialises"));
     for f in command_files {
         h.update((f.len() as u64).to_le_bytes());
         h.update(f);
     }
-    if !origin.error_convention.is_default() {
+    if !error_convention.is_default() {
         // Records of the suite count errors this way: another convention is another suite.
-        h.update(serde_json::to_vec(&origin.error_convention).expect("serialises"));
+        h.update(serde_json::to_vec(&error_convention).expect("serialises"));
     }
-    let fingerprint: String = h
-        .finalize()
+    h.finalize()
         .iter()
         .take(8)
         .map(|b| format!("{b:02x}"))
-        .collect();
+        .collect()
+}
 
-    let (_, name) = origin
-        .qualified
-        .split_once('/')
-        .expect("a qualified name of the harness's");
-    let tools = ToolSet::from_tools(desc.tools.iter().map(|t| {
+/// The tools a provider describes, with its kind and risk, or the defaults.
+fn tools_of(desc: &Description) -> ToolSet {
+    ToolSet::from_tools(desc.tools.iter().map(|t| {
         let kind = t.kind.unwrap_or(ToolKind::Write);
         Tool::external(
             &t.name,
@@ -539,7 +553,25 @@ pub fn build_suite(
             t.risk.unwrap_or_else(|| default_risk(kind)),
         )
         .replacing(t.replaces)
-    }));
+    }))
+}
+
+/// Turns a description into a suite, checking what the harness relies on.
+pub fn build_suite(
+    pool: Arc<Pool>,
+    hello: Hello,
+    desc: Description,
+    command_files: &[Vec<u8>],
+    origin: Origin,
+) -> Result<Suite, String> {
+    check_description(&desc)?;
+    let fingerprint = fingerprint_of(&hello, &desc, command_files, origin.error_convention);
+
+    let (_, name) = origin
+        .qualified
+        .split_once('/')
+        .expect("a qualified name of the harness's");
+    let tools = tools_of(&desc);
     let vectors: Vec<Vector> = desc
         .vectors
         .iter()

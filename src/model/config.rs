@@ -20,12 +20,12 @@
 //! extra_body = { chat_template_kwargs = { enable_thinking = false } }
 //! ```
 
-use super::cache::Cache;
 use super::openai::{ChatOptions, OpenAiModel, ToolFormat};
 use super::tokens::TokenCounter;
-use super::transport::{Endpoint, EndpointConfig, Secret};
 use super::{ChatModel, sim};
 use crate::embed::Embedder;
+use crate::http::cache::Cache;
+use crate::http::{Endpoint, EndpointConfig, Secret};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};

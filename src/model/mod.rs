@@ -5,16 +5,16 @@
 //! through [`SimChannel`], a field that no network backend ever serialises.
 
 pub mod answer_judge;
-pub mod cache;
 pub mod config;
 pub mod openai;
-pub mod readable;
 pub mod sim;
 pub mod sim_roles;
 pub mod tokens;
-pub mod transport;
 
-use crate::ids::ToolName;
+pub use crate::http::ModelError;
+pub use crate::role::{Component, ScriptedRole, ScriptedRoles};
+
+use crate::tools::ToolSchema;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -84,66 +84,6 @@ impl Message {
         }
     }
 }
-
-/// A tool as offered to a model.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ToolSchema {
-    pub name: ToolName,
-    pub description: String,
-    pub parameters: Value,
-}
-
-/// What a model call is for; costs are metered per component.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Component {
-    Agent,
-    Planner,
-    Judge,
-    Detector,
-    Embedding,
-    /// The model-graded answer judge (`--answer-judge`): scores the episode, not a
-    /// defense's role.
-    AnswerJudge,
-}
-
-impl Component {
-    pub const ALL: [Component; 6] = [
-        Component::Agent,
-        Component::Planner,
-        Component::Judge,
-        Component::Detector,
-        Component::Embedding,
-        Component::AnswerJudge,
-    ];
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Component::Agent => "agent",
-            Component::Planner => "planner",
-            Component::Judge => "judge",
-            Component::Detector => "detector",
-            Component::Embedding => "embedding",
-            Component::AnswerJudge => "answer_judge",
-        }
-    }
-}
-
-/// A role filled by something other than an LLM (the scripted `sim` model, the lexical
-/// embedder): the short label every row carries, and what it knows, for the banner.
-/// A label says "oracle" whenever the role reads the answer key.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ScriptedRole {
-    /// `scripted agent`, `oracle judge`, `lexical embedder`, ….
-    pub label: String,
-    /// The label without the role's name, for a table column named after the role:
-    /// `scripted`, `oracle`, `lexical`, ….
-    pub short: String,
-    /// What it knows and does, in one sentence.
-    pub knows: String,
-}
-
-/// The scripted roles of an episode or a row, in role order (agent first).
-pub type ScriptedRoles = std::collections::BTreeMap<Component, ScriptedRole>;
 
 /// The side channel to the scripted model: what a perfect or obedient agent would
 /// know. Never sent to a real endpoint.
@@ -237,30 +177,6 @@ pub struct ChatReply {
     pub retries: u32,
     /// The model id the endpoint says served the reply (`None`: scripted, or not said).
     pub served_model: Option<String>,
-}
-
-/// Why a model call failed.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum ModelError {
-    /// The whole run must stop (bad credentials): failing every episode would waste money.
-    #[error("fatal model error: {0}")]
-    Fatal(String),
-    /// This episode fails; others go on.
-    #[error("model request failed: {0}")]
-    Request(String),
-    /// Replay mode found no recorded answer.
-    #[error("replay cache miss: {0}")]
-    ReplayMiss(String),
-    /// The endpoint refused the conversation as too long for the model: HTTP 400 with
-    /// error code `context_length_exceeded`, error param `max_tokens`, or a body asking to
-    /// "reduce the length of the messages." (what agentdojo 0.1.35 catches as a context-
-    /// length error). This episode fails; others go on.
-    #[error("model request failed, the conversation is too long for the model: {0}")]
-    ContextLength(String),
-    /// The endpoint answered HTTP 422 naming `max_new_tokens` (text-generation-inference's
-    /// form of a too-long conversation). This episode fails; others go on.
-    #[error("model request failed, no room left for max_new_tokens: {0}")]
-    MaxNewTokens(String),
 }
 
 /// A chat backend.

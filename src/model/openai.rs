@@ -1,7 +1,7 @@
 //! `openai:<model>`: any OpenAI-compatible chat-completions endpoint (OpenAI, DeepSeek,
 //! Together, vLLM, llama.cpp's server, Ollama's `/v1`…).
 //!
-//! Two concerns live apart: [`crate::model::transport`] (endpoint, retries, secret
+//! Two concerns live apart: [`crate::http`] (endpoint, retries, secret
 //! redaction, rate limits, the cached POST; shared with the embedder) and [`wire`] (the
 //! request and reply JSON, native and prompted tool calling). This module joins them
 //! into a [`ChatModel`]. The `sim` side channel of a request is never read for anything
@@ -13,10 +13,10 @@ pub use wire::{
     ParsedReply, ToolFormat, parse_chat_body, parse_prompted_calls, prompted_tools_text,
 };
 
-use super::cache::Cache;
 use super::tokens::TokenCounter;
-use super::transport::Endpoint;
 use super::{ChatModel, ChatReply, ChatRequest, Message, ModelError, Role, ToolSchema, Usage};
+use crate::http::Endpoint;
+use crate::http::cache::Cache;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;

@@ -18,13 +18,13 @@
 //! model's name always lists them, so every row of a report states the knobs it ran
 //! with. Prompts are real, so token counts are the real prompt costs.
 
-use super::readable::Instruction;
 use super::sim_roles::{self, PlannerQuality, judge_score, stable_hash};
 use super::tokens::TokenCounter;
 use super::{
     ChatModel, ChatReply, ChatRequest, Component, Message, ModelError, Role, ScriptedRole, SimHint,
     ToolCall, Usage,
 };
+use crate::readable::Instruction;
 use crate::suite::PlannedCall;
 use crate::suite::check::loose_eq;
 use crate::suite::variants::PlanVariant;
@@ -399,8 +399,6 @@ fn calls_match(call: &PlannedCall, tool: &str, args: &Value) -> bool {
     call.tool.as_str() == tool && loose_eq(&call.args, args)
 }
 
-pub use super::readable::reads_payload;
-
 /// Puts the attacker's plan into the agent's queue at `at` (where the payload was read).
 /// If an attacker's call uses a replacing tool the queue still calls after `at`, the plan
 /// from that call on goes after the queue's last call of any replacing tool it uses: the
@@ -648,6 +646,7 @@ impl ChatModel for SimModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::readable::reads_payload;
 
     /// The planner and judge read the answer key, so their labels say oracle, with the
     /// judge's error rate when it has one; the agent is "scripted" and says which profile.

@@ -5,14 +5,14 @@
 //! base run with defense B of the new one instead (e.g. `sieve` of one run with `audit`
 //! of another, or two defenses of one run). With `--significance α` a row fails only when
 //! its regression is also significant by an exact McNemar test over the episodes both
-//! rows ran ([`crate::metrics::paired_all`], the test `ablate` uses), which needs the
+//! rows ran ([`crate::aggregate::metrics::paired_all`], the test `ablate` uses), which needs the
 //! records of both runs.
 
 use super::Summary;
 use super::columns::{Column, Grid, Show, Value, p_value};
 use super::text::{self, TextOptions};
+use crate::aggregate::metrics::{Paired, Row, paired_all};
 use crate::aggregate::pairs::PairTable;
-use crate::metrics::{Paired, Row, paired_all};
 use std::fmt::Write;
 
 /// Gate thresholds in percentage points; `None` disables that check.
@@ -616,7 +616,7 @@ fn trailer(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::record::EpisodeRecord;
+    use crate::record::EpisodeRecord;
     use serde_json::json;
 
     fn opts() -> TextOptions {
@@ -678,7 +678,7 @@ mod tests {
             .flat_map(|(d, k)| (0..10).map(move |u| rec(d, u, u < *k)))
             .collect();
         Side {
-            summary: summary(crate::metrics::summarise(&records)),
+            summary: summary(crate::aggregate::metrics::summarise(&records)),
             records: Some(PairTable::of(&records)),
             name: "run".into(),
         }

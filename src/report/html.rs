@@ -7,7 +7,7 @@ use super::Document;
 use super::columns::{Grid, Show};
 use super::plots::{self, Bar, Link, TradeoffPoint, esc};
 use super::published::{BesideRow, Origin};
-use crate::metrics::Row;
+use crate::aggregate::metrics::Row;
 use std::fmt::Write;
 
 const STYLE: &str = r#"

@@ -21,7 +21,7 @@ pub use columns::Grid;
 pub use tables::Order;
 pub use text::TextOptions;
 
-use crate::metrics::Row;
+use crate::aggregate::metrics::Row;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
@@ -39,7 +39,7 @@ pub const FOOTNOTES: &[&str] = &[
 /// Which rows count errors as AgentDojo does (a failed task and a successful attack,
 /// inside the rates), when any does: the Err column alone cannot tell.
 pub fn errors_note(rows: &[Row]) -> Option<String> {
-    use crate::metrics::ErrorsAs;
+    use crate::aggregate::metrics::ErrorsAs;
     let suites_of = |c: ErrorsAs| {
         let mut s: Vec<&str> = rows
             .iter()
@@ -172,7 +172,7 @@ pub struct Summary {
     pub rows: Vec<Row>,
     /// Context-aware samples by vector class and by surface (runs with `--attack context`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub breakdown: Vec<crate::metrics::BreakdownRow>,
+    pub breakdown: Vec<crate::aggregate::metrics::BreakdownRow>,
     pub footnotes: Vec<String>,
     /// `[input, output]` dollars per million tokens, when the run was priced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -358,7 +358,7 @@ pub fn write_all(dir: &Path, summary: &Summary) -> std::io::Result<()> {
 /// A run's summary for comparison: recomputed from its records when it has them, else
 /// read from its `summary.json` (a committed baseline keeps only that, to stay small).
 pub fn load(dir: &Path) -> Result<Summary, String> {
-    if dir.join(crate::runner::record::EPISODES).is_file() {
+    if dir.join(crate::record::EPISODES).is_file() {
         return from_dir(dir);
     }
     let path = dir.join("summary.json");
@@ -366,19 +366,19 @@ pub fn load(dir: &Path) -> Result<Summary, String> {
         format!(
             "{} has neither {} nor summary.json: not a run directory",
             dir.display(),
-            crate::runner::record::EPISODES
+            crate::record::EPISODES
         )
     })?;
     serde_json::from_str(&text).map_err(|e| format!("{}: not a summary: {e}", path.display()))
 }
 
 pub fn from_dir(dir: &Path) -> Result<Summary, String> {
-    let path = dir.join(crate::runner::record::EPISODES);
+    let path = dir.join(crate::record::EPISODES);
     if !path.is_file() {
         return Err(format!(
             "{} has no {}: not a run directory",
             dir.display(),
-            crate::runner::record::EPISODES
+            crate::record::EPISODES
         ));
     }
     // The same streaming load as `report`: the run's manifest gives its error convention
@@ -511,7 +511,7 @@ pub fn document(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::metrics::Row;
+    use crate::aggregate::metrics::Row;
     use std::collections::BTreeMap;
 
     pub(crate) fn row(defense: &str, asr: f64, simulated: bool) -> Row {
@@ -530,7 +530,7 @@ pub(crate) mod tests {
             bu_ci: Some([0.806, 1.0]),
             ua: Some(0.5),
             ua_ci: Some([0.42, 0.58]),
-            eds: Some(crate::metrics::eds(asr, 0.5)),
+            eds: Some(crate::aggregate::metrics::eds(asr, 0.5)),
             errors: 0,
             hit_step_limit: 0,
             blocked: 3,

@@ -11,9 +11,9 @@
 
 use super::columns::{Column, Grid, Show, Value};
 use crate::aggregate::Aggregate;
+use crate::aggregate::metrics::{ALL_SUITES, Row};
 use crate::attack::PROVIDER_ATTACK_SEP;
 use crate::external::{is_external_selector, package_of};
-use crate::metrics::{ALL_SUITES, Row};
 use serde::Deserialize;
 
 /// The package whose published results `reference/agentdojo-published.csv` holds.

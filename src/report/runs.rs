@@ -4,9 +4,9 @@
 
 use super::tables::{Order, cell_id};
 use crate::aggregate::Aggregate;
-use crate::metrics::{ErrorPolicy, ErrorsAs};
-use crate::runner::record::key_hash;
-use crate::runner::record::{self, EPISODES, EpisodeRecord, RUN_INFO, TRACES};
+use crate::aggregate::metrics::{ErrorPolicy, ErrorsAs};
+use crate::record::key_hash;
+use crate::record::{self, EPISODES, EpisodeRecord, RUN_INFO, TRACES};
 use rayon::prelude::*;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};

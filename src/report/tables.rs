@@ -4,7 +4,7 @@
 
 use super::columns::{Better, Column, Grid, Show, Value};
 use crate::aggregate::Aggregate;
-use crate::metrics::{ALL_SUITES, BreakdownRow, Rate, Row};
+use crate::aggregate::metrics::{ALL_SUITES, BreakdownRow, Rate, Row};
 use crate::model::Component;
 
 /// The order rows appear in: suites, attacks and defenses as the command line named
@@ -119,7 +119,7 @@ fn role_columns<'a>() -> Vec<Column<'a, Row>> {
                 ),
                 Show::Extra,
                 move |r: &Row| {
-                    crate::metrics::role_cell(r, c).map_or(Value::Missing, Value::Text)
+                    crate::aggregate::metrics::role_cell(r, c).map_or(Value::Missing, Value::Text)
                 },
             )
             .drop_if_empty()
@@ -959,7 +959,7 @@ pub fn sim_caveat_note(rows: &[Row]) -> Option<String> {
 /// tokens and calls per episode and the overhead against `none`, every suite pooled.
 pub fn main<'a>(per_defense: &'a [Row], per_attack: &'a [Row], attacks: &[String]) -> Grid {
     let mut columns = keys(&["defense", "model"]);
-    let bypass_suffix = format!("+{}", crate::metrics::BYPASS_TAG);
+    let bypass_suffix = format!("+{}", crate::suite::BYPASS_TAG);
     for a in attacks {
         let which = match a.strip_suffix(&bypass_suffix) {
             Some(headline) => format!(

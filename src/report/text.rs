@@ -279,7 +279,7 @@ fn strip_common_prefixes(grid: &mut Grid) {
             .rows
             .iter()
             .filter_map(|r| match &r[c] {
-                super::columns::Value::Text(t) if t != crate::metrics::ALL_SUITES => {
+                super::columns::Value::Text(t) if t != crate::aggregate::metrics::ALL_SUITES => {
                     Some(t.split_once('/').map(|(p, _)| p))
                 }
                 _ => None,

@@ -106,7 +106,7 @@ pub enum Found {
 
 /// Reads `run.json` in `dir`.
 pub fn read(dir: &Path) -> Found {
-    let path = dir.join(super::record::RUN_INFO);
+    let path = dir.join(crate::record::RUN_INFO);
     let Ok(bytes) = std::fs::read(&path) else {
         return Found::None;
     };
@@ -119,7 +119,7 @@ pub fn read(dir: &Path) -> Found {
 /// Writes `run.json` atomically.
 pub fn write(dir: &Path, m: &Manifest) -> std::io::Result<()> {
     let text = serde_json::to_string_pretty(m).map_err(std::io::Error::other)? + "\n";
-    super::files::write_atomic(&dir.join(super::record::RUN_INFO), text.as_bytes())
+    super::files::write_atomic(&dir.join(crate::record::RUN_INFO), text.as_bytes())
 }
 
 /// The current time as RFC 3339 UTC.

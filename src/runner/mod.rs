@@ -8,13 +8,14 @@ pub mod budget;
 pub mod files;
 pub mod identity;
 pub mod manifest;
-pub mod record;
+use crate::record;
 
-use crate::agent::{EpisodeSpec, Injection, run_episode};
 use crate::attack::{Attack, AttackContext};
 use crate::defense::Defense;
-use crate::model::{Models, ToolSchema};
+use crate::episode::{EpisodeSpec, Injection, run_episode};
+use crate::model::Models;
 use crate::suite::Suite;
+use crate::tools::ToolSchema;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use record::key_hash;
 use record::{EpisodeRecord, RecordWriter, TraceRecord};
@@ -129,7 +130,7 @@ impl JobKey {
 
 /// Whether `attack` is one the suite's provider marks as denial of service.
 fn denial_of_service(suite: &Suite, attack: &Attack) -> bool {
-    match (&suite.external, &attack.provider_attack) {
+    match (crate::external::served(suite), &attack.provider_attack) {
         (Some(x), Some(name)) => x.dos_attacks.iter().any(|a| a == name),
         _ => false,
     }
@@ -360,16 +361,15 @@ fn rec_key(r: &EpisodeRecord) -> JobKey {
     }
 }
 
-async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, bool) {
-    let plan = &shared.plan;
-    let suite = &plan.suites[job.suite];
-    let ut = &suite.user_tasks[job.user_task];
-    let defense = &plan.defenses[job.defense];
-    let seed = episode_seed(
-        &job.key.seed_identity(plan.models.agent.seed_name()),
-        job.seed,
-    );
-    let injection = job.injection.map(|how| match how {
+/// The attack side of a job: a template's payload in every vector the user task reads,
+/// or a context-aware sample's own texts.
+fn injection_of<'a>(
+    plan: &'a RunPlan,
+    suite: &'a crate::suite::Suite,
+    ut: &crate::suite::UserTask,
+    how: JobAttack,
+) -> Injection<'a> {
+    match how {
         JobAttack::Template { attack, task } => {
             let attack = &plan.attacks[attack];
             let task = &suite.injection_tasks[task];
@@ -404,14 +404,26 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
                 denial_of_service: false,
             }
         }
-    });
+    }
+}
+
+async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, bool) {
+    let plan = &shared.plan;
+    let suite = &plan.suites[job.suite];
+    let ut = &suite.user_tasks[job.user_task];
+    let defense = &plan.defenses[job.defense];
+    let seed = episode_seed(
+        &job.key.seed_identity(plan.models.agent.seed_name()),
+        job.seed,
+    );
+    let injection = job.injection.map(|how| injection_of(plan, suite, ut, how));
     let sample = match job.injection {
         Some(JobAttack::Sample(i)) => Some(&suite.samples[i]),
         _ => None,
     };
     let payload = injection
         .as_ref()
-        .map(|i| crate::agent::join_payloads(i.placements.iter().map(|(_, p)| p.as_str())));
+        .map(|i| crate::episode::join_payloads(i.placements.iter().map(|(_, p)| p.as_str())));
     let vectors: Vec<String> = injection
         .as_ref()
         .map(|i| i.placements.iter().map(|(v, _)| v.0.clone()).collect())
@@ -472,7 +484,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         steps: result.steps,
         hit_step_limit: result.hit_step_limit,
         stopped_by_defense: result.stopped_by_defense,
-        proposed_calls: crate::agent::proposed_calls(&result.calls),
+        proposed_calls: crate::record::proposed_calls(&result.calls),
         blocked: result.blocked,
         asked_user: result.asked_user,
         faked: result.faked,
@@ -509,7 +521,7 @@ async fn judge_answer(
     plan: &RunPlan,
     ut: &crate::suite::UserTask,
     injection: Option<&crate::suite::InjectionTask>,
-    result: &mut crate::agent::EpisodeResult,
+    result: &mut crate::episode::EpisodeResult,
 ) -> Option<crate::model::answer_judge::JudgedAnswer> {
     let judge = plan.answer_judge.as_ref()?;
     if result.error.is_some() {
@@ -523,8 +535,8 @@ async fn judge_answer(
         Ok(judged) => Some(judged),
         Err(e) => {
             result.fatal |= e.fatal();
-            result.error = Some(crate::agent::EpisodeError {
-                kind: crate::agent::ErrorKind::Model,
+            result.error = Some(crate::episode::EpisodeError {
+                kind: crate::record::ErrorKind::Model,
                 message: e.to_string(),
             });
             Some(judge.unjudged())
@@ -696,15 +708,15 @@ fn or_unknown(s: &str) -> &str {
     if s.is_empty() { "unknown" } else { s }
 }
 
-/// Runs the plan's jobs not yet recorded in `plan.out`, appending each as it finishes.
-pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
-    std::fs::create_dir_all(&plan.out)?;
-    let mut outcome = RunOutcome::default();
+/// The jobs of the plan still to run: partial lines of an interrupted run dropped, the
+/// recorded episodes skipped (counted in `outcome`); an error when the selection leaves
+/// nothing to run.
+fn pending_jobs(plan: &RunPlan, outcome: &mut RunOutcome) -> Result<Vec<Job>, RunError> {
     let ep_path = plan.out.join(record::EPISODES);
     outcome.dropped_partial_line = record::drop_partial_tail(&ep_path)?;
     record::drop_partial_tail(&plan.out.join(record::TRACES))?;
     if plan.asks_for_attacks() && !plan.matrix().iter().any(|j| j.injection.is_some()) {
-        return Err(RunError::NothingToRun(no_attacked_episodes(&plan)));
+        return Err(RunError::NothingToRun(no_attacked_episodes(plan)));
     }
     let all = plan.jobs();
     if all.is_empty() {
@@ -715,7 +727,7 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
                 .unwrap_or_default()
         )));
     }
-    let done = Resume::new(&plan, &all).read(&ep_path)?;
+    let done = Resume::new(plan, &all).read(&ep_path)?;
     outcome.planned = all.len();
     let todo: Vec<Job> = all
         .into_iter()
@@ -724,18 +736,19 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
         .map(|(j, _)| j)
         .collect();
     outcome.skipped = outcome.planned - todo.len();
+    Ok(todo)
+}
 
-    let mut writer = RecordWriter::open(&plan.out)?;
-    let progress = ProgressBar::new(todo.len() as u64);
+/// The progress bar on a terminal, and how often a run without one logs a line instead.
+fn progress_for(total: usize) -> (ProgressBar, usize) {
+    let progress = ProgressBar::new(total as u64);
     let tty = std::io::stderr().is_terminal();
     // Without a terminal (CI logs, batch jobs) a long run reports every tenth instead.
-    let log_every = if tty || todo.len() < 500 {
+    let log_every = if tty || total < 500 {
         usize::MAX
     } else {
-        todo.len().div_ceil(10)
+        total.div_ceil(10)
     };
-    let total = todo.len();
-    let started = std::time::Instant::now();
     if tty {
         progress.set_style(
             ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} episodes ({per_sec}, eta {eta}) {msg}")
@@ -744,6 +757,19 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
     } else {
         progress.set_draw_target(ProgressDrawTarget::hidden());
     }
+    (progress, log_every)
+}
+
+/// Runs the plan's jobs not yet recorded in `plan.out`, appending each as it finishes.
+pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
+    std::fs::create_dir_all(&plan.out)?;
+    let mut outcome = RunOutcome::default();
+    let todo = pending_jobs(&plan, &mut outcome)?;
+
+    let mut writer = RecordWriter::open(&plan.out)?;
+    let (progress, log_every) = progress_for(todo.len());
+    let total = todo.len();
+    let started = std::time::Instant::now();
 
     let schemas = plan.suites.iter().map(|s| s.tools.schemas()).collect();
     let concurrency = plan.concurrency.max(1);

@@ -452,6 +452,54 @@ fn best_of(pool: &[(Candidate, Scored)]) -> usize {
         .expect("the pool holds the seeds")
 }
 
+/// Refuses a search that cannot run as asked: white-box feedback from a defense that
+/// exposes no score, or a budget too small to score the seed templates.
+fn refuse_unsearchable(
+    victim: &Victim<'_>,
+    settings: &Settings,
+    seeds: usize,
+    dev: usize,
+) -> Result<(), SearchError> {
+    if settings.feedback == Feedback::WhiteBox && !exposes_score(victim.defense.name()) {
+        return Err(SearchError::BadInput(format!(
+            "--feedback white-box needs a defense that exposes its score (keyword_filter, pi_detector); `{}` exposes none",
+            victim.defense.name()
+        )));
+    }
+    if seeds * dev > settings.budget_episodes {
+        return Err(SearchError::BadInput(format!(
+            "--budget-episodes {} does not cover scoring the {seeds} seed templates on the {dev} development cells ({} episodes)",
+            settings.budget_episodes,
+            seeds * dev
+        )));
+    }
+    Ok(())
+}
+
+/// Why the search stops before its next query, if it does: every development cell
+/// already succeeds, or the next query could pass the episode or attacker-token budget.
+fn stop_reason(
+    settings: &Settings,
+    pool: &[(Candidate, Scored)],
+    episodes: usize,
+    dev: usize,
+    proposer: &Proposer,
+) -> Option<String> {
+    if pool[best_of(pool)].1.asr >= 1.0 {
+        return Some("every development cell succeeds".to_string());
+    }
+    if episodes + dev > settings.budget_episodes {
+        return Some(format!("episode budget ({})", settings.budget_episodes));
+    }
+    if settings.budget_attacker_tokens > 0 && proposer.tokens() >= settings.budget_attacker_tokens {
+        return Some(format!(
+            "attacker token budget ({})",
+            settings.budget_attacker_tokens
+        ));
+    }
+    None
+}
+
 /// Runs (or resumes) a search and writes its folder.
 pub async fn search(
     victim: &Victim<'_>,
@@ -460,22 +508,8 @@ pub async fn search(
     proposer: &mut Proposer,
     out: &std::path::Path,
 ) -> Result<Outcomes, SearchError> {
-    if settings.feedback == Feedback::WhiteBox && !exposes_score(victim.defense.name()) {
-        return Err(SearchError::BadInput(format!(
-            "--feedback white-box needs a defense that exposes its score (keyword_filter, pi_detector); `{}` exposes none",
-            victim.defense.name()
-        )));
-    }
     let (dev, heldout) = cells(victim.suite, &settings)?;
-    if seeds.len() * dev.len() > settings.budget_episodes {
-        return Err(SearchError::BadInput(format!(
-            "--budget-episodes {} does not cover scoring the {} seed templates on the {} development cells ({} episodes)",
-            settings.budget_episodes,
-            seeds.len(),
-            dev.len(),
-            seeds.len() * dev.len()
-        )));
-    }
+    refuse_unsearchable(victim, &settings, seeds.len(), dev.len())?;
     let (cache, log) = output::open(out, &settings)?;
     let mut st = State {
         victim,
@@ -503,19 +537,8 @@ pub async fn search(
     let mut curve = vec![point(0, &st, proposer, &pool, static_asr)];
     let mut queries = 0usize;
     let stopped_by = loop {
-        if pool[best_of(&pool)].1.asr >= 1.0 {
-            break "every development cell succeeds".to_string();
-        }
-        if st.episodes + dev.len() > settings.budget_episodes {
-            break format!("episode budget ({})", settings.budget_episodes);
-        }
-        if settings.budget_attacker_tokens > 0
-            && proposer.tokens() >= settings.budget_attacker_tokens
-        {
-            break format!(
-                "attacker token budget ({})",
-                settings.budget_attacker_tokens
-            );
+        if let Some(why) = stop_reason(&settings, &pool, st.episodes, dev.len(), proposer) {
+            break why;
         }
         queries += 1;
         let (parent, other) = parents(&pool, &mut rng);

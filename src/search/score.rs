@@ -1,17 +1,18 @@
 //! Scoring a candidate template on cells (user task × injection task) of a suite: each
 //! cell is one episode of the defended agent, built as the runner builds an attacked
 //! episode of a template (the payload rendered from the template and placed in every
-//! vector the user task reads) and run by [`crate::agent::run_episode`], seeded as the
+//! vector the user task reads) and run by [`crate::episode::run_episode`], seeded as the
 //! runner seeds it, so a frozen payload replayed by `run --attack library:..` runs the
 //! very same episodes.
 
-use crate::agent::{EpisodeResult, Injection, run_episode};
 use crate::attack::{Attack, AttackContext};
 use crate::defense::Defense;
-use crate::model::readable::Instruction;
-use crate::model::{Models, ToolSchema};
+use crate::episode::{EpisodeResult, Injection, run_episode};
+use crate::model::Models;
+use crate::readable::Instruction;
 use crate::runner::{JobKey, episode_seed};
 use crate::suite::Suite;
+use crate::tools::ToolSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;
@@ -131,7 +132,7 @@ impl Victim<'_> {
             denial_of_service: false,
         };
         let mut defense = self.defense.episode();
-        let spec = crate::agent::EpisodeSpec {
+        let spec = crate::episode::EpisodeSpec {
             suite,
             tools: &self.schemas,
             user_task: ut,

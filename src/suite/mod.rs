@@ -232,6 +232,10 @@ pub struct InjectionTask {
     pub designed_for: Vec<TaskId>,
 }
 
+/// The tag suites put on injection tasks built to exercise SIEVE's provenance bypass
+/// (rows count them apart: `aggregate::metrics::attack_label`).
+pub const BYPASS_TAG: &str = "provenance_bypass";
+
 /// A loaded, structurally valid suite.
 #[derive(Debug)]
 pub struct Suite {
@@ -255,7 +259,19 @@ pub struct Suite {
     /// never mixes episodes of two versions of a suite.
     pub fingerprint: String,
     /// Set when the suite lives in a provider process: its episodes run there.
-    pub external: Option<Arc<crate::external::ExternalSuite>>,
+    pub external: Option<Arc<dyn Served>>,
+}
+
+/// A suite whose episodes run in a provider process (docs/external-suites.md), as the
+/// suite's own code sees it. `external::ExternalSuite` is the one implementation; the
+/// layers above read it back with `external::served`.
+pub trait Served: std::any::Any + Send + Sync + std::fmt::Debug {
+    /// `package@version/suite`.
+    fn qualified(&self) -> &str;
+    /// The suite's own system prompt, used instead of the harness's.
+    fn system_prompt(&self) -> Option<&str>;
+    /// From the provider file: how the suite's rows count errored episodes.
+    fn error_convention(&self) -> ErrorConvention;
 }
 
 /// How a suite's own rows count an errored episode (`metrics::ErrorsAs` turns it into a
@@ -326,7 +342,7 @@ impl Suite {
     /// `family/name`, unique across the suites directory.
     pub fn qualified_name(&self) -> String {
         if let Some(x) = &self.external {
-            return x.qualified.clone();
+            return x.qualified().to_string();
         }
         format!("{}/{}", self.meta.family, self.meta.name)
     }
@@ -337,7 +353,7 @@ impl Suite {
     pub fn error_convention(&self) -> ErrorConvention {
         self.external
             .as_ref()
-            .map_or_else(Default::default, |x| x.error_convention)
+            .map_or_else(Default::default, |x| x.error_convention())
     }
 
     pub fn defaults(&self) -> Vec<String> {
@@ -554,6 +570,48 @@ pub(crate) fn check_plan(
 /// Loads one suite folder and checks its structure: YAML, fields, tool names and
 /// arguments, check paths, placeholders. Running the plans is [`validate::validate`]'s job.
 pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
+    let (meta, tools) = load_meta(dir)?;
+    let vectors = load_vectors(dir)?;
+    let env = load_env(dir, &vectors)?;
+    let benign = env.benign();
+    let user_tasks = load_user_tasks(dir, &tools, &benign)?;
+    let injection_tasks = load_injection_tasks(dir, &tools, &benign, &user_tasks)?;
+    let samples = samples::load(dir, &vectors, &user_tasks, &injection_tasks, &tools)?;
+    let variants = load_variants(dir, &tools, &user_tasks, &injection_tasks)?;
+
+    let mut suite = Suite {
+        meta,
+        dir: dir.to_path_buf(),
+        tools,
+        env,
+        vectors,
+        user_tasks,
+        injection_tasks,
+        samples,
+        variants,
+        injectable: BTreeMap::new(),
+        reorderings: BTreeMap::new(),
+        fingerprint: fingerprint(dir).map_err(|e| {
+            SuiteError::at(
+                dir,
+                None,
+                None,
+                format!("cannot read the suite folder: {e}"),
+            )
+        })?,
+        external: None,
+    };
+    suite.injectable = suite
+        .user_tasks
+        .iter()
+        .map(|t| (t.id.clone(), suite.vectors_read_by(&t.plan)))
+        .collect();
+    suite.reorderings = alternatives::of_suite(&suite);
+    Ok(suite)
+}
+
+/// `suite.yaml`: the suite's description and the tools its domains give it.
+fn load_meta(dir: &Path) -> Result<(SuiteMeta, Arc<ToolSet>), SuiteError> {
     let meta_path = dir.join("suite.yaml");
     let meta_doc = read_yaml(&meta_path, dir)?;
     let meta: SuiteMeta = serde_json::from_value(meta_doc)
@@ -569,8 +627,11 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
             .restrict(keep)
             .map_err(|e| SuiteError::at(&meta_path, None, Some("tools"), e))?;
     }
-    let tools = Arc::new(tools);
+    Ok((meta, Arc::new(tools)))
+}
 
+/// `injection_vectors.yaml`: the injection points, each named once.
+fn load_vectors(dir: &Path) -> Result<Vec<Vector>, SuiteError> {
     let vec_path = dir.join("injection_vectors.yaml");
     let vec_doc = read_yaml(&vec_path, dir)?;
     let vectors: Vec<Vector> =
@@ -590,12 +651,17 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
             ));
         }
     }
+    Ok(vectors)
+}
 
+/// `environment.yaml`: the initial state, with a placeholder for every vector and none
+/// for anything else.
+fn load_env(dir: &Path, vectors: &[Vector]) -> Result<EnvTemplate, SuiteError> {
     let env_path = dir.join("environment.yaml");
     let raw_env = read_yaml(&env_path, dir)?;
     let ids: Vec<VectorId> = vectors.iter().map(|v| v.id.clone()).collect();
     let defaults: Vec<String> = vectors.iter().map(|v| v.default.clone()).collect();
-    let env = EnvTemplate::new(raw_env, ids, &defaults).map_err(|errs| {
+    EnvTemplate::new(raw_env, ids, &defaults).map_err(|errs| {
         let msgs: Vec<String> = errs
             .iter()
             .map(|e| match e {
@@ -608,9 +674,16 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
             })
             .collect();
         SuiteError::at(&env_path, None, None, msgs.join("; "))
-    })?;
-    let benign = env.benign();
+    })
+}
 
+/// `user_tasks.yaml`: each task's prompt, plan, answer and utility check, checked
+/// against the tools and the benign environment.
+fn load_user_tasks(
+    dir: &Path,
+    tools: &ToolSet,
+    benign: &Value,
+) -> Result<Vec<UserTask>, SuiteError> {
     let ut_path = dir.join("user_tasks.yaml");
     let (ut_doc, ut_scan) = read_yaml_located(&ut_path, dir)?;
     let mut user_tasks = Vec::new();
@@ -654,13 +727,23 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
                 ));
             }
         }
-        check_plan(&ut_path, &id, &task.plan, &tools)?;
+        check_plan(&ut_path, &id, &task.plan, tools)?;
         task.utility
-            .validate(&benign, &tools)
+            .validate(benign, tools)
             .map_err(|e| SuiteError::at(&ut_path, Some(&id), Some("utility"), e))?;
         user_tasks.push(task);
     }
+    Ok(user_tasks)
+}
 
+/// `injection_tasks.yaml`: each attacker goal, plan, severity and security check,
+/// checked against the tools, the benign environment and the user tasks it names.
+fn load_injection_tasks(
+    dir: &Path,
+    tools: &ToolSet,
+    benign: &Value,
+    user_tasks: &[UserTask],
+) -> Result<Vec<InjectionTask>, SuiteError> {
     let it_path = dir.join("injection_tasks.yaml");
     let (it_doc, it_scan) = read_yaml_located(&it_path, dir)?;
     let mut injection_tasks = Vec::new();
@@ -706,8 +789,7 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
                 format!("`{}` is not a user task of this suite", bad.0),
             ));
         }
-        if task.tags.iter().any(|t| t == crate::metrics::BYPASS_TAG) && task.designed_for.is_empty()
-        {
+        if task.tags.iter().any(|t| t == BYPASS_TAG) && task.designed_for.is_empty() {
             return Err(SuiteError::at(
                 &it_path,
                 Some(&id),
@@ -723,56 +805,35 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
                 format!("must be in (0, 1], got {}", task.severity),
             ));
         }
-        check_plan(&it_path, &id, &task.plan, &tools)?;
+        check_plan(&it_path, &id, &task.plan, tools)?;
         task.security
-            .validate(&benign, &tools)
+            .validate(benign, tools)
             .map_err(|e| SuiteError::at(&it_path, Some(&id), Some("security"), e))?;
         injection_tasks.push(task);
     }
+    Ok(injection_tasks)
+}
 
-    let samples = samples::load(dir, &vectors, &user_tasks, &injection_tasks, &tools)?;
+/// `variants.yaml`, when the suite has one: behaviour other than the reference that the
+/// checks must judge right.
+fn load_variants(
+    dir: &Path,
+    tools: &ToolSet,
+    user_tasks: &[UserTask],
+    injection_tasks: &[InjectionTask],
+) -> Result<variants::Variants, SuiteError> {
     let var_path = dir.join(variants::FILE);
-    let variants = if var_path.is_file() {
+    if var_path.is_file() {
         let doc = read_yaml(&var_path, dir)?;
         let v: variants::Variants = serde_json::from_value(doc)
             .map_err(|e| SuiteError::at(&var_path, None, None, e.to_string()))?;
         let uids: Vec<&str> = user_tasks.iter().map(|t| t.id.as_str()).collect();
         let iids: Vec<&str> = injection_tasks.iter().map(|t| t.id.as_str()).collect();
-        v.check(&var_path, &uids, &iids, &tools)?;
-        v
+        v.check(&var_path, &uids, &iids, tools)?;
+        Ok(v)
     } else {
-        variants::Variants::default()
-    };
-
-    let mut suite = Suite {
-        meta,
-        dir: dir.to_path_buf(),
-        tools,
-        env,
-        vectors,
-        user_tasks,
-        injection_tasks,
-        samples,
-        variants,
-        injectable: BTreeMap::new(),
-        reorderings: BTreeMap::new(),
-        fingerprint: fingerprint(dir).map_err(|e| {
-            SuiteError::at(
-                dir,
-                None,
-                None,
-                format!("cannot read the suite folder: {e}"),
-            )
-        })?,
-        external: None,
-    };
-    suite.injectable = suite
-        .user_tasks
-        .iter()
-        .map(|t| (t.id.clone(), suite.vectors_read_by(&t.plan)))
-        .collect();
-    suite.reorderings = alternatives::of_suite(&suite);
-    Ok(suite)
+        Ok(variants::Variants::default())
+    }
 }
 
 /// The attacker's own words: an injection task's goal and every string its plan writes.

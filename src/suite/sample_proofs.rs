@@ -15,7 +15,7 @@ use super::samples::{Sample, VectorClass};
 use super::sight;
 use super::validate::untraced_calls;
 use super::{Family, PlannedCall, Suite, Surface, UserTask, run_plan};
-use crate::model::sim::reads_payload;
+use crate::readable::reads_payload;
 use crate::tools::{ToolKind, ToolSet};
 use serde::Serialize;
 use serde_json::Value;

@@ -223,35 +223,7 @@ pub fn load(
         if r.inject.is_empty() {
             return Err(err(Some("inject"), "names no injection point".into()));
         }
-        let mut inject = Vec::new();
-        let mut surface: Option<Surface> = None;
-        for (vid, text) in r.inject {
-            let Some(v) = vectors.iter().find(|v| v.id.as_str() == vid) else {
-                return Err(err(
-                    Some("inject"),
-                    format!("`{vid}` is no vector of injection_vectors.yaml"),
-                ));
-            };
-            let Some(text) = text.as_str().filter(|t| !t.trim().is_empty()) else {
-                return Err(err(
-                    Some("inject"),
-                    format!("the payload for `{vid}` must be a non-empty string"),
-                ));
-            };
-            match surface {
-                Some(s) if s != v.surface => {
-                    return Err(err(
-                        Some("inject"),
-                        format!(
-                            "injection points on two surfaces ({s:?} and {:?}); a sample rides on one surface",
-                            v.surface
-                        ),
-                    ));
-                }
-                _ => surface = Some(v.surface),
-            }
-            inject.push((v.id.clone(), text.to_string()));
-        }
+        let (inject, surface) = placements(r.inject, vectors, &err)?;
         if let Some(plan) = &r.plan {
             super::check_plan(&path, &hint, plan, tools)?;
         }
@@ -294,10 +266,49 @@ pub fn load(
             injection_task: r.injection_task,
             inject,
             plan: r.plan,
-            surface: surface.expect("at least one injection point"),
+            surface,
             tell: r.tell,
             derived: r.derived,
         });
     }
     Ok(out)
+}
+
+/// A sample's injection points: each a vector of the suite with a non-empty payload, all
+/// on one surface (which it returns).
+fn placements(
+    points: serde_json::Map<String, Value>,
+    vectors: &[Vector],
+    err: &dyn Fn(Option<&str>, String) -> SuiteError,
+) -> Result<(Vec<(VectorId, String)>, Surface), SuiteError> {
+    let mut inject = Vec::new();
+    let mut surface: Option<Surface> = None;
+    for (vid, text) in points {
+        let Some(v) = vectors.iter().find(|v| v.id.as_str() == vid) else {
+            return Err(err(
+                Some("inject"),
+                format!("`{vid}` is no vector of injection_vectors.yaml"),
+            ));
+        };
+        let Some(text) = text.as_str().filter(|t| !t.trim().is_empty()) else {
+            return Err(err(
+                Some("inject"),
+                format!("the payload for `{vid}` must be a non-empty string"),
+            ));
+        };
+        match surface {
+            Some(s) if s != v.surface => {
+                return Err(err(
+                    Some("inject"),
+                    format!(
+                        "injection points on two surfaces ({s:?} and {:?}); a sample rides on one surface",
+                        v.surface
+                    ),
+                ));
+            }
+            _ => surface = Some(v.surface),
+        }
+        inject.push((v.id.clone(), text.to_string()));
+    }
+    Ok((inject, surface.expect("at least one injection point")))
 }

@@ -24,6 +24,14 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
+/// A tool as offered to a model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolSchema {
+    pub name: ToolName,
+    pub description: String,
+    pub parameters: Value,
+}
+
 /// Whether a tool only reads the environment or changes it. Defenses treat the two
 /// differently (read-only whitelists, read auto-approval).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -235,9 +243,9 @@ impl ToolSet {
     }
 
     /// The tools as offered to a model.
-    pub fn schemas(&self) -> Vec<crate::model::ToolSchema> {
+    pub fn schemas(&self) -> Vec<crate::tools::ToolSchema> {
         self.iter()
-            .map(|t| crate::model::ToolSchema {
+            .map(|t| crate::tools::ToolSchema {
                 name: t.name.clone(),
                 description: t.description.clone(),
                 parameters: t.parameters.clone(),

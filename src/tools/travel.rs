@@ -116,7 +116,7 @@ const RESERVATIONS: &str = "reservations";
 /// Names match ignoring case, accents and punctuation: a model that writes "Atlantico
 /// Car Hire" means the catalogue's "Atlântico Car Hire".
 fn same(a: &str, b: &str) -> bool {
-    crate::suite::meaning::fold(a) == crate::suite::meaning::fold(b)
+    crate::text::fold(a) == crate::text::fold(b)
 }
 
 fn text<'a>(item: &'a Value, key: &str) -> &'a str {

@@ -19,7 +19,7 @@
 //! (`layer1`, `approved`, `blocked`, `asked_user`, `blocked_layer1`). The defense never
 //! learns which calls or texts are the attacker's: attribution of a successful attack to
 //! a path is done afterwards from the call whose effect the security check saw
-//! ([`crate::metrics::attribute`]).
+//! (`aggregate::metrics::attribute`, a layer above this one).
 
 pub mod adjudicator;
 pub mod config;

@@ -11,9 +11,10 @@
 //! `planner_extra`, see `model::sim_roles`) and writes it as an intent graph with
 //! [`render`]. A real planner never sees it.
 
+use crate::model::Message;
 use crate::model::sim_roles::{Binding, ScriptedPlan};
-use crate::model::{Message, ToolSchema};
 use crate::suite::Suite;
+use crate::tools::ToolSchema;
 use serde_json::{Map, Value, json};
 use std::fmt::Write;
 

@@ -7,10 +7,10 @@ use crate::embed::Lexical;
 use crate::model::sim::{EpisodeScript, ScriptedInjection};
 use crate::model::tokens::TokenCounter;
 use crate::model::{
-    ChatModel, ChatReply, ChatRequest, CostMeter, Message, ModelError, Models, ToolCall,
-    ToolSchema, Usage,
+    ChatModel, ChatReply, ChatRequest, CostMeter, Message, ModelError, Models, ToolCall, Usage,
 };
 use crate::suite::{PlannedCall, Suite};
+use crate::tools::ToolSchema;
 use serde_json::json;
 use std::path::Path;
 

@@ -8,7 +8,7 @@
 //! JSON are passed through untouched: the agent loop returns them to the model as a tool
 //! error.
 
-use crate::model::transport::truncate;
+use crate::http::truncate;
 use crate::model::{Message, Role, ToolCall, ToolSchema};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};

@@ -1,12 +1,12 @@
 //! An external suite's episode: a leased provider process holds the environment, runs
 //! the tools and judges the outcome.
 
-use super::pool::Lease;
-use super::protocol::{CallReply, Injections, Request, Started, Verdicts as Reply};
-use super::{ExternalError, ExternalSuite};
-use crate::agent::Injection;
+use crate::episode::Injection;
+use crate::episode::world::{ToolReply, Verdicts, World, WorldError};
+use crate::external::pool::Lease;
+use crate::external::protocol::{CallReply, Injections, Request, Started, Verdicts as Reply};
+use crate::external::{ExternalError, ExternalSuite};
 use crate::ids::VectorId;
-use crate::world::{ToolReply, Verdicts, World, WorldError};
 use async_trait::async_trait;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -65,7 +65,7 @@ impl ExternalWorld {
             ("the recomputed `injection_plan`", &started.injection_plan),
         ] {
             if let Some(plan) = plan {
-                super::check_plan(&suite.tools, what, plan).map_err(|message| {
+                crate::external::check_plan(&suite.tools, what, plan).map_err(|message| {
                     ExternalError::Refused {
                         op: "start".into(),
                         message,

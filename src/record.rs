@@ -1,7 +1,9 @@
-//! Episode records: one JSON line per finished episode, appended and flushed as each
-//! episode ends, so an interrupted run loses nothing finished and resumes from the file.
+//! On-disk formats as plain data: the episode and trace records, the call records and
+//! decisions inside them, and the file names of a run folder. Episode records are one
+//! JSON line per finished episode, appended and flushed as each episode ends, so an
+//! interrupted run loses nothing finished and resumes from the file. Every command reads
+//! them through this module; nothing here knows how an episode runs.
 
-use crate::agent::CallRecord;
 use crate::model::{CostMeter, Message};
 use crate::suite::ErrorConvention;
 use serde::{Deserialize, Serialize};
@@ -9,6 +11,73 @@ use serde_json::Value;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, Read, Seek, SeekFrom, Write};
 use std::path::Path;
+
+/// What failed in an errored episode, recorded beside the message so a convention can
+/// tell kinds apart (AgentDojo scores two of them as a failed task and a successful
+/// attack: `agentdojo_scores` in the metrics module).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// A model's endpoint refused the conversation as too long for it
+    /// ([`ModelError::ContextLength`](crate::model::ModelError::ContextLength)), whichever role's model it was.
+    ContextLength,
+    /// A model's endpoint answered 422 naming `max_new_tokens` ([`ModelError::MaxNewTokens`](crate::model::ModelError::MaxNewTokens)).
+    MaxNewTokens,
+    /// Any other failure of a model request: an HTTP error after retries, a timeout, a
+    /// malformed reply, a replay miss.
+    Model,
+    /// The defense itself failed (its process crashed, hung or broke protocol, or its
+    /// logic refused to go on); a failure of a model it called is the model's kind.
+    Defense,
+    /// The suite failed: its provider process, a tool host, a task's check.
+    Suite,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::ContextLength => "context_length",
+            ErrorKind::MaxNewTokens => "max_new_tokens",
+            ErrorKind::Model => "model",
+            ErrorKind::Defense => "defense",
+            ErrorKind::Suite => "suite",
+        }
+    }
+}
+
+/// How the defense treated one proposed call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Allowed,
+    Blocked,
+    Faked,
+    AskedUser,
+    /// Never reached the defense: unknown tool or unparsable arguments.
+    Invalid,
+}
+
+/// One proposed call and its fate, for the trace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CallRecord {
+    pub step: usize,
+    pub tool: String,
+    pub arguments: String,
+    pub decision: Decision,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// For executed calls: whether the tool succeeded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ok: Option<bool>,
+}
+
+/// Calls that reached the defense: an unknown tool or unparsable arguments never did.
+pub fn proposed_calls(calls: &[CallRecord]) -> u64 {
+    calls
+        .iter()
+        .filter(|c| c.decision != Decision::Invalid)
+        .count() as u64
+}
 
 /// The file names inside a run directory.
 pub const EPISODES: &str = "episodes.jsonl";
@@ -72,7 +141,7 @@ pub struct EpisodeRecord {
     /// What failed, for an errored episode (`None` in records written before kinds were
     /// recorded: such an error counts as an error under every convention).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_kind: Option<crate::agent::ErrorKind>,
+    pub error_kind: Option<crate::record::ErrorKind>,
     /// For a successful attack: the executed call (in execution order) whose effect the
     /// security check saw; `None` when the harm came without a call (the answer).
     #[serde(default)]

@@ -3,7 +3,7 @@
 //! trait, so a data suite (tools in Rust, declarative checks) and an external suite
 //! (tools and checks in a provider process) run through the same loop.
 
-use crate::agent::EpisodeSpec;
+use crate::episode::EpisodeSpec;
 use crate::external::ExternalError;
 use crate::ids::VectorId;
 use crate::suite::check::{ExecutedCall, Outcome};
@@ -75,8 +75,8 @@ pub struct Opened<'a> {
 /// Opens the world of an episode: the data suite's in-memory environment, or a leased
 /// provider process with the episode started in it.
 pub async fn open<'a>(spec: &EpisodeSpec<'a>, model: &str) -> Result<Opened<'a>, WorldError> {
-    if let Some(external) = &spec.suite.external {
-        let (world, rendered, started) = crate::external::world::ExternalWorld::open(
+    if let Some(external) = crate::external::served(spec.suite) {
+        let (world, rendered, started) = super::provider::ExternalWorld::open(
             external,
             spec.user_task.id.as_str(),
             spec.suite
@@ -171,7 +171,7 @@ impl World for LocalWorld<'_> {
         // world holds.
         let harmful_call = match (self.injection, attack_success) {
             (Some(t), Some(true)) => {
-                crate::agent::first_effect(self.suite, &t.security, &self.pre, &self.executed)
+                crate::episode::first_effect(self.suite, &t.security, &self.pre, &self.executed)
             }
             _ => None,
         };

@@ -2,21 +2,26 @@
 //! answers without tool calls or the step cap is reached, with the defense's hooks at
 //! every crossing.
 
+pub mod provider;
+pub mod world;
+
 use crate::defense::{
     DefenseCtx, DefenseError, DefenseStats, EpisodeDefense, OutputVerdict, ProposedCall, Verdict,
 };
 use crate::ids::{ToolName, VectorId};
 use crate::model::sim::EpisodeScript;
 use crate::model::{
-    ChatRequest, Component, CostMeter, Message, ModelError, Models, SimChannel, SimHint, ToolSchema,
+    ChatRequest, Component, CostMeter, Message, ModelError, Models, SimChannel, SimHint,
 };
+use crate::record::{CallRecord, Decision, ErrorKind};
 use crate::suite::check::{ExecutedCall, Outcome};
 use crate::suite::{InjectionTask, PlannedCall, Suite, UserTask};
+use crate::tools::ToolSchema;
 use crate::tools::{ToolError, ToolErrorKind};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
+use world::{World, WorldError};
 
 /// The attack side of an attacked episode.
 pub struct Injection<'a> {
@@ -37,27 +42,7 @@ pub struct Injection<'a> {
     pub denial_of_service: bool,
 }
 
-/// What failed in an errored episode, recorded beside the message so a convention can
-/// tell kinds apart (AgentDojo scores two of them as a failed task and a successful
-/// attack: `agentdojo_scores` in the metrics module).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorKind {
-    /// A model's endpoint refused the conversation as too long for it
-    /// ([`ModelError::ContextLength`]), whichever role's model it was.
-    ContextLength,
-    /// A model's endpoint answered 422 naming `max_new_tokens` ([`ModelError::MaxNewTokens`]).
-    MaxNewTokens,
-    /// Any other failure of a model request: an HTTP error after retries, a timeout, a
-    /// malformed reply, a replay miss.
-    Model,
-    /// The defense itself failed (its process crashed, hung or broke protocol, or its
-    /// logic refused to go on); a failure of a model it called is the model's kind.
-    Defense,
-    /// The suite failed: its provider process, a tool host, a task's check.
-    Suite,
-}
-
+/// The kind of an episode's error, from what failed.
 impl ErrorKind {
     pub fn of_model(e: &ModelError) -> ErrorKind {
         match e {
@@ -75,16 +60,6 @@ impl ErrorKind {
             DefenseError::Other(_) => ErrorKind::Defense,
         }
     }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorKind::ContextLength => "context_length",
-            ErrorKind::MaxNewTokens => "max_new_tokens",
-            ErrorKind::Model => "model",
-            ErrorKind::Defense => "defense",
-            ErrorKind::Suite => "suite",
-        }
-    }
 }
 
 /// An episode's error: its kind and what was said.
@@ -92,15 +67,6 @@ impl ErrorKind {
 pub struct EpisodeError {
     pub kind: ErrorKind,
     pub message: String,
-}
-
-impl EpisodeError {
-    fn new(kind: ErrorKind, e: impl std::fmt::Display) -> Option<EpisodeError> {
-        Some(EpisodeError {
-            kind,
-            message: e.to_string(),
-        })
-    }
 }
 
 /// Everything that defines one episode.
@@ -111,40 +77,6 @@ pub struct EpisodeSpec<'a> {
     pub injection: Option<Injection<'a>>,
     pub seed: u64,
     pub max_steps: usize,
-}
-
-/// How the defense treated one proposed call.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Decision {
-    Allowed,
-    Blocked,
-    Faked,
-    AskedUser,
-    /// Never reached the defense: unknown tool or unparsable arguments.
-    Invalid,
-}
-
-/// One proposed call and its fate, for the trace.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CallRecord {
-    pub step: usize,
-    pub tool: String,
-    pub arguments: String,
-    pub decision: Decision,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// For executed calls: whether the tool succeeded.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ok: Option<bool>,
-}
-
-/// Calls that reached the defense: an unknown tool or unparsable arguments never did.
-pub fn proposed_calls(calls: &[CallRecord]) -> u64 {
-    calls
-        .iter()
-        .filter(|c| c.decision != Decision::Invalid)
-        .count() as u64
 }
 
 /// What happened in an episode.
@@ -171,7 +103,7 @@ pub struct EpisodeResult {
     pub harmful_call: Option<usize>,
     /// The verdicts as functions of a judged answer (`world::AnswerSplit`); `None` for an
     /// errored episode, a denial-of-service attack or a world that cannot re-evaluate.
-    pub answer_split: Option<crate::world::AnswerSplit>,
+    pub answer_split: Option<crate::episode::world::AnswerSplit>,
     /// The error must stop the whole run (bad credentials).
     pub fatal: bool,
     pub notes: Value,
@@ -197,17 +129,92 @@ pub async fn run_episode(
     defense: &mut dyn EpisodeDefense,
 ) -> EpisodeResult {
     let started = Instant::now();
-    let suite = spec.suite;
-    let mut error: Option<EpisodeError> = None;
-    let (mut world, rendered, user_plan, injection_plan) =
-        match crate::world::open(&spec, models.agent.name()).await {
-            Ok(o) => (Some(o.world), o.rendered, o.user_plan, o.injection_plan),
+    let (mut world, rendered, script) = match world::open(&spec, models.agent.name()).await {
+        Ok(o) => {
+            let script = script_of(&spec, o.rendered.as_deref(), o.user_plan, o.injection_plan);
+            (Ok(o.world), o.rendered, script)
+        }
+        Err(e) => (Err(e), None, script_of(&spec, None, None, None)),
+    };
+    let mut episode = Episode::new(&spec, models, Arc::new(script));
+    let mut error = match world.as_mut() {
+        Ok(world) => episode.run(world.as_mut(), defense).await.err(),
+        Err(_) => None,
+    };
+    let verdicts = match world {
+        Err(e) => {
+            error = Some(Failure::World(e));
+            None
+        }
+        Ok(mut world) if error.is_none() => match world.finish(&episode.answer).await {
+            Ok(v) => Some(v),
             Err(e) => {
-                error = EpisodeError::new(ErrorKind::Suite, e);
-                (None, None, None, None)
+                error = Some(Failure::World(e));
+                None
             }
-        };
-    let script = Arc::new(EpisodeScript {
+        },
+        Ok(_) => None,
+    };
+    let (error, fatal) = error.map(Failure::classify).unzip();
+    let dos = spec.injection.as_ref().is_some_and(|i| i.denial_of_service);
+    let answer_split = verdicts.and_then(|v| v.answer_split).filter(|_| !dos);
+    let (utility, attack_success, harmful_call) = match verdicts {
+        // AgentDojo scores a denial-of-service attack by the utility it took away.
+        Some(v) if dos => (v.utility, Some(!v.utility), None),
+        Some(v) => (v.utility, v.attack_success, v.harmful_call),
+        // Errored episodes count as unsolved and not successfully attacked; they are
+        // reported in their own column so they cannot inflate either rate.
+        None => (false, spec.injection.as_ref().map(|_| false), None),
+    };
+    let Episode {
+        meter,
+        stats,
+        messages,
+        calls,
+        blocked,
+        asked_user,
+        faked,
+        answer,
+        steps,
+        hit_step_limit,
+        stopped_by_defense,
+        ..
+    } = episode;
+    EpisodeResult {
+        utility,
+        attack_success,
+        answer,
+        steps,
+        hit_step_limit,
+        stopped_by_defense,
+        blocked,
+        asked_user,
+        faked,
+        stats,
+        cost: meter,
+        calls,
+        messages,
+        error,
+        harmful_call,
+        answer_split,
+        fatal: fatal.unwrap_or(false),
+        notes: defense.notes(),
+        latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+        payload: rendered.map(|texts| join_payloads(texts.iter().map(String::as_str))),
+    }
+}
+
+/// What the scripted model may know of an episode (never sent to a real endpoint): the
+/// reference plans (the world's own when it recomputed them), the answer, and the
+/// injection as placed.
+fn script_of(
+    spec: &EpisodeSpec<'_>,
+    rendered: Option<&[String]>,
+    user_plan: Option<Vec<PlannedCall>>,
+    injection_plan: Option<Vec<PlannedCall>>,
+) -> EpisodeScript {
+    let suite = spec.suite;
+    EpisodeScript {
         user_plan: user_plan.unwrap_or_else(|| spec.user_task.plan.clone()),
         answer: spec
             .user_task
@@ -229,9 +236,10 @@ pub async fn run_episode(
                 .collect();
             crate::model::sim::ScriptedInjection::new(
                 plan,
-                rendered
-                    .clone()
-                    .unwrap_or_else(|| inj.placements.iter().map(|(_, p)| p.clone()).collect()),
+                rendered.map_or_else(
+                    || inj.placements.iter().map(|(_, p)| p.clone()).collect(),
+                    <[String]>::to_vec,
+                ),
                 Some(&inj.task.goal),
                 if dos { None } else { inj.task.answer.clone() },
                 replaces,
@@ -240,262 +248,292 @@ pub async fn run_episode(
         }),
         seed: spec.seed,
         alternatives: suite.alternatives(spec.user_task),
-    });
+    }
+}
 
-    let mut tools: Vec<ToolSchema> = spec.tools.to_vec();
-    let mut meter = CostMeter::default();
-    let mut stats = DefenseStats::default();
-    let mut messages: Vec<Message> = Vec::new();
-    let mut calls: Vec<CallRecord> = Vec::new();
-    let (mut blocked, mut asked_user, mut faked) = (0u64, 0u64, 0u64);
-    let mut fatal = false;
-    let mut answer = String::new();
-    let mut steps = 0;
-    let mut hit_step_limit = false;
-    let mut stopped_by_defense = false;
+/// Why an episode ended before its world gave verdicts.
+enum Failure {
+    Model(ModelError),
+    Defense(DefenseError),
+    World(WorldError),
+}
 
-    macro_rules! ctx {
-        () => {
-            DefenseCtx {
-                suite,
-                user_prompt: &spec.user_task.prompt,
-                tools: &mut tools,
-                history: &messages,
-                models,
-                script: Some(&script),
-                meter: &mut meter,
-                stats: &mut stats,
-            }
+impl Failure {
+    /// The one place that decides an episode error's kind and whether it stops the whole
+    /// run (bad credentials: failing every episode would waste money).
+    fn classify(self) -> (EpisodeError, bool) {
+        let (kind, fatal, message) = match self {
+            Failure::Model(e) => (
+                ErrorKind::of_model(&e),
+                matches!(e, ModelError::Fatal(_)),
+                e.to_string(),
+            ),
+            Failure::Defense(e) => (
+                ErrorKind::of_defense(&e),
+                matches!(e, DefenseError::Model(ModelError::Fatal(_))),
+                e.to_string(),
+            ),
+            Failure::World(e) => (ErrorKind::Suite, false, e.to_string()),
         };
+        (EpisodeError { kind, message }, fatal)
+    }
+}
+
+/// Whether the conversation goes on after a proposed call.
+enum Flow {
+    Next,
+    /// The defense stopped the episode.
+    Stopped,
+}
+
+/// An episode in progress: the conversation, the offered tools, what each proposed call
+/// became, the costs and the counts.
+struct Episode<'s, 'a> {
+    spec: &'s EpisodeSpec<'a>,
+    models: &'s Models,
+    script: Arc<EpisodeScript>,
+    tools: Vec<ToolSchema>,
+    meter: CostMeter,
+    stats: DefenseStats,
+    messages: Vec<Message>,
+    calls: Vec<CallRecord>,
+    blocked: u64,
+    asked_user: u64,
+    faked: u64,
+    answer: String,
+    steps: usize,
+    hit_step_limit: bool,
+    stopped_by_defense: bool,
+}
+
+impl<'s, 'a> Episode<'s, 'a> {
+    fn new(spec: &'s EpisodeSpec<'a>, models: &'s Models, script: Arc<EpisodeScript>) -> Self {
+        Episode {
+            spec,
+            models,
+            script,
+            tools: spec.tools.to_vec(),
+            meter: CostMeter::default(),
+            stats: DefenseStats::default(),
+            messages: Vec::new(),
+            calls: Vec::new(),
+            blocked: 0,
+            asked_user: 0,
+            faked: 0,
+            answer: String::new(),
+            steps: 0,
+            hit_step_limit: false,
+            stopped_by_defense: false,
+        }
     }
 
-    'episode: {
-        let Some(world) = world.as_mut() else {
-            break 'episode;
-        };
-        if let Err(e) = defense.start(&mut ctx!()).await {
-            fatal = matches!(e, DefenseError::Model(ModelError::Fatal(_)));
-            error = EpisodeError::new(ErrorKind::of_defense(&e), e);
-            break 'episode;
+    /// What a defense hook sees of the episode.
+    fn ctx(&mut self) -> DefenseCtx<'_> {
+        DefenseCtx {
+            suite: self.spec.suite,
+            user_prompt: &self.spec.user_task.prompt,
+            tools: &mut self.tools,
+            history: &self.messages,
+            models: self.models,
+            script: Some(&self.script),
+            meter: &mut self.meter,
+            stats: &mut self.stats,
         }
-        let mut system = system_prompt(suite);
+    }
+
+    /// The conversation: system prompt and user request, then model ⇄ tools until the
+    /// model answers without tool calls, the step cap, or the defense stops it.
+    async fn run(
+        &mut self,
+        world: &mut dyn World,
+        defense: &mut dyn EpisodeDefense,
+    ) -> Result<(), Failure> {
+        defense
+            .start(&mut self.ctx())
+            .await
+            .map_err(Failure::Defense)?;
+        let mut system = system_prompt(self.spec.suite);
         if let Some(extra) = defense.system_prompt() {
             system.push_str("\n\n");
             system.push_str(extra.trim());
         }
-        messages.push(Message::system(system));
-        messages.push(Message::user(crate::suite::sight::user_prompt(
-            spec.user_task,
-        )));
-
+        self.messages.push(Message::system(system));
+        self.messages
+            .push(Message::user(crate::suite::sight::user_prompt(
+                self.spec.user_task,
+            )));
         loop {
-            if steps >= spec.max_steps {
-                hit_step_limit = true;
-                break;
+            if self.steps >= self.spec.max_steps {
+                self.hit_step_limit = true;
+                return Ok(());
             }
-            let view = defense.agent_view(&messages);
+            let view = defense.agent_view(&self.messages);
             let req = ChatRequest {
                 component: Component::Agent,
-                messages: view.as_deref().unwrap_or(&messages),
-                tools: &tools,
+                messages: view.as_deref().unwrap_or(&self.messages),
+                tools: &self.tools,
                 json: false,
                 sim: Some(SimChannel {
-                    script: script.clone(),
+                    script: self.script.clone(),
                     hint: SimHint::Agent,
                 }),
             };
-            let reply = match models.agent.chat(&req).await {
-                Ok(r) => r,
-                Err(e) => {
-                    fatal = matches!(e, ModelError::Fatal(_));
-                    error = EpisodeError::new(ErrorKind::of_model(&e), e);
-                    break 'episode;
-                }
-            };
-            meter.record(Component::Agent, &reply);
-            let step = steps;
-            steps += 1;
+            let reply = self.models.agent.chat(&req).await.map_err(Failure::Model)?;
+            self.meter.record(Component::Agent, &reply);
+            let step = self.steps;
+            self.steps += 1;
             let assistant = reply.message;
             let proposed = assistant.tool_calls.clone();
-            messages.push(assistant.clone());
+            self.messages.push(assistant.clone());
             if proposed.is_empty() {
-                answer = assistant.content;
-                match defense.review_answer(&answer, &mut ctx!()).await {
-                    Ok(Some(replaced)) => answer = replaced,
-                    Ok(None) => {}
-                    Err(e) => {
-                        fatal = matches!(e, DefenseError::Model(ModelError::Fatal(_)));
-                        error = EpisodeError::new(ErrorKind::of_defense(&e), e);
-                    }
+                self.answer = assistant.content;
+                let answer = self.answer.clone();
+                let reviewed = defense.review_answer(&answer, &mut self.ctx()).await;
+                if let Some(replaced) = reviewed.map_err(Failure::Defense)? {
+                    self.answer = replaced;
                 }
-                break;
+                return Ok(());
             }
             for call in proposed {
-                let mut record = CallRecord {
-                    step,
-                    tool: call.name.clone(),
-                    arguments: call.arguments.clone(),
-                    decision: Decision::Invalid,
-                    reason: None,
-                    ok: None,
-                };
-                let offered = tools.iter().any(|t| t.name.as_str() == call.name);
-                let tool = suite.tools.get(&call.name).filter(|_| offered);
-                let parsed: Result<Value, String> = if call.arguments.trim().is_empty() {
-                    Ok(Value::Object(Default::default()))
-                } else {
-                    serde_json::from_str(&call.arguments).map_err(|e| e.to_string())
-                };
-                let (Some(_), Ok(args)) = (tool, parsed.clone()) else {
-                    let text = if tool.is_none() {
-                        tool_error_text(
-                            ToolErrorKind::UnknownToolError,
-                            format!("there is no tool named `{}`", call.name),
-                        )
-                    } else {
-                        tool_error_text(
-                            ToolErrorKind::ArgumentParseError,
-                            format!("the arguments are not valid JSON: {}", parsed.unwrap_err()),
-                        )
-                    };
-                    record.reason = Some(text.clone());
-                    calls.push(record);
-                    messages.push(Message::tool_result(&call, text));
-                    continue;
-                };
-                let mut proposal = ProposedCall {
-                    id: call.id.clone(),
-                    tool: ToolName(call.name.clone()),
-                    args,
-                    step,
-                };
-                let verdict = match defense.review_call(&proposal, &mut ctx!()).await {
-                    Ok(v) => v,
-                    Err(e) => {
-                        fatal = matches!(e, DefenseError::Model(ModelError::Fatal(_)));
-                        error = EpisodeError::new(ErrorKind::of_defense(&e), e);
-                        calls.push(record);
-                        break 'episode;
-                    }
-                };
-                let verdict = match verdict {
-                    Verdict::Rewrite { args } => {
-                        record.reason = Some(format!("arguments rewritten by the defense: {args}"));
-                        proposal.args = args;
-                        Verdict::Allow
-                    }
-                    v => v,
-                };
-                let shown = match verdict {
-                    Verdict::Allow | Verdict::Rewrite { .. } => {
-                        record.decision = Decision::Allowed;
-                        let reply = match world.call(&call.id, &call.name, &proposal.args).await {
-                            Ok(r) => r,
-                            Err(e) => {
-                                error = EpisodeError::new(ErrorKind::Suite, e);
-                                calls.push(record);
-                                break 'episode;
-                            }
-                        };
-                        record.ok = Some(reply.ok);
-                        let text = reply.text;
-                        match defense.review_output(&proposal, text, &mut ctx!()).await {
-                            Ok(OutputVerdict::Pass(t)) => t,
-                            Ok(OutputVerdict::Stop(t)) => {
-                                stopped_by_defense = true;
-                                calls.push(record);
-                                messages.push(Message::tool_result(&call, t));
-                                break 'episode;
-                            }
-                            Err(e) => {
-                                fatal = matches!(e, DefenseError::Model(ModelError::Fatal(_)));
-                                error = EpisodeError::new(ErrorKind::of_defense(&e), e);
-                                calls.push(record);
-                                break 'episode;
-                            }
-                        }
-                    }
-                    Verdict::Block { reason } => {
-                        blocked += 1;
-                        record.decision = Decision::Blocked;
-                        record.reason = Some(reason.clone());
-                        format!(
-                            "This call was refused by a security check and did not run: {reason}"
-                        )
-                    }
-                    Verdict::AskUser { reason } => {
-                        asked_user += 1;
-                        record.decision = Decision::AskedUser;
-                        record.reason = Some(reason.clone());
-                        format!(
-                            "This call needs the user's confirmation, which is not available, so it did not run: {reason}"
-                        )
-                    }
-                    Verdict::Stop { reason } => {
-                        blocked += 1;
-                        stopped_by_defense = true;
-                        record.decision = Decision::Blocked;
-                        record.reason = Some(reason.clone());
-                        calls.push(record);
-                        messages.push(Message::tool_result(
-                            &call,
-                            format!("This call was refused by a security check and the task was stopped: {reason}"),
-                        ));
-                        break 'episode;
-                    }
-                    Verdict::Fake { result } => {
-                        faked += 1;
-                        record.decision = Decision::Faked;
-                        result
-                    }
-                };
-                calls.push(record);
-                messages.push(Message::tool_result(&call, shown));
+                if let Flow::Stopped = self.propose(&call, step, world, defense).await? {
+                    return Ok(());
+                }
             }
         }
     }
 
-    let verdicts = match (&error, world.as_mut()) {
-        (None, Some(world)) => match world.finish(&answer).await {
-            Ok(v) => Some(v),
-            Err(e) => {
-                error = EpisodeError::new(ErrorKind::Suite, e);
-                None
+    /// The arguments of a proposed call, or the tool error the model reads instead (a
+    /// tool not offered, arguments that are not JSON).
+    fn parse(&self, call: &crate::model::ToolCall) -> Result<Value, String> {
+        let offered = self.tools.iter().any(|t| t.name.as_str() == call.name);
+        let tool = self.spec.suite.tools.get(&call.name).filter(|_| offered);
+        let parsed: Result<Value, String> = if call.arguments.trim().is_empty() {
+            Ok(Value::Object(Default::default()))
+        } else {
+            serde_json::from_str(&call.arguments).map_err(|e| e.to_string())
+        };
+        match (tool, parsed) {
+            (Some(_), Ok(args)) => Ok(args),
+            (None, _) => Err(tool_error_text(
+                ToolErrorKind::UnknownToolError,
+                format!("there is no tool named `{}`", call.name),
+            )),
+            (Some(_), Err(e)) => Err(tool_error_text(
+                ToolErrorKind::ArgumentParseError,
+                format!("the arguments are not valid JSON: {e}"),
+            )),
+        }
+    }
+
+    /// One proposed call: parsed, reviewed by the defense, run in the world (or not),
+    /// and its outcome shown to the model and recorded.
+    async fn propose(
+        &mut self,
+        call: &crate::model::ToolCall,
+        step: usize,
+        world: &mut dyn World,
+        defense: &mut dyn EpisodeDefense,
+    ) -> Result<Flow, Failure> {
+        let mut record = CallRecord {
+            step,
+            tool: call.name.clone(),
+            arguments: call.arguments.clone(),
+            decision: Decision::Invalid,
+            reason: None,
+            ok: None,
+        };
+        let args = match self.parse(call) {
+            Ok(args) => args,
+            Err(text) => {
+                record.reason = Some(text.clone());
+                self.calls.push(record);
+                self.messages.push(Message::tool_result(call, text));
+                return Ok(Flow::Next);
             }
-        },
-        _ => None,
-    };
-    let dos = spec.injection.as_ref().is_some_and(|i| i.denial_of_service);
-    let answer_split = verdicts.and_then(|v| v.answer_split).filter(|_| !dos);
-    let (utility, attack_success, harmful_call) = match verdicts {
-        // AgentDojo scores a denial-of-service attack by the utility it took away.
-        Some(v) if dos => (v.utility, Some(!v.utility), None),
-        Some(v) => (v.utility, v.attack_success, v.harmful_call),
-        // Errored episodes count as unsolved and not successfully attacked; they are
-        // reported in their own column so they cannot inflate either rate.
-        None => (false, spec.injection.as_ref().map(|_| false), None),
-    };
-    EpisodeResult {
-        utility,
-        attack_success,
-        answer,
-        steps,
-        hit_step_limit,
-        stopped_by_defense,
-        blocked,
-        asked_user,
-        faked,
-        stats,
-        cost: meter,
-        calls,
-        messages,
-        error,
-        harmful_call,
-        answer_split,
-        fatal,
-        notes: defense.notes(),
-        latency_ms: started.elapsed().as_secs_f64() * 1000.0,
-        payload: rendered.map(|texts| join_payloads(texts.iter().map(String::as_str))),
+        };
+        let mut proposal = ProposedCall {
+            id: call.id.clone(),
+            tool: ToolName(call.name.clone()),
+            args,
+            step,
+        };
+        let verdict = match defense.review_call(&proposal, &mut self.ctx()).await {
+            Ok(Verdict::Rewrite { args }) => {
+                record.reason = Some(format!("arguments rewritten by the defense: {args}"));
+                proposal.args = args;
+                Verdict::Allow
+            }
+            Ok(v) => v,
+            Err(e) => {
+                self.calls.push(record);
+                return Err(Failure::Defense(e));
+            }
+        };
+        let shown = match verdict {
+            Verdict::Allow | Verdict::Rewrite { .. } => {
+                record.decision = Decision::Allowed;
+                let reply = match world.call(&call.id, &call.name, &proposal.args).await {
+                    Ok(r) => r,
+                    Err(e) => {
+                        self.calls.push(record);
+                        return Err(Failure::World(e));
+                    }
+                };
+                record.ok = Some(reply.ok);
+                match defense
+                    .review_output(&proposal, reply.text, &mut self.ctx())
+                    .await
+                {
+                    Ok(OutputVerdict::Pass(t)) => t,
+                    Ok(OutputVerdict::Stop(t)) => {
+                        self.stopped_by_defense = true;
+                        self.calls.push(record);
+                        self.messages.push(Message::tool_result(call, t));
+                        return Ok(Flow::Stopped);
+                    }
+                    Err(e) => {
+                        self.calls.push(record);
+                        return Err(Failure::Defense(e));
+                    }
+                }
+            }
+            Verdict::Block { reason } => {
+                self.blocked += 1;
+                record.decision = Decision::Blocked;
+                record.reason = Some(reason.clone());
+                format!("This call was refused by a security check and did not run: {reason}")
+            }
+            Verdict::AskUser { reason } => {
+                self.asked_user += 1;
+                record.decision = Decision::AskedUser;
+                record.reason = Some(reason.clone());
+                format!(
+                    "This call needs the user's confirmation, which is not available, so it did not run: {reason}"
+                )
+            }
+            Verdict::Stop { reason } => {
+                self.blocked += 1;
+                self.stopped_by_defense = true;
+                record.decision = Decision::Blocked;
+                record.reason = Some(reason.clone());
+                self.calls.push(record);
+                self.messages.push(Message::tool_result(
+                    call,
+                    format!(
+                        "This call was refused by a security check and the task was stopped: {reason}"
+                    ),
+                ));
+                return Ok(Flow::Stopped);
+            }
+            Verdict::Fake { result } => {
+                self.faked += 1;
+                record.decision = Decision::Faked;
+                result
+            }
+        };
+        self.calls.push(record);
+        self.messages.push(Message::tool_result(call, shown));
+        Ok(Flow::Next)
     }
 }
 
@@ -661,7 +699,10 @@ mod tests {
         assert_eq!(r.calls[1].decision, Decision::Invalid);
         assert_eq!(r.calls[2].ok, Some(false));
         // The two invalid calls never reached the defense: Esc % does not count them.
-        assert_eq!(proposed_calls(&r.calls), r.calls.len() as u64 - 2);
+        assert_eq!(
+            crate::record::proposed_calls(&r.calls),
+            r.calls.len() as u64 - 2
+        );
         assert_eq!(r.cost.get(Component::Agent).calls, 5);
     }
 

@@ -29,11 +29,11 @@
 //!   variance (at least 1). With one seed deff = 1 and this is the plain Wilson interval;
 //!   identical repeats of every cluster give exactly the interval of one seed.
 
-use crate::agent::ErrorKind;
 use crate::aggregate::pairs::{Pair, PairObs};
 use crate::aggregate::{Acc, Aggregate};
 use crate::model::{Component, ScriptedRoles};
-use crate::runner::record::EpisodeRecord;
+use crate::record::EpisodeRecord;
+use crate::record::ErrorKind;
 use crate::suite::ErrorConvention;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -572,8 +572,7 @@ pub fn role_cell(row: &Row, role: Component) -> Option<String> {
     }
 }
 
-/// The tag suites put on injection tasks built to exercise SIEVE's provenance bypass.
-pub const BYPASS_TAG: &str = "provenance_bypass";
+use crate::suite::BYPASS_TAG;
 
 /// The attack label a record is summarised under. Injection tasks written to defeat one
 /// defense (tagged [`BYPASS_TAG`]) stay out of the headline rows, which compare every

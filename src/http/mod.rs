@@ -13,8 +13,9 @@
 //! sensitive, and is scrubbed from every error text and from every reply (a server may
 //! echo it); request bodies (which go to the cache) never contain it.
 
-use super::ModelError;
-use super::cache::{self, Cache, Entry};
+pub mod cache;
+
+use cache::{Cache, Entry};
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
@@ -22,6 +23,30 @@ use serde_json::Value;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
+
+/// Why a model call failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ModelError {
+    /// The whole run must stop (bad credentials): failing every episode would waste money.
+    #[error("fatal model error: {0}")]
+    Fatal(String),
+    /// This episode fails; others go on.
+    #[error("model request failed: {0}")]
+    Request(String),
+    /// Replay mode found no recorded answer.
+    #[error("replay cache miss: {0}")]
+    ReplayMiss(String),
+    /// The endpoint refused the conversation as too long for the model: HTTP 400 with
+    /// error code `context_length_exceeded`, error param `max_tokens`, or a body asking to
+    /// "reduce the length of the messages." (what agentdojo 0.1.35 catches as a context-
+    /// length error). This episode fails; others go on.
+    #[error("model request failed, the conversation is too long for the model: {0}")]
+    ContextLength(String),
+    /// The endpoint answered HTTP 422 naming `max_new_tokens` (text-generation-inference's
+    /// form of a too-long conversation). This episode fails; others go on.
+    #[error("model request failed, no room left for max_new_tokens: {0}")]
+    MaxNewTokens(String),
+}
 
 /// A secret string (an API key). `Debug` never shows it.
 #[derive(Clone)]

@@ -1,0 +1,472 @@
+//! The crate's shape, checked (docs/architecture.md): the top-level modules of `src` import
+//! each other downward only, in the order of [`LAYERS`], so their graph has no cycle; and
+//! no function is longer than [`MAX_FN_LINES`] lines outside a short list of data tables.
+//!
+//! An edge is any `crate::<module>` path (in `use` lines, bodies and doc links, as in
+//! `../shared/tools/module_cycles.py`), any `crate::{<module>, …}` group and any
+//! `super::` chain that climbs to the crate root, read from every file of a module
+//! except its trailing `#[cfg(test)] mod tests` block.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The layers, bottom first; a module may import only modules of its own layer's
+/// predecessors (never its own layer or one above). One line per layer, as
+/// docs/architecture.md draws them.
+const LAYERS: &[&[&str]] = &[
+    &[
+        "bounded", "envpath", "escape", "readable", "role", "suggest", "text", "yaml",
+    ],
+    &["child", "http", "ids"],
+    &["tools"],
+    &["suite"],
+    &["external"],
+    &["attack", "embed"],
+    &["model"],
+    &["defense"],
+    &["record"],
+    &["episode"],
+    &["runner"],
+    &["search"],
+    &["aggregate"],
+    &["report"],
+    &["commands"],
+];
+
+/// The longest function allowed, in lines from its signature to its closing brace.
+const MAX_FN_LINES: usize = 120;
+
+/// Functions allowed to be longer: data tables, whose length is their rows.
+const LONG_FN_ALLOWED: &[(&str, &str, &str)] = &[
+    (
+        "src/tools/travel.rs",
+        "tools",
+        "data table: the travel domain's tools",
+    ),
+    (
+        "src/report/tables.rs",
+        "summary_columns",
+        "data table: the summary's columns",
+    ),
+    (
+        "src/commands/ablate.rs",
+        "columns",
+        "data table: the ablation's columns",
+    ),
+];
+
+fn src_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// A file's module path below the crate root: `src/a/b.rs` and `src/a/b/mod.rs` are
+/// `[a, b]`; `lib.rs` and `main.rs` are the root.
+fn module_path(rel: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let last = parts.pop().unwrap_or_default();
+    let stem = last.trim_end_matches(".rs");
+    if !matches!(stem, "mod" | "lib" | "main") || !parts.is_empty() && stem != "mod" {
+        parts.push(stem.to_string());
+    }
+    parts
+}
+
+fn is_ident_start(c: char) -> bool {
+    c.is_ascii_lowercase() || c == '_'
+}
+
+fn ident_at(text: &str) -> &str {
+    let end = text
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(text.len());
+    &text[..end]
+}
+
+/// The text before a file's trailing test module.
+fn without_tests(text: &str) -> &str {
+    let mut at = 0;
+    while let Some(i) = text[at..].find("#[cfg(test)]") {
+        let start = at + i;
+        let rest = text[start + "#[cfg(test)]".len()..].trim_start();
+        if rest.starts_with("mod tests") {
+            return &text[..start];
+        }
+        at = start + 1;
+    }
+    text
+}
+
+/// The top-level modules a file names, with the alias table of the crate root
+/// (`pub use aggregate::metrics;` makes `crate::aggregate::metrics` mean `aggregate`).
+fn referenced(text: &str, path: &[String], aliases: &BTreeMap<String, String>) -> BTreeSet<String> {
+    let text = without_tests(text);
+    let mut out = BTreeSet::new();
+    let mut add = |name: &str| {
+        let name = aliases.get(name).map_or(name, String::as_str);
+        if !name.is_empty() {
+            out.insert(name.to_string());
+        }
+    };
+    for (i, _) in text.match_indices("crate::") {
+        if i > 0 && text[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+            continue;
+        }
+        let rest = &text[i + "crate::".len()..];
+        if rest.starts_with('{') {
+            let group = &rest[1..rest.find('}').unwrap_or(rest.len())];
+            for part in group.split(',') {
+                let part = part.trim();
+                if part.starts_with(is_ident_start) {
+                    add(ident_at(part));
+                }
+            }
+        } else if rest.starts_with(is_ident_start) {
+            add(ident_at(rest));
+        }
+    }
+    for (i, _) in text.match_indices("super::") {
+        if i > 0 && text[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+        {
+            continue;
+        }
+        let mut rest = &text[i..];
+        let mut climbs = 0;
+        while let Some(r) = rest.strip_prefix("super::") {
+            climbs += 1;
+            rest = r;
+        }
+        if climbs >= path.len() && rest.starts_with(is_ident_start) {
+            add(ident_at(rest));
+        }
+    }
+    out
+}
+
+/// The module graph: module → module → the files that make the edge.
+type Graph = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
+
+fn graph() -> (BTreeSet<String>, Graph) {
+    let src = src_dir();
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let lib = std::fs::read_to_string(src.join("lib.rs")).expect("src/lib.rs");
+    let mut modules = BTreeSet::new();
+    let mut aliases = BTreeMap::new();
+    for line in lib.lines() {
+        let line = line.trim();
+        if let Some(m) = line.strip_prefix("pub mod ").or(line.strip_prefix("mod ")) {
+            modules.insert(m.trim_end_matches(';').to_string());
+        } else if let Some(u) = line.strip_prefix("pub use ") {
+            let parts: Vec<&str> = u.trim_end_matches(';').split("::").collect();
+            if let (Some(first), Some(last)) = (parts.first(), parts.last()) {
+                aliases.insert(last.to_string(), first.to_string());
+            }
+        }
+    }
+    let mut graph = Graph::new();
+    for file in files {
+        let rel = file.strip_prefix(&src).unwrap().to_path_buf();
+        let path = module_path(&rel);
+        let Some(top) = path.first() else { continue };
+        let text = std::fs::read_to_string(&file).unwrap();
+        for m in referenced(&text, &path, &aliases) {
+            if &m != top && modules.contains(&m) {
+                graph
+                    .entry(top.clone())
+                    .or_default()
+                    .entry(m)
+                    .or_default()
+                    .insert(format!("src/{}", rel.display()));
+            }
+        }
+    }
+    (modules, graph)
+}
+
+/// A cycle of the graph, as the modules along it, if any.
+fn find_cycle(graph: &Graph) -> Option<Vec<String>> {
+    fn visit(
+        v: &str,
+        graph: &Graph,
+        done: &mut BTreeSet<String>,
+        stack: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = stack.iter().position(|s| s == v) {
+            let mut cycle = stack[at..].to_vec();
+            cycle.push(v.to_string());
+            return Some(cycle);
+        }
+        if done.contains(v) {
+            return None;
+        }
+        stack.push(v.to_string());
+        for w in graph.get(v).into_iter().flat_map(|e| e.keys()) {
+            if let Some(c) = visit(w, graph, done, stack) {
+                return Some(c);
+            }
+        }
+        stack.pop();
+        done.insert(v.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|v| visit(v, graph, &mut done, &mut Vec::new()))
+}
+
+fn describe(graph: &Graph, from: &str, to: &str) -> String {
+    let files: Vec<&str> = graph[from][to].iter().map(String::as_str).collect();
+    format!("{from} -> {to} ({})", files.join(", "))
+}
+
+#[test]
+fn the_module_graph_has_no_cycle() {
+    let (_, graph) = graph();
+    if let Some(cycle) = find_cycle(&graph) {
+        let edges: Vec<String> = cycle
+            .windows(2)
+            .map(|w| describe(&graph, &w[0], &w[1]))
+            .collect();
+        panic!(
+            "import cycle among top-level modules: {}\n  {}",
+            cycle.join(" -> "),
+            edges.join("\n  ")
+        );
+    }
+}
+
+#[test]
+fn modules_import_only_lower_layers() {
+    let (modules, graph) = graph();
+    let layer_of: BTreeMap<&str, usize> = LAYERS
+        .iter()
+        .enumerate()
+        .flat_map(|(i, l)| l.iter().map(move |m| (*m, i)))
+        .collect();
+    let unplaced: Vec<&String> = modules
+        .iter()
+        .filter(|m| !layer_of.contains_key(m.as_str()))
+        .collect();
+    assert!(
+        unplaced.is_empty(),
+        "top-level modules with no layer in tests/layers.rs (and docs/architecture.md): {unplaced:?}"
+    );
+    let mut upward = Vec::new();
+    for (from, tos) in &graph {
+        for to in tos.keys() {
+            if layer_of[to.as_str()] >= layer_of[from.as_str()] {
+                upward.push(describe(&graph, from, to));
+            }
+        }
+    }
+    assert!(
+        upward.is_empty(),
+        "imports that do not go down the layers (tests/layers.rs, docs/architecture.md):\n  {}",
+        upward.join("\n  ")
+    );
+}
+
+#[test]
+fn the_checker_sees_an_upward_edge_and_a_cycle() {
+    let mut graph = Graph::new();
+    let edge = |g: &mut Graph, a: &str, b: &str| {
+        g.entry(a.into())
+            .or_default()
+            .entry(b.into())
+            .or_default()
+            .insert("src/x.rs".into());
+    };
+    edge(&mut graph, "suite", "tools");
+    assert_eq!(find_cycle(&graph), None);
+    edge(&mut graph, "tools", "suite");
+    assert_eq!(
+        find_cycle(&graph),
+        Some(vec!["suite".into(), "tools".into(), "suite".into()])
+    );
+    let aliases = BTreeMap::from([("metrics".to_string(), "aggregate".to_string())]);
+    let path = vec!["tools".to_string(), "travel".to_string()];
+    let text = "use crate::{ids::X, text};\nfn f() { crate::aggregate::metrics::eds(); super::super::suite::x(); super::render(); }\n\
+                #[cfg(test)]\nmod tests { use crate::report; }\n";
+    assert_eq!(
+        referenced(text, &path, &aliases),
+        BTreeSet::from(["aggregate", "ids", "suite", "text"].map(String::from))
+    );
+    assert_eq!(module_path(Path::new("a/b/mod.rs")), ["a", "b"]);
+    assert_eq!(module_path(Path::new("a.rs")), ["a"]);
+    assert!(module_path(Path::new("lib.rs")).is_empty());
+}
+
+/// Blanks comments, string and character literals (keeping line breaks), so braces in
+/// them do not count.
+fn code_only(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let blank = |out: &mut String, s: &[char]| {
+        out.extend(s.iter().map(|&c| if c == '\n' { '\n' } else { ' ' }));
+    };
+    let mut i = 0;
+    while i < chars.len() {
+        let at = |k: usize| chars.get(i + k).copied().unwrap_or('\0');
+        let prev_ident = i > 0 && (chars[i - 1].is_alphanumeric() || chars[i - 1] == '_');
+        let end = if at(0) == '/' && at(1) == '/' {
+            (i..chars.len())
+                .find(|&j| chars[j] == '\n')
+                .unwrap_or(chars.len())
+        } else if at(0) == '/' && at(1) == '*' {
+            (i + 2..chars.len())
+                .find(|&j| chars[j - 1] == '*' && chars[j] == '/' && j > i + 2)
+                .map_or(chars.len(), |j| j + 1)
+        } else if !prev_ident && (at(0) == 'r' || at(0) == 'b' && at(1) == 'r') && {
+            let s = if at(0) == 'b' { 2 } else { 1 };
+            let hashes = (s..).take_while(|&k| at(k) == '#').count();
+            at(s + hashes) == '"'
+        } {
+            let s = if at(0) == 'b' { 2 } else { 1 };
+            let hashes = (s..).take_while(|&k| at(k) == '#').count();
+            let open = i + s + hashes + 1;
+            (open..chars.len())
+                .find(|&j| chars[j] == '"' && (1..=hashes).all(|h| chars.get(j + h) == Some(&'#')))
+                .map_or(chars.len(), |j| j + hashes + 1)
+        } else if at(0) == '"' {
+            let mut j = i + 1;
+            while j < chars.len() && chars[j] != '"' {
+                j += if chars[j] == '\\' { 2 } else { 1 };
+            }
+            j + 1
+        } else if at(0) == '\'' && (at(1) == '\\' && at(2) != '\'' || at(2) == '\'') {
+            // A character literal (a lifetime has no closing quote after one character).
+            let mut j = i + 1;
+            while j < chars.len() && chars[j] != '\'' {
+                j += if chars[j] == '\\' { 2 } else { 1 };
+            }
+            j + 1
+        } else {
+            out.push(chars[i]);
+            i += 1;
+            continue;
+        };
+        let end = end.min(chars.len());
+        blank(&mut out, &chars[i..end]);
+        i = end;
+    }
+    out
+}
+
+/// Every function with a body in `text`: its name and its length in lines.
+fn function_lengths(text: &str) -> Vec<(String, usize)> {
+    let code = code_only(text);
+    let lines: Vec<&str> = code.lines().collect();
+    let mut out = Vec::new();
+    for (k, line) in lines.iter().enumerate() {
+        let mut words = line.split_whitespace().peekable();
+        let mut name = None;
+        while let Some(w) = words.next() {
+            let qualifier = w.starts_with("pub")
+                || matches!(
+                    w,
+                    "const" | "async" | "unsafe" | "extern" | "\"C\"" | "default"
+                );
+            if w == "fn" {
+                name = words.peek().map(|n| ident_at(n).to_string());
+                break;
+            }
+            if !qualifier {
+                break;
+            }
+        }
+        let Some(name) = name else { continue };
+        let (mut depth, mut open) = (0usize, false);
+        let mut end = None;
+        'scan: for (k2, l) in lines.iter().enumerate().skip(k) {
+            for c in l.chars() {
+                match c {
+                    ';' if !open => break 'scan,
+                    '{' => {
+                        depth += 1;
+                        open = true;
+                    }
+                    '}' if open => {
+                        depth -= 1;
+                        if depth == 0 {
+                            end = Some(k2);
+                            break 'scan;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if let Some(end) = end {
+            out.push((name, end - k + 1));
+        }
+    }
+    out
+}
+
+#[test]
+fn no_function_is_over_the_limit() {
+    let src = src_dir();
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut long = Vec::new();
+    let mut allowed_seen = BTreeSet::new();
+    for file in files {
+        let rel = format!("src/{}", file.strip_prefix(&src).unwrap().display());
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (name, lines) in function_lengths(&text) {
+            if lines <= MAX_FN_LINES {
+                continue;
+            }
+            if LONG_FN_ALLOWED
+                .iter()
+                .any(|(f, n, _)| *f == rel && *n == name)
+            {
+                allowed_seen.insert((rel.clone(), name));
+            } else {
+                long.push(format!("{rel}: fn {name} is {lines} lines"));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions over {MAX_FN_LINES} lines (split them by concern):\n  {}",
+        long.join("\n  ")
+    );
+    // An entry whose function got short (or went away) leaves the list.
+    let stale: Vec<_> = LONG_FN_ALLOWED
+        .iter()
+        .filter(|(f, n, _)| !allowed_seen.contains(&(f.to_string(), n.to_string())))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "allowed long functions that are no longer long: {stale:?}"
+    );
+}
+
+#[test]
+fn function_lengths_skip_braces_in_text_and_declarations() {
+    let text = "trait T {\n    fn decl(&self);\n}\npub(crate) async fn f(x: u8) -> u8 {\n    let s = \"}}\";\n    // }\n    let c = '}';\n    let r = r#\"}\"#;\n    x\n}\nfn g<'a>(s: &'a str) -> &'a str { s }\n";
+    assert_eq!(
+        function_lengths(text),
+        vec![("f".to_string(), 7), ("g".to_string(), 1)]
+    );
+}
