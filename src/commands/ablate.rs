@@ -417,22 +417,7 @@ fn columns<'a>() -> Vec<Column<'a, AblationRow>> {
             }
         },
     ));
-    out.push(
-        Column::figure(
-            "too_many_errors",
-            "!",
-            "`!` when the row's error rate exceeds --max-error-rate.",
-            Show::Extra,
-            |r: &AblationRow| {
-                if r.too_many_errors {
-                    Value::Text("!".into())
-                } else {
-                    Value::Missing
-                }
-            },
-        )
-        .alert(),
-    );
+    out.push(Column::too_many_errors(|r: &AblationRow| r.too_many_errors));
     out
 }
 

@@ -227,6 +227,25 @@ impl<'a, R> Column<'a, R> {
         self
     }
 
+    /// The `!` column: marks a row whose error rate exceeds the run's --max-error-rate,
+    /// and stays on the terminal whenever a row is marked. One definition for every table.
+    pub fn too_many_errors(flag: impl Fn(&R) -> bool + 'a) -> Self {
+        Self::figure(
+            "too_many_errors",
+            "!",
+            "`!` when the row's error rate exceeds the run's --max-error-rate: its rates rest on too few episodes.",
+            Show::Extra,
+            move |r: &R| {
+                if flag(r) {
+                    Value::Text("!".into())
+                } else {
+                    Value::Missing
+                }
+            },
+        )
+        .alert()
+    }
+
     /// Keeps the column on the terminal, whatever its width, when a row has a value.
     pub fn alert(mut self) -> Self {
         self.spec.alert = true;

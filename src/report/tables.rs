@@ -270,20 +270,7 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
             Show::Extra,
             |r: &Row| Value::num(Some(r.judge_calls_per_episode), 2),
         ),
-        Column::figure(
-            "too_many_errors",
-            "!",
-            "`!` when the row's error rate exceeds the run's --max-error-rate: its rates rest on too few episodes.",
-            Show::Extra,
-            |r: &Row| {
-                if r.too_many_errors {
-                    Value::Text("!".into())
-                } else {
-                    Value::Missing
-                }
-            },
-        )
-        .alert(),
+        Column::too_many_errors(|r: &Row| r.too_many_errors),
         Column::figure(
             "errors",
             "Err",
