@@ -131,6 +131,29 @@ pub struct Calibration {
     pub out: PathBuf,
 }
 
+/// One labelled text and the checks' verdict on it (`None`: the check does not judge it).
+fn item(
+    corpus: &str,
+    set: Set,
+    suite: &Suite,
+    (task, check): (&str, &crate::suite::check::Check),
+    why: &str,
+    text: &str,
+) -> Option<Item> {
+    Some(Item {
+        corpus: corpus.into(),
+        set,
+        suite: suite.qualified_name(),
+        task: task.into(),
+        why: why.into(),
+        answer: text.into(),
+        checks: check.answer_verdict(text)?,
+        judge: None,
+        reason: None,
+        error: None,
+    })
+}
+
 fn answer_item(
     corpus: &str,
     set: Set,
@@ -139,18 +162,7 @@ fn answer_item(
     why: &str,
     text: &str,
 ) -> Option<Item> {
-    Some(Item {
-        corpus: corpus.into(),
-        set,
-        suite: suite.qualified_name(),
-        task: t.id.0.clone(),
-        why: why.into(),
-        answer: text.into(),
-        checks: t.utility.answer_verdict(text)?,
-        judge: None,
-        reason: None,
-        error: None,
-    })
+    item(corpus, set, suite, (&t.id.0, &t.utility), why, text)
 }
 
 fn attack_item(
@@ -161,18 +173,7 @@ fn attack_item(
     why: &str,
     text: &str,
 ) -> Option<Item> {
-    Some(Item {
-        corpus: corpus.into(),
-        set,
-        suite: suite.qualified_name(),
-        task: t.id.0.clone(),
-        why: why.into(),
-        answer: text.into(),
-        checks: t.security.answer_verdict(text)?,
-        judge: None,
-        reason: None,
-        error: None,
-    })
+    item(corpus, set, suite, (&t.id.0, &t.security), why, text)
 }
 
 /// The generated corpus of a suite: every user task with an answer check, every
