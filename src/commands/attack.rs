@@ -5,13 +5,11 @@
 use super::{CliError, Paths};
 use crate::attack::library::Library;
 use crate::model::config::{ModelFactory, ModelOptions};
-use crate::model::tokens::TokenCounter;
 use crate::search::attacker::Proposer;
 use crate::search::score::Victim;
 use crate::search::{Feedback, Outcomes, SearchError, Settings, Unit};
 use std::fmt::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// The scripted attacker's name on the command line.
 pub const SIM_ATTACKER: &str = "sim-attacker";
@@ -127,7 +125,7 @@ async fn victim_parts(
         )));
     }
     let named = crate::model::config::load_named(&paths.configs).map_err(CliError::bad_input)?;
-    let tokens = Arc::new(TokenCounter::new().map_err(CliError::bad_input)?);
+    let tokens = paths.token_counter()?;
     let factory = ModelFactory::new(options.clone(), named, tokens).map_err(CliError::bad_input)?;
     let models = super::run::build_models_with(&factory, model, planner, judge)?;
     Ok((suites.remove(0), models, factory))

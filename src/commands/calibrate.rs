@@ -19,7 +19,6 @@ use crate::suite::{InjectionTask, Suite, UserTask, perturb, protective};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// The options of `calibrate`.
 #[derive(clap::Args, Clone, Debug)]
@@ -402,7 +401,7 @@ pub async fn calibrate(paths: &Paths, args: CalibrateArgs) -> Result<Calibration
         );
     }
     let named = crate::model::config::load_named(&paths.configs).map_err(CliError::bad_input)?;
-    let tokens = Arc::new(crate::model::tokens::TokenCounter::new().map_err(CliError::bad_input)?);
+    let tokens = paths.token_counter()?;
     let factory = ModelFactory::new(args.model_options.clone(), named, tokens)
         .map_err(CliError::bad_input)?;
     let judge = super::run::build_answer_judge(

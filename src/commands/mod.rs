@@ -11,7 +11,9 @@ pub mod merge;
 pub mod report_cmd;
 pub mod run;
 
+use crate::model::tokens::TokenCounter;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Why a command did not succeed. Each kind has one exit code (see [`CliError::exit_code`],
 /// the only place codes are chosen; the README's "Exit codes" table mirrors it).
@@ -88,6 +90,19 @@ pub struct Paths {
 }
 
 impl Paths {
+    /// A token counter that keeps its counts in this build's folder of the proof cache
+    /// (see `model::tokens`); with the cache off, one that keeps nothing.
+    pub fn token_counter(&self) -> Result<Arc<TokenCounter>, CliError> {
+        let build = self
+            .proofs
+            .is_some()
+            .then(crate::suite::proof_cache::build_id)
+            .flatten();
+        TokenCounter::cached(self.proofs.as_deref(), build.as_deref())
+            .map(Arc::new)
+            .map_err(CliError::bad_input)
+    }
+
     pub fn resolve(
         suites: Option<PathBuf>,
         attacks: Option<PathBuf>,
@@ -117,10 +132,19 @@ impl Paths {
 /// Loads the selected suites, failing with every located error before anything runs.
 pub fn load_suites(paths: &Paths, selector: &str) -> Result<Vec<crate::suite::Suite>, CliError> {
     let refs = crate::suite::select(paths.suites_dir()?, selector).map_err(CliError::bad_input)?;
+    // Each suite loads on its own core (parsing, fingerprinting and deriving its
+    // alternatives are a good part of a scripted run's start); the order stays the
+    // selection's.
+    let loaded: Vec<_> = {
+        use rayon::prelude::*;
+        refs.par_iter()
+            .map(|r| crate::suite::load(&r.dir))
+            .collect()
+    };
     let mut suites = Vec::new();
     let mut errors = Vec::new();
-    for r in refs {
-        match crate::suite::load(&r.dir) {
+    for l in loaded {
+        match l {
             Ok(s) => suites.push(s),
             Err(e) => errors.push(e.to_string()),
         }

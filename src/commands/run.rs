@@ -927,7 +927,7 @@ fn build_defenses(
 pub async fn prepare(paths: &Paths, args: &RunArgs) -> Result<Prepared, CliError> {
     let last_seed = check_counts(args)?;
     // Its tables are built in the background while the suites load.
-    let tokens = Arc::new(TokenCounter::new().map_err(CliError::bad_input)?);
+    let tokens = paths.token_counter()?;
     let suites = super::load_selected(paths, &args.suite, args.concurrency).await?;
     let build = paths
         .proofs

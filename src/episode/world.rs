@@ -166,7 +166,8 @@ impl World for LocalWorld<'_> {
             calls: &self.executed,
             answer,
         };
-        let attack_success = self.injection.map(|t| t.security.eval(&outcome));
+        let security = self.injection.map(|t| t.security.eval_split(&outcome));
+        let attack_success = security.map(|(v, _)| v);
         // Attribution replays the calls on the pre-episode environment, which only this
         // world holds.
         let harmful_call = match (self.injection, attack_success) {
@@ -175,15 +176,14 @@ impl World for LocalWorld<'_> {
             }
             _ => None,
         };
-        let split =
-            |c: &crate::suite::check::Check| [false, true].map(|v| c.eval_answer_as(&outcome, v));
+        let (utility, utility_split) = self.user_task.utility.eval_split(&outcome);
         Ok(Verdicts {
-            utility: self.user_task.utility.eval(&outcome),
+            utility,
             attack_success,
             harmful_call,
             answer_split: Some(AnswerSplit {
-                utility: split(&self.user_task.utility),
-                attack_success: self.injection.map(|t| split(&t.security)),
+                utility: utility_split,
+                attack_success: security.map(|(_, split)| split),
             }),
         })
     }

@@ -32,6 +32,7 @@ use async_trait::async_trait;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// What the scripted model knows about one episode.
@@ -66,6 +67,20 @@ pub struct ScriptedInjection {
     /// The payload asks the agent to stop (a denial-of-service attack): a follower makes
     /// no further call and answers with `answer` alone (nothing when it is `None`).
     pub stops: bool,
+    /// What [`ScriptedInjection::readable_in`] found in each text already read: the sim
+    /// replays the whole conversation at every step and would otherwise read every tool
+    /// output again.
+    read: ReadMemo,
+}
+
+/// Texts already searched for an instruction, by their hash; a clone starts empty.
+#[derive(Debug, Default)]
+struct ReadMemo(std::sync::Mutex<HashMap<u64, bool>>);
+
+impl Clone for ReadMemo {
+    fn clone(&self) -> Self {
+        ReadMemo::default()
+    }
 }
 
 impl ScriptedInjection {
@@ -95,12 +110,33 @@ impl ScriptedInjection {
             answer,
             replaces,
             stops,
+            read: ReadMemo::default(),
         }
     }
 
     /// Whether an instruction of this injection is readable in `text`.
     pub fn readable_in(&self, text: &str) -> bool {
-        self.instructions.iter().any(|i| i.readable_in(text))
+        use std::hash::{Hash, Hasher};
+        let mut h = std::hash::DefaultHasher::new();
+        text.hash(&mut h);
+        let key = h.finish();
+        let known = self
+            .read
+            .0
+            .lock()
+            .expect("read memo poisoned")
+            .get(&key)
+            .copied();
+        if let Some(found) = known {
+            return found;
+        }
+        let found = self.instructions.iter().any(|i| i.readable_in(text));
+        self.read
+            .0
+            .lock()
+            .expect("read memo poisoned")
+            .insert(key, found);
+        found
     }
 }
 

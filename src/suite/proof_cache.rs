@@ -79,9 +79,15 @@ fn short(text: &str) -> String {
         .collect()
 }
 
-/// The folder of one build's entries, and an entry's file in it.
+/// The folder of one build's entries (other caches keyed by the build, such as the
+/// token counts of `model::tokens`, keep their files there too and are pruned with it).
+pub fn build_folder(dir: &Path, build: &str) -> PathBuf {
+    dir.join(short(build))
+}
+
+/// An entry's file in its build's folder.
 fn entry_path(dir: &Path, build: &str, suite: &Suite) -> PathBuf {
-    dir.join(short(build)).join(format!(
+    build_folder(dir, build).join(format!(
         "{}.json",
         short(&format!(
             "{}\0{}",
