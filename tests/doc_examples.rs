@@ -16,7 +16,7 @@
 //!   `--significance`, `--require-power`) may also exit 1, its verdict on narrowed runs.
 //!   A folder an example reads (`report`, `compare`, `merge`, `--library`) that no
 //!   earlier example of its page wrote is first made by a small simulated run (shards
-//!   for `merge`, a budget-100 `attack search` for a library).
+//!   for `merge`, a budget-400 `attack search` for a library).
 //! - **Real models.** An example marked `<!-- example: needs-key -->` (markdown) or naming a
 //!   real endpoint (`openai:`, a `configs/models.toml` name, `--attacker`, `--answer-judge`;
 //!   in `--help`, detected) runs against a closed loopback port with a dummy key:
@@ -413,7 +413,7 @@ fn prepare(dir: &Path, folder: &str, shard: Option<(usize, usize)>) {
             "--user-tasks",
             "user_task_0,user_task_1,user_task_2,user_task_3",
             "--budget-episodes",
-            "100",
+            "400",
             "--out",
             folder,
         ]
