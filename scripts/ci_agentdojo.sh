@@ -2,7 +2,7 @@
 # CI's integration test of the AgentDojo bridge with the real package: installs
 # agentdojo==0.1.35 into a venv (reused when present; pip caches the wheels), then runs
 # AgentDojo's suites with the package's own important_instructions attack and checks what
-# AgentDojo's ground truth guarantees (see README, "AgentDojo's own suites"): the oracle
+# AgentDojo's ground truth guarantees (see docs/agentdojo.md): the oracle
 # solves banking and slack under attack with no attack won, and the obedient agent wins
 # every v1.2.2 pair that an agent doing both tasks can win; a denial-of-service attack runs
 # once per user task and succeeds where the stopping agent leaves the task undone.
@@ -29,7 +29,7 @@ attack=agentdojo:important_instructions
 "$python" adapters/agentdojo/provider.py --self-test
 "$bin" run --suite "$suites" --attack "$attack" --model sim:oracle --concurrency 2 --out "$out/oracle" --quiet
 # Which attacked pairs can be won at all: both tasks' plans in either order, scored by the
-# package's own security check (the README lists the pairs neither order wins).
+# package's own security check (docs/agentdojo.md lists the pairs neither order wins).
 "$python" adapters/agentdojo/provider.py --pairs v1.2.2 2 > "$out/pairs.jsonl"
 "$bin" run --suite agentdojo@v1.2.2 --attack "$attack" --model sim:obedient \
     --concurrency 2 --out "$out/obedient" --quiet

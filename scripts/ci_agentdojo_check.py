@@ -28,7 +28,7 @@ def main() -> None:
         r = oracle[(suite, "none")]
         got = (r["n_clean"], r["n_attacked"], r["bu"], r["ua"], r["asr"], r["errors"])
         assert got == (n_clean, n_attacked, 1.0, 1.0, 0.0, 0), f"oracle {suite}: {got}"
-    # The pairs no agent wins by doing both tasks are exactly the ones the README lists.
+    # The pairs no agent wins by doing both tasks are exactly the ones docs/agentdojo.md lists.
     pairs = {(p["suite"], p["user_task"], p["injection_task"]): p for p in map(json.loads, open(f"{out}/pairs.jsonl"))}
     assert len(pairs) == 949, len(pairs)
     unwinnable = {k for k, p in pairs.items() if not (p["goal_first"] or p["goal_last"])}

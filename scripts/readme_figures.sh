@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Reruns every simulated figure the README and docs/baselines.md quote, into one folder
+# Reruns every simulated figure docs/sieve.md, docs/baselines.md and docs/suites.md quote, into one folder
 # (default: results/readme-figures, not committed). Run it after a change that moves the
-# scripted roles, suites or defenses, and update the README's tables from the files it
+# scripted roles, suites or defenses, and update those pages' tables from the files it
 # names. Each step is an ordinary command a reader can run alone; an interrupted run
 # resumes where it stopped.
 set -euo pipefail
@@ -12,11 +12,11 @@ bin=${SIEVE_BENCH:-target/debug/sieve-bench}
 mkdir -p "$out"
 step() { echo "== $*" >&2; }
 
-step "ablation and sweeps (README: Defenses and the ablation table): $out/ablate"
+step "ablation and sweeps (docs/sieve.md: The ablation table): $out/ablate"
 "$bin" ablate --suite banking --attack important \
   --sweep threshold=0.3:0.7:0.05 --sweep w_causal=0.1:0.9:0.2 --out "$out/ablate" --quiet
 
-step "varied agent (README: What a varied agent does to SIEVE): $out/varied-*"
+step "varied agent (docs/sieve.md: What a varied agent does to SIEVE): $out/varied-*"
 for m in sim:oracle sim:oracle,varied sim:obedient sim:obedient,varied; do
   "$bin" run --suite all --attack important --defense sieve --model "$m" \
     --out "$out/varied-${m//[:,]/-}" --quiet
@@ -24,7 +24,7 @@ done
 "$bin" run --suite all --attack important --defense none --model sim:oracle,varied \
   --out "$out/varied-none" --quiet
 
-step "main table (README: Baseline defenses): $out/main"
+step "main table (docs/baselines.md): $out/main"
 "$bin" run --suite dojo-style --attack important --defense all --model sim:obedient \
   --out "$out/main" --quiet
 step "clean utility with oracle roles and with default roles: $out/clean-*"
@@ -33,7 +33,7 @@ step "clean utility with oracle roles and with default roles: $out/clean-*"
 "$bin" run --suite dojo-style --attack none --defense all --model sim:oracle \
   --out "$out/clean-default-roles" --quiet
 
-step "lure-style family (README: The lure-style family): $out/lure"
+step "lure-style family (docs/suites.md: The lure-style family): $out/lure"
 "$bin" run --suite lure-style --attack context --defense none,sieve,audit,tool_filter \
   --model sim:obedient --out "$out/lure" --quiet
 

@@ -46,7 +46,7 @@ struct Cli {
 enum Command {
     /// Run episodes and print the summary table. Rerunning the same command resumes.
     #[command(
-        after_help = "Examples:\n  sieve-bench run --suite banking --attack important --defense none,sieve\n  sieve-bench run --suite all --attack all --defense none,sieve --seeds 3\n  sieve-bench run --suite slack --defense sieve --model openai:gpt-4o-mini --planner-model openai:gpt-4o-mini --judge-model openai:gpt-4o-mini\n  sieve-bench run --suite all --shard 0/4 --out results/shard-0   (then `merge`)\n  sieve-bench run ... --wide | --columns asr,ua,w_asr,eds\n\nModels (--model, --planner-model, --judge-model): sim:obedient, sim:oracle, sim:p=<x>,\nsim:...,varied, sim:...,judge_auc=<x>, openai:<model> (any OpenAI-compatible endpoint), or a named\nendpoint from configs/models.toml (see `list models`).\nDefenses (--defense): none, audit, sieve, sieve:<variant> (see `list defenses`)."
+        after_help = "Examples:\n  sieve-bench run --suite banking --attack important --defense none,sieve\n  sieve-bench run --suite all --attack all --defense none,sieve --seeds 3\n  sieve-bench run --suite slack --defense sieve --model openai:gpt-4o-mini --planner-model openai:gpt-4o-mini --judge-model openai:gpt-4o-mini\n  sieve-bench run --suite all --shard 0/4 --out results/shard-0\n  sieve-bench run --suite banking --attack important --columns asr,ua,w_asr,eds\n\nModels (--model, --planner-model, --judge-model): sim:obedient, sim:oracle, sim:p=<x>,\nsim:...,varied, sim:...,judge_auc=<x>, openai:<model> (any OpenAI-compatible endpoint), or a named\nendpoint from configs/models.toml (see `list models`).\nDefenses (--defense): none, audit, sieve, sieve:<variant> (see `list defenses`)."
     )]
     Run {
         #[command(flatten)]
@@ -98,7 +98,7 @@ enum Command {
     Report(Box<commands::report_cmd::ReportArgs>),
     /// Join shard directories (from `run --shard k/n`) into one run directory and summarise it.
     #[command(
-        after_help = "Example (what scripts/shard_local.sh does):\n  for k in 0 1 2; do sieve-bench run --suite all --shard $k/3 --out results/s$k & done; wait\n  sieve-bench merge --out results/all results/s0 results/s1 results/s2"
+        after_help = "Example (what scripts/shard_local.sh does, the shards run at once):\n  sieve-bench run --suite all --shard 0/2 --out results/s0\n  sieve-bench run --suite all --shard 1/2 --out results/s1\n  sieve-bench merge --out results/all results/s0 results/s1"
     )]
     Merge {
         /// The merged run directory (created if missing; episodes already there are kept).
@@ -111,6 +111,9 @@ enum Command {
         /// the matrix).
         #[arg(long)]
         partial: bool,
+        /// Mark rows whose error rate exceeds this percentage (`!`), as `run` does.
+        #[arg(long, value_name = "PCT", default_value_t = 5.0, value_parser = commands::run::parse_percent)]
+        max_error_rate: f64,
         #[command(flatten)]
         table: TableFlags,
     },
@@ -165,7 +168,7 @@ enum AttackCommand {
     /// Search for templates against one defense within a budget; prints ASR@k beside
     /// the static ASR and writes the curve, the results and the payload library.
     #[command(
-        after_help = "Examples:\n  sieve-bench attack search --suite banking --defense keyword_filter --budget-episodes 400\n  sieve-bench attack search --unit vector:bill_file --feedback diagnosis --seed 3\n  sieve-bench attack search --attacker openai:gpt-4o-mini --budget-attacker-tokens 200000\n  sieve-bench run --suite banking --attack library:results/search-banking-keyword_filter-0 --defense none,sieve"
+        after_help = "Examples:\n  sieve-bench attack search --suite banking --defense keyword_filter --budget-episodes 400\n  sieve-bench attack search --unit vector:injection_bill_note --feedback diagnosis --seed 3\n  sieve-bench attack search --attacker openai:gpt-4o-mini --budget-attacker-tokens 200000\n  sieve-bench run --suite banking --attack library:results/search-banking-keyword_filter-0 --defense none,sieve"
     )]
     Search(Box<commands::attack::SearchArgs>),
     /// Score frozen payload libraries against several defenses (the transfer matrix).
@@ -286,11 +289,12 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
             out,
             shards,
             partial,
+            max_error_rate,
             table,
         } => {
             let merged = commands::merge::merge(&out, &shards, partial)?;
             eprintln!("{} episode(s) merged into {}", merged.added, out.display());
-            let text = commands::report_cmd::rerender(&out, &table.options())?;
+            let text = commands::report_cmd::rerender(&out, max_error_rate, &table.options())?;
             drop(merged);
             show(&text);
         }

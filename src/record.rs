@@ -87,14 +87,24 @@ pub const RUN_INFO: &str = "run.json";
 /// One finished episode.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EpisodeRecord {
+    /// The results folder's run id (its directory name when not given).
     pub run_id: String,
     /// Unique within a run: the resume key.
     pub key: String,
+    /// The suite's qualified name (`dojo-style/banking`, `agentdojo@v1.2.2/slack`).
     pub suite: String,
+    /// The user task's id.
     pub user_task: String,
+    /// The injection task's id; `None` for a clean episode.
     pub injection_task: Option<String>,
+    /// The attack's name (`important_instructions`, `context`, …); `None` for a clean
+    /// episode.
     pub attack: Option<String>,
+    /// The defense as given on the command line (`sieve`, `sieve:no-causal`,
+    /// `exec:<command>`).
     pub defense: String,
+    /// The agent's model as given, with a scripted model's profile
+    /// (`sim:obedient,judge_auc=0.9,…`).
     pub model: String,
     /// Scripted rather than produced by an LLM.
     pub simulated: bool,
@@ -102,13 +112,19 @@ pub struct EpisodeRecord {
     /// written before roles were recorded).
     #[serde(default)]
     pub scripted_roles: Option<crate::model::ScriptedRoles>,
+    /// The seed index (0 to `--seeds` − 1); the episode's random draws derive from it and
+    /// the episode's key.
     pub seed: u64,
+    /// Whether the user task's utility check held (the task was solved).
     pub utility: bool,
     /// `None` for clean episodes.
     pub attack_success: Option<bool>,
+    /// The injection task's severity, in (0, 1]; `None` for a clean episode.
     pub severity: Option<f64>,
+    /// The injection task's tags (`provenance_bypass`, a difficulty, …).
     #[serde(default)]
     pub injection_tags: Vec<String>,
+    /// The injection vectors the payload was placed in.
     #[serde(default)]
     pub injected_vectors: Vec<String>,
     /// The vector class of a context-aware sample (`--attack context`).
@@ -117,26 +133,39 @@ pub struct EpisodeRecord {
     /// The surface a context-aware sample's payload lands on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub surface: Option<String>,
+    /// Agent turns taken (model calls of the agent).
     pub steps: usize,
+    /// The episode stopped at `--max-steps` rather than with an answer.
     pub hit_step_limit: bool,
+    /// The defense ended the episode (a `stop` decision, as MELON does).
     #[serde(default)]
     pub stopped_by_defense: bool,
     /// Calls that reached the defense (invalid ones, unknown tool or unparsable
     /// arguments, are in the trace but not here).
     pub proposed_calls: u64,
+    /// Proposed calls the defense blocked.
     pub blocked: u64,
+    /// Proposed calls the defense answered with ask-user (not run, counted apart).
     pub asked_user: u64,
+    /// Proposed calls the defense answered with a fake result (not run).
     pub faked: u64,
+    /// Proposed calls sent to the adjudicator (SIEVE's deviations; every call under
+    /// `audit`).
     pub escalated: u64,
+    /// Proposed calls that ran.
     pub approved: u64,
+    /// Tool outputs the defense replaced or flagged.
     #[serde(default)]
     pub flagged_outputs: u64,
+    /// Calls and tokens per component (agent, planner, judge, detector, embedding).
     pub cost: CostMeter,
     /// Per role, the model ids the endpoint said served its calls (lineage); empty for
     /// scripted roles and servers that do not say.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub served_models: std::collections::BTreeMap<crate::model::Component, Vec<String>>,
+    /// Wall time of the episode in milliseconds.
     pub latency_ms: f64,
+    /// The error that ended the episode, if any; an errored episode is its own outcome.
     pub error: Option<String>,
     /// What failed, for an errored episode (`None` in records written before kinds were
     /// recorded: such an error counts as an error under every convention).
@@ -150,8 +179,10 @@ pub struct EpisodeRecord {
     /// provenance-bypass pair).
     #[serde(default)]
     pub bypass_pair: bool,
+    /// Defense-specific observations (e.g. SIEVE's per-call scores); free-form JSON.
     #[serde(default)]
     pub notes: Value,
+    /// The harness version that ran the episode.
     pub version: String,
     /// The suite's data fingerprint when the episode ran.
     #[serde(default)]

@@ -8,10 +8,16 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Component {
+    /// The agent's own model calls.
     Agent,
+    /// Planner calls of plan-based defenses.
     Planner,
+    /// Adjudicator or judge calls.
     Judge,
+    /// Classifier, detector, isolator and segmenter calls (and plugins' own model calls by
+    /// default).
     Detector,
+    /// Embedding requests.
     Embedding,
     /// The model-graded answer judge (`--answer-judge`): scores the episode, not a
     /// defense's role.

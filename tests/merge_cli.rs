@@ -191,3 +191,81 @@ fn merge_refuses_shards_that_count_errors_differently() {
         .stderr(predicate::str::contains("--errors-as"));
     assert!(!p("m").exists());
 }
+
+#[test]
+fn merge_prints_runs_tables_fitted_to_the_width_with_the_alert_column() {
+    // Three defenses, one of which errors every episode (a plugin that exits at once):
+    // merge prints the summary and the main table as `run` does, every line within
+    // --width, and keeps the `!` column for the flagged row however narrow.
+    let tmp = tempfile::tempdir().unwrap();
+    let defenses = "none,sieve,exec:exit 0";
+    for k in ["0/2", "1/2"] {
+        let out = tmp.path().join(format!("s{}", &k[..1]));
+        bench(tmp.path())
+            .args(["run", "--suite", "banking", "--attack", "important"])
+            .args(["--user-tasks", "user_task_0,user_task_1"])
+            .args(["--injection-tasks", "injection_task_0"])
+            .args(["--defense", defenses, "--quiet", "--shard", k, "--out"])
+            .arg(&out)
+            .assert()
+            .code(3);
+    }
+    let merged = bench(tmp.path())
+        .args(["merge", "--width", "72", "--out"])
+        .arg(tmp.path().join("all"))
+        .arg(tmp.path().join("s0"))
+        .arg(tmp.path().join("s1"))
+        .assert()
+        .success();
+    let text = String::from_utf8(merged.get_output().stdout.clone()).unwrap();
+    for line in text.lines().filter(|l| !l.starts_with(' ')) {
+        assert!(line.chars().count() <= 72, "wider than 72: {line}\n{text}");
+    }
+    let header = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("Attack") || l.trim_start().starts_with("Defense"))
+        .unwrap_or_else(|| panic!("no table header:\n{text}"));
+    assert!(header.contains('!'), "no `!` column: {header}\n{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("exec:exit 0") && l.contains('!')),
+        "the failing defense's row is not flagged:\n{text}"
+    );
+    // The main table follows, as after `run` with more than two defenses.
+    assert!(
+        text.contains("Main table") || text.matches("exec:exit 0").count() >= 2,
+        "{text}"
+    );
+}
+
+#[test]
+fn summary_csv_writes_too_many_errors_as_true_or_false() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    bench(tmp.path())
+        .args(["run", "--suite", "banking", "--attack", "important"])
+        .args([
+            "--user-tasks",
+            "user_task_0",
+            "--injection-tasks",
+            "injection_task_0",
+        ])
+        .args(["--defense", "none,exec:exit 0", "--quiet", "--out"])
+        .arg(&out)
+        .assert()
+        .code(3);
+    let mut csv = csv::Reader::from_path(out.join("summary.csv")).unwrap();
+    let col = csv
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == "too_many_errors")
+        .unwrap();
+    let values: Vec<String> = csv.records().map(|r| r.unwrap()[col].to_string()).collect();
+    assert!(!values.is_empty());
+    assert!(
+        values.iter().all(|v| v == "true" || v == "false"),
+        "{values:?}"
+    );
+    assert!(values.iter().any(|v| v == "true") && values.iter().any(|v| v == "false"));
+}

@@ -205,9 +205,10 @@ fn check_suites_loads_and_renders_every_attack() {
         .stderr(predicate::str::contains("{modle}"));
 }
 
-/// The README's example task, as the only user task of a copy of the banking suite.
+/// The example task of docs/suites.md ("Adding a task"), as the only user task of a copy
+/// of the banking suite.
 fn readme_example_suite(edit: impl Fn(String) -> String) -> tempfile::TempDir {
-    let readme = std::fs::read_to_string(home().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(home().join("docs/suites.md")).unwrap();
     let start = readme.find("```yaml\n  - id: user_task_0").unwrap() + "```yaml\n".len();
     let end = start + readme[start..].find("```").unwrap();
     let tasks = format!("tasks:\n{}", edit(readme[start..end].to_string()));
@@ -229,14 +230,14 @@ fn readme_example_suite(edit: impl Fn(String) -> String) -> tempfile::TempDir {
 }
 
 #[test]
-fn the_readme_example_task_passes_every_proof_including_provenance() {
+fn the_documented_example_task_passes_every_proof_including_provenance() {
     let tmp = readme_example_suite(|t| t);
     check(&tmp).success();
 }
 
 #[test]
 fn the_provenance_lint_rejects_an_account_found_nowhere() {
-    // The README's example once paid an IBAN that is not in the bill.
+    // The documented example once paid an IBAN that is not in the bill.
     let tmp =
         readme_example_suite(|t| t.replace("GB24PNDR60041531206688", "DE44500105175407324931"));
     check(&tmp).code(2).stderr(predicate::str::contains(

@@ -430,25 +430,41 @@ pub fn eds(asr: f64, ua: f64) -> f64 {
 /// One row of the summary table.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Row {
+    /// The suite, or `all` for the micro-average over several.
     pub suite: String,
     /// `none` for a run without attacks.
     pub attack: String,
+    /// The defense as given on the command line.
     pub defense: String,
+    /// The agent's model (with the utility source when not the checks alone).
     pub model: String,
+    /// Some episode of the row used a scripted model.
     pub simulated: bool,
     /// The roles no LLM played in any of the row's episodes, and what each knew;
     /// `None` when some record predates this field.
     #[serde(default)]
     pub scripted_roles: Option<ScriptedRoles>,
+    /// Clean episodes in the BU denominator.
     pub n_clean: u64,
+    /// Attacked episodes in the ASR and UA denominators.
     pub n_attacked: u64,
+    /// Attack success rate: attacked episodes whose security check held ÷ attacked
+    /// episodes.
     pub asr: Option<f64>,
+    /// ASR's 95% interval (Wilson at the cluster-robust effective n).
     pub asr_ci: Option<[f64; 2]>,
+    /// Severity-weighted ASR: Σ severity × success ÷ Σ severity.
     pub w_asr: Option<f64>,
+    /// Clean utility: clean episodes whose utility check held ÷ clean episodes.
     pub bu: Option<f64>,
+    /// BU's 95% interval.
     pub bu_ci: Option<[f64; 2]>,
+    /// Utility under attack: attacked episodes whose utility check held ÷ attacked
+    /// episodes.
     pub ua: Option<f64>,
+    /// UA's 95% interval.
     pub ua_ci: Option<[f64; 2]>,
+    /// Harmonic mean of (1 − ASR) and UA; 0 when either is 0.
     pub eds: Option<f64>,
     /// Errored episodes (clean and attacked).
     pub errors: u64,
@@ -470,22 +486,35 @@ pub struct Row {
     /// With several seeds: the lowest and highest rate over single seeds.
     #[serde(default)]
     pub asr_seed_range: Option<[f64; 2]>,
+    /// UA's lowest and highest value over single seeds (several seeds only).
     #[serde(default)]
     pub ua_seed_range: Option<[f64; 2]>,
+    /// BU's lowest and highest value over single seeds (several seeds only).
     #[serde(default)]
     pub bu_seed_range: Option<[f64; 2]>,
+    /// Episodes stopped at `--max-steps`.
     pub hit_step_limit: u64,
+    /// Blocked calls over the row's episodes.
     pub blocked: u64,
+    /// Ask-user decisions over the row's episodes.
     pub asked_user: u64,
+    /// Fake results over the row's episodes.
     pub faked: u64,
+    /// Escalated ÷ proposed calls (share of calls the adjudicator saw).
     pub escalation_rate: Option<f64>,
+    /// Judge calls per episode.
     pub judge_calls_per_episode: f64,
+    /// Prompt + completion tokens per episode, every component.
     pub tokens_per_episode: f64,
+    /// Prompt tokens per episode, every component.
     pub prompt_tokens_per_episode: f64,
+    /// Completion tokens per episode, every component.
     pub completion_tokens_per_episode: f64,
+    /// Model, classifier and embedding requests per episode, every component.
     pub calls_per_episode: f64,
     /// Tokens per episode by component (agent, planner, judge, detector, embedding).
     pub tokens_by_component: BTreeMap<String, f64>,
+    /// Calls per episode by component.
     pub calls_by_component: BTreeMap<String, f64>,
     /// Successful attacks whose harmful call passed layer 1 (provenance bypass).
     #[serde(default)]
@@ -688,16 +717,27 @@ pub struct BreakdownRow {
     pub key: String,
     /// The suite, or `all` when the group spans several.
     pub suite: String,
+    /// The attack.
     pub attack: String,
+    /// The defense.
     pub defense: String,
+    /// The agent's model.
     pub model: String,
+    /// Some episode used a scripted model.
     pub simulated: bool,
+    /// Attacked episodes in the group.
     pub n_attacked: u64,
+    /// ASR over the group.
     pub asr: Option<f64>,
+    /// ASR's 95% interval.
     pub asr_ci: Option<[f64; 2]>,
+    /// Severity-weighted ASR over the group.
     pub w_asr: Option<f64>,
+    /// UA over the group.
     pub ua: Option<f64>,
+    /// UA's 95% interval.
     pub ua_ci: Option<[f64; 2]>,
+    /// Errored episodes in the group.
     pub errors: u64,
 }
 

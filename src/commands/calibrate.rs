@@ -318,7 +318,11 @@ fn read_labelled(spec: &str, suites: &[Suite]) -> Result<(usize, Variants, Strin
             ))
         })?;
     let path = Path::new(file);
-    let root = path.parent().unwrap_or(Path::new("."));
+    // A bare file name's parent is the empty path, which no include root accepts.
+    let root = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let doc =
         crate::suite::read_yaml(path, root).map_err(|e| CliError::bad_input(e.to_string()))?;
     let v: Variants = serde_json::from_value(doc)

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Why a command did not succeed. Each kind has one exit code (see [`CliError::exit_code`],
-/// the only place codes are chosen; the README's "Exit codes" table mirrors it).
+/// the only place codes are chosen; the "Exit codes" table of docs/cli.md mirrors it).
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
     /// Malformed suite, unknown name, bad flag value, a results folder recorded under

@@ -210,12 +210,19 @@ pub fn report(args: &ReportArgs) -> Result<String, CliError> {
     Ok(text)
 }
 
-/// Re-renders one run's summary files and returns its table (what `merge` prints).
-pub fn rerender(dir: &Path, opts: &report::TextOptions) -> Result<String, CliError> {
-    let summary = report::from_dir(dir).map_err(CliError::bad_input)?;
+/// Re-renders one run's summary files and returns the tables `run` prints (what `merge`
+/// prints).
+/// Rows whose error rate exceeds `max_error_rate` percent are marked `!`, as `run` marks them.
+pub fn rerender(
+    dir: &Path,
+    max_error_rate: f64,
+    opts: &report::TextOptions,
+) -> Result<String, CliError> {
+    let mut summary = report::from_dir(dir).map_err(CliError::bad_input)?;
+    summary.mark_error_rates(max_error_rate);
     report::write_all(dir, &summary)
         .map_err(|e| CliError::failed(format!("writing summary: {e}")))?;
-    let mut out = report::table(&summary, opts).map_err(CliError::bad_input)?;
+    let mut out = super::run::tables_text(&summary, dir, opts)?;
     if summary.malformed_lines > 0 {
         out.push_str(&format!(
             "warning: {} malformed line(s) in episodes.jsonl were skipped\n",

@@ -189,7 +189,7 @@ fn parse_plugin_timeout(s: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("`{s}` is not a number of seconds in (0, {max}]"))
 }
 
-fn parse_percent(s: &str) -> Result<f64, String> {
+pub fn parse_percent(s: &str) -> Result<f64, String> {
     s.trim()
         .trim_end_matches('%')
         .parse::<f64>()
@@ -1229,11 +1229,7 @@ fn summarise(
     if let Some((i, o)) = args.model_options.price_per_mtok {
         summary.apply_price(i, o);
     }
-    for r in &mut summary.rows {
-        r.too_many_errors = r
-            .error_rate
-            .is_some_and(|e| e * 100.0 > args.max_error_rate + 1e-9);
-    }
+    summary.mark_error_rates(args.max_error_rate);
     // This command line's order, even when resuming a run recorded with another.
     let mut order_now = order;
     order_now.extend(&summary.order);
@@ -1247,25 +1243,31 @@ fn summarise(
 /// more defenses (e.g. `--defense all`), the paper's main table with one row per defense.
 /// `--columns` names the summary's columns only, so it leaves the main table out.
 pub fn summary_text(report: &RunReport, options: &report::TextOptions) -> Result<String, CliError> {
-    let mut text = report::table(&report.summary, options).map_err(CliError::bad_input)?;
-    let mut defenses: Vec<&str> = report
-        .summary
-        .rows
-        .iter()
-        .map(|r| r.defense.as_str())
-        .collect();
+    let mut text = tables_text(&report.summary, &report.out, options)?;
+    if let Some(a) = &report.judge_agreement {
+        text.push_str(a);
+    }
+    Ok(text)
+}
+
+/// The summary table of the run folder `out`, and with more than two defenses the paper's
+/// main table after it, fitted to `options`: what `run` and `merge` print.
+pub fn tables_text(
+    summary: &report::Summary,
+    out: &std::path::Path,
+    options: &report::TextOptions,
+) -> Result<String, CliError> {
+    let mut text = report::table(summary, options).map_err(CliError::bad_input)?;
+    let mut defenses: Vec<&str> = summary.rows.iter().map(|r| r.defense.as_str()).collect();
     defenses.sort();
     defenses.dedup();
     if defenses.len() > 2 && options.columns.is_none() {
-        // The run itself succeeded: a main table that cannot be built is a warning,
-        // never a failed run (`report RUN --tables main` can retry it).
-        match main_table(&report.out, options) {
+        // The records are written: a main table that cannot be built is a warning,
+        // never a failure (`report RUN --tables main` can retry it).
+        match main_table(out, options) {
             Ok(main) => text.push_str(&main),
             Err(e) => eprintln!("warning: the main table could not be built: {e}"),
         }
-    }
-    if let Some(a) = &report.judge_agreement {
-        text.push_str(a);
     }
     Ok(text)
 }

@@ -420,8 +420,11 @@ pub struct JudgedVerdict {
 /// What the answer judge said about an episode (the record's `answer_judge`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JudgedAnswer {
+    /// The answer judge's model.
     pub judge: String,
+    /// The rubric's version (`answer-rubric/1`).
     pub rubric: String,
+    /// Which verdict the utility columns count (`--utility-from`).
     pub utility_from: UtilityFrom,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<JudgedVerdict>,

@@ -229,8 +229,11 @@ pub fn parse_model_spec(
 /// Cost of one component over an episode.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CostTotals {
+    /// Model (or classifier, or embedding) requests.
     pub calls: u64,
+    /// Prompt tokens over those requests.
     pub prompt_tokens: u64,
+    /// Completion tokens over those requests.
     pub completion_tokens: u64,
     #[serde(default)]
     pub reasoning_tokens: u64,
@@ -272,6 +275,8 @@ impl CostTotals {
 /// the agent's own spending.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CostMeter {
+    /// Per component (keys `agent`, `planner`, `judge`, `detector`, `embedding`,
+    /// `answer_judge`), its calls and tokens.
     #[serde(flatten)]
     pub by_component: std::collections::BTreeMap<Component, CostTotals>,
     /// The model ids endpoints said served each component's calls (lineage). Not part of

@@ -44,6 +44,9 @@ pub enum Value {
     },
     /// A p-value, shown one way everywhere: `0.012`, `<0.001`.
     P(f64),
+    /// A yes/no mark: tables show `!` for yes and nothing for no; files write `true` or
+    /// `false`.
+    Flag(bool),
 }
 
 impl Value {
@@ -98,7 +101,14 @@ impl Value {
                 signed(if *rate { v * 100.0 } else { *v }, *decimals)
             }
             Value::P(p) => p_value(*p),
+            Value::Flag(true) => "!".into(),
+            Value::Flag(false) => String::new(),
         }
+    }
+
+    /// No figure, or a flag not raised: what an empty or alert column tests for.
+    pub fn is_blank(&self) -> bool {
+        matches!(self, Value::Missing | Value::Flag(false))
     }
 }
 
@@ -235,13 +245,7 @@ impl<'a, R> Column<'a, R> {
             "!",
             "`!` when the row's error rate exceeds the run's --max-error-rate: its rates rest on too few episodes.",
             Show::Extra,
-            move |r: &R| {
-                if flag(r) {
-                    Value::Text("!".into())
-                } else {
-                    Value::Missing
-                }
-            },
+            move |r: &R| Value::Flag(flag(r)),
         )
         .alert()
     }
@@ -290,7 +294,7 @@ impl Grid {
     ) -> Grid {
         let columns: Vec<Column<'_, R>> = columns
             .into_iter()
-            .filter(|c| !c.spec.drop_if_empty || rows.iter().any(|r| (c.get)(r) != Value::Missing))
+            .filter(|c| !c.spec.drop_if_empty || rows.iter().any(|r| !(c.get)(r).is_blank()))
             .collect();
         Grid {
             id: id.into(),
@@ -310,7 +314,7 @@ impl Grid {
 
     /// Whether column `col` is an alert some row raises.
     pub fn raised(&self, col: usize) -> bool {
-        self.columns[col].alert && self.rows.iter().any(|r| r[col] != Value::Missing)
+        self.columns[col].alert && self.rows.iter().any(|r| !r[col].is_blank())
     }
 
     /// Index of a column by id.

@@ -111,6 +111,7 @@ fn fields(v: &Value, interval: bool) -> Vec<Json> {
         | Value::P(v)
         | Value::Factor(v) => vec![f(*v)],
         Value::Count(c) => vec![json!(c)],
+        Value::Flag(b) => vec![Json::Bool(*b)],
         Value::Part { k, n } if *n > 0 => vec![f(*k as f64 / *n as f64)],
         Value::Part { .. } => vec![Json::Null],
     };
@@ -193,6 +194,7 @@ fn unit(interval: bool, grid: &Grid, id: &str) -> &'static str {
         Some(Value::Delta { rate: true, .. }) => "difference of fractions",
         Some(Value::Delta { .. }) => "difference",
         Some(Value::P(_)) => "p-value",
+        Some(Value::Flag(_)) => "true or false",
         Some(Value::Num { .. } | Value::Approx { .. }) => "number",
         Some(Value::Text(_)) => "text",
         _ => "",

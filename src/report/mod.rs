@@ -159,7 +159,9 @@ pub fn simulated_note(rows: &[Row]) -> Option<String> {
 /// `summary.json`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Summary {
+    /// `sieve-bench <version>` that wrote the file.
     pub generated_by: String,
+    /// Some row comes from a scripted model.
     pub simulated: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -167,12 +169,17 @@ pub struct Summary {
     /// interrupted or stopped, or shards were merged with some missing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partial: Option<String>,
+    /// Records read.
     pub episodes: usize,
+    /// Lines of `episodes.jsonl` that did not parse and were skipped.
     pub malformed_lines: usize,
+    /// One row per suite × attack × defense × model (and `all` rows over several suites).
     pub rows: Vec<Row>,
     /// Context-aware samples by vector class and by surface (runs with `--attack context`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub breakdown: Vec<crate::aggregate::metrics::BreakdownRow>,
+    /// The notes printed under the table: formulas, the simulation banner, error
+    /// conventions.
     pub footnotes: Vec<String>,
     /// `[input, output]` dollars per million tokens, when the run was priced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -207,6 +214,15 @@ impl Summary {
             footnotes,
             price_per_mtok: None,
             order: Order::default(),
+        }
+    }
+
+    /// Marks every row whose error rate exceeds `max_error_rate` percent (the `!` column).
+    pub fn mark_error_rates(&mut self, max_error_rate: f64) {
+        for r in &mut self.rows {
+            r.too_many_errors = r
+                .error_rate
+                .is_some_and(|e| e * 100.0 > max_error_rate + 1e-9);
         }
     }
 

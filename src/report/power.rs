@@ -115,8 +115,8 @@ mod tests {
         );
     }
 
-    /// The table in README.md ("How many episodes a gate needs") and
-    /// docs/real-model-runs.md: rows are thresholds in points, columns base rates.
+    /// The table in docs/models.md and docs/real-model-runs.md ("How many episodes a gate
+    /// needs"): rows are thresholds in points, columns base rates.
     #[test]
     fn the_documented_table_is_what_the_gate_computes() {
         let table: [(f64, [u64; 4]); 5] = [

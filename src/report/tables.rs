@@ -12,8 +12,11 @@ use crate::model::Component;
 /// alphabetical order.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Order {
+    /// Suites in command-line order.
     pub suites: Vec<String>,
+    /// Attacks in command-line order.
     pub attacks: Vec<String>,
+    /// Defenses in command-line order.
     pub defenses: Vec<String>,
 }
 

@@ -61,6 +61,7 @@ pub struct Ledger {
     pub episodes: u64,
     /// The most one episode has cost: the bound admission uses for the next one.
     pub max_episode_usd: f64,
+    /// The most tokens one episode has cost.
     pub max_episode_tokens: u64,
     /// Some charged tokens were counted locally (a reply without `usage`, or a scripted
     /// role): the ledger is an estimate to that extent.
@@ -69,6 +70,7 @@ pub struct Ledger {
     /// The caps of the last invocation that gave any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit_usd: Option<f64>,
+    /// The token cap of the last invocation that gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit_tokens: Option<u64>,
 }

@@ -18,9 +18,13 @@ pub struct RunSettings {
     /// Each role's model as resolved (endpoint, alias, tool format, sampling, caps,
     /// scripted knobs), from `ChatModel::identity`.
     pub agent: Value,
+    /// The planner's model as resolved (as `agent`).
     pub planner: Value,
+    /// The judge's model as resolved (as `agent`).
     pub judge: Value,
+    /// The embedder as resolved (`lexical`, an endpoint, MiniLM).
     pub embedder: Value,
+    /// `--max-steps`: the cap on agent turns.
     pub max_steps: usize,
     /// A hash of the defenses' configuration content (SIEVE config file, ad-hoc weights).
     pub defense_config: String,

@@ -11,7 +11,9 @@ use std::path::Path;
 /// One command that wrote into the folder.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Invocation {
+    /// The command line, word by word.
     pub command: Vec<String>,
+    /// When it started (RFC 3339, UTC).
     pub started: String,
     #[serde(default)]
     pub finished: Option<String>,
@@ -27,17 +29,22 @@ pub struct Invocation {
 /// The manifest.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
+    /// The folder's run id.
     pub run_id: String,
+    /// The sieve-bench version that first wrote the folder.
     pub crate_version: String,
     /// The commit of the source tree the binary was built from, when known.
     #[serde(default)]
     pub git_commit: Option<String>,
     /// A short hash of `settings`.
     pub identity: String,
+    /// Every resolved setting that can change an outcome; a rerun under other settings is
+    /// refused.
     pub settings: RunSettings,
     /// Which roles are scripted, and whether a scripted role reads the answer key.
     #[serde(default)]
     pub roles: Value,
+    /// Some role is scripted.
     pub simulated: bool,
     /// How errored episodes are counted in rates: `excluded` or `agentdojo` for every row,
     /// or `by_family` (each suite family's own; see `metrics::ErrorPolicy`).
@@ -49,9 +56,11 @@ pub struct Manifest {
     /// `(k, n)` when the folder holds shard k of n (`run --shard k/n`), for `merge`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<(usize, usize)>,
+    /// When the first invocation started (RFC 3339, UTC).
     pub started: String,
     #[serde(default)]
     pub finished: Option<String>,
+    /// Every command that wrote into the folder, oldest first.
     pub invocations: Vec<Invocation>,
     /// What the folder has spent, over every invocation (and, merged, every shard).
     #[serde(default)]
@@ -69,7 +78,9 @@ pub struct Manifest {
 /// The model a role asked for and the models that answered.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Lineage {
+    /// The model id the role asked for.
     pub requested: String,
+    /// The model ids the endpoint said answered.
     pub served: BTreeSet<String>,
 }
 

@@ -281,9 +281,13 @@ pub trait Served: std::any::Any + Send + Sync + std::fmt::Debug {
     Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
 )]
 pub enum ErrorConvention {
+    /// An errored episode stays out of every rate's denominator (this project's
+    /// convention).
     #[default]
     #[serde(rename = "excluded")]
     Excluded,
+    /// AgentDojo's: a context-length error counts as a failed task and a successful
+    /// attack.
     #[serde(rename = "agentdojo")]
     AgentDojo,
 }
