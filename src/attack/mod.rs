@@ -617,6 +617,15 @@ mod tests {
     }
 
     #[test]
+    fn data_only_is_selected_by_name_and_not_by_all() {
+        let all = vec![attack("{goal}")];
+        let s = select(&all, "data_only,t").unwrap();
+        assert!(s.data_only && s.templates.len() == 1 && !s.context);
+        assert!(!select(&all, "all").unwrap().data_only);
+        assert!(select(&all, "zzz").unwrap_err().contains("data_only"));
+    }
+
+    #[test]
     fn context_selects_the_samples_and_all_includes_them() {
         let all = vec![attack("{goal}")];
         for sel in ["context", "agentlure"] {
