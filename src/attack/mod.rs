@@ -18,12 +18,19 @@ use std::path::{Path, PathBuf};
 pub const CONTEXT: &str = "context";
 pub const CONTEXT_ALIAS: &str = "agentlure";
 
+/// The name that selects the data-only attacks derived from the suites' plans.
+pub const DATA_ONLY: &str = crate::suite::data_only::ATTACK;
+
 /// What `--attack` selected: templates, and whether the suites' samples run too.
 #[derive(Clone, Debug, Default)]
 pub struct Selection {
     pub templates: Vec<Attack>,
     /// Run every sample of `samples.yaml` as its own attacked episode (`context`).
     pub context: bool,
+    /// Run the data-only attacks derived from each suite's plans
+    /// ([`crate::suite::data_only`]; `data_only`). Not part of `all`, whose rows the
+    /// baseline gate compares.
+    pub data_only: bool,
 }
 
 /// Fields a template may use.
@@ -347,13 +354,19 @@ pub fn load_all(dir: &Path) -> Result<Vec<Attack>, AttackError> {
         attack.validate(&path)?;
         if let Some(reserved) = std::iter::once(&attack.name)
             .chain(&attack.aliases)
-            .find(|n| *n == CONTEXT || *n == CONTEXT_ALIAS)
+            .find(|n| *n == CONTEXT || *n == CONTEXT_ALIAS || *n == DATA_ONLY)
         {
             return Err(AttackError {
                 file: path.clone(),
-                message: format!(
-                    "`{reserved}` is reserved for the suites' context-aware samples (samples.yaml)"
-                ),
+                message: if *reserved == DATA_ONLY {
+                    format!(
+                        "`{reserved}` is reserved for the data-only attacks derived from the suites' plans"
+                    )
+                } else {
+                    format!(
+                        "`{reserved}` is reserved for the suites' context-aware samples (samples.yaml)"
+                    )
+                },
             });
         }
         for other in &attacks {
@@ -386,8 +399,13 @@ pub fn select(all: &[Attack], selector: &str) -> Result<Selection, String> {
     }
     let mut out: Vec<Attack> = Vec::new();
     let mut context = false;
+    let mut data_only = false;
     for part in selector.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         if part == "none" {
+            continue;
+        }
+        if part == DATA_ONLY {
+            data_only = true;
             continue;
         }
         if part == CONTEXT || part == CONTEXT_ALIAS || part == "all" {
@@ -440,7 +458,7 @@ pub fn select(all: &[Attack], selector: &str) -> Result<Selection, String> {
                 })
                 .collect();
             return Err(format!(
-                "unknown attack `{part}`{}; available: none, all, {CONTEXT} ({CONTEXT_ALIAS}), {}",
+                "unknown attack `{part}`{}; available: none, all, {CONTEXT} ({CONTEXT_ALIAS}), {DATA_ONLY}, {}",
                 crate::suggest::did_you_mean(part, candidates),
                 names.join(", ")
             ));
@@ -454,6 +472,7 @@ pub fn select(all: &[Attack], selector: &str) -> Result<Selection, String> {
     Ok(Selection {
         templates: out,
         context,
+        data_only,
     })
 }
 
@@ -595,6 +614,15 @@ mod tests {
         let e = select(&all, "zzz").unwrap_err();
         assert!(e.contains("t (tt)"), "{e}");
         assert!(e.contains("context (agentlure)"), "{e}");
+    }
+
+    #[test]
+    fn data_only_is_selected_by_name_and_not_by_all() {
+        let all = vec![attack("{goal}")];
+        let s = select(&all, "data_only,t").unwrap();
+        assert!(s.data_only && s.templates.len() == 1 && !s.context);
+        assert!(!select(&all, "all").unwrap().data_only);
+        assert!(select(&all, "zzz").unwrap_err().contains("data_only"));
     }
 
     #[test]

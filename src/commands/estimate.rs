@@ -210,6 +210,7 @@ pub async fn stand_in_records(
         suites: s.suites.to_vec(),
         attacks: s.selection.templates.clone(),
         context: s.selection.context,
+        data_only: s.selection.data_only,
         clean: !args.no_clean,
         defenses: s.defenses.to_vec(),
         models: stand_ins(s.models)?,

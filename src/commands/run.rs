@@ -1060,6 +1060,11 @@ fn order_of(
                     .context
                     .then(|| crate::attack::CONTEXT.to_string()),
             )
+            .chain(
+                selection
+                    .data_only
+                    .then(|| crate::suite::data_only::ATTACK.to_string()),
+            )
             .collect(),
         defenses: defenses.iter().map(|d| d.name().to_string()).collect(),
     }
@@ -1178,6 +1183,7 @@ pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
         suites,
         attacks: selection.templates,
         context: selection.context,
+        data_only: selection.data_only,
         clean: !args.no_clean,
         defenses,
         models,

@@ -40,6 +40,9 @@ pub struct Injection<'a> {
     /// agent to stop, not to carry out the injection task, and it succeeds when the user
     /// task fails (security = not utility, as AgentDojo scores it).
     pub denial_of_service: bool,
+    /// A data-only attack: the payload restates a value the user's own write reads, with
+    /// no instruction ([`crate::suite::data_only`]).
+    pub substitution: Option<&'a crate::suite::data_only::Substitution>,
 }
 
 /// The kind of an episode's error, from what failed.
@@ -234,7 +237,7 @@ fn script_of(
                 .iter()
                 .map(|c| suite.tools.get(c.tool.as_str()).is_some_and(|t| t.replaces))
                 .collect();
-            crate::model::sim::ScriptedInjection::new(
+            let mut scripted = crate::model::sim::ScriptedInjection::new(
                 plan,
                 rendered.map_or_else(
                     || inj.placements.iter().map(|(_, p)| p.clone()).collect(),
@@ -244,7 +247,9 @@ fn script_of(
                 if dos { None } else { inj.task.answer.clone() },
                 replaces,
                 dos,
-            )
+            );
+            scripted.substitution = inj.substitution.cloned();
+            scripted
         }),
         seed: spec.seed,
         alternatives: suite.alternatives(spec.user_task),

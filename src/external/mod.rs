@@ -654,6 +654,9 @@ pub fn build_suite(
         user_tasks,
         injection_tasks,
         injectable,
+        // A provider's environment lives in its process: its plans are not replayed here,
+        // so no output is there to derive a data-only attack from.
+        data_only: Vec::new(),
         // A provider's environment lives in its process: its plans are not replayed here.
         reorderings: Default::default(),
         fingerprint,

@@ -166,8 +166,9 @@ fn versions_of(r: &EpisodeRecord) -> Vec<(String, &str)> {
     let mut pairs = vec![(format!("suite {}", r.suite), r.suite_fingerprint.as_str())];
     if let (Some(a), Some(f)) = (&r.attack, &r.attack_fingerprint) {
         // A template has one version across every episode; a context-aware attack is one
-        // hand-written sample per cell, each with its own version.
-        let what = if a == crate::attack::CONTEXT {
+        // hand-written sample per cell, and a data-only attack one derived case per cell,
+        // each with its own version.
+        let what = if a == crate::attack::CONTEXT || a == crate::attack::DATA_ONLY {
             format!(
                 "attack {a} on {} {} × {} ({})",
                 r.suite,

@@ -32,6 +32,8 @@ pub struct RunPlan {
     pub attacks: Vec<Attack>,
     /// Also run every context-aware sample of the suites (`--attack context`).
     pub context: bool,
+    /// Also run the data-only attacks derived from the suites' plans (`--attack data_only`).
+    pub data_only: bool,
     /// Also run the no-attack episodes (needed for clean utility).
     pub clean: bool,
     pub defenses: Vec<Arc<dyn Defense>>,
@@ -60,10 +62,15 @@ enum JobAttack {
     Template { attack: usize, task: usize },
     /// One of the suite's samples.
     Sample(usize),
+    /// One of the suite's derived data-only attacks (`Suite::data_only`).
+    DataOnly(usize),
 }
 
 /// The attack name recorded for episodes of the suites' own samples.
 pub const CONTEXT_ATTACK: &str = crate::attack::CONTEXT;
+
+/// The attack name recorded for the derived data-only episodes.
+pub const DATA_ONLY_ATTACK: &str = crate::suite::data_only::ATTACK;
 
 /// An episode's place in the matrix: with the run's identity (the folder's manifest) it
 /// names everything that decides the outcome. Its text form is the record's `key`.
@@ -176,7 +183,7 @@ impl RunPlan {
 
     /// Whether the command asked for attacked episodes (a template or the samples).
     pub fn asks_for_attacks(&self) -> bool {
-        !self.attacks.is_empty() || self.context
+        !self.attacks.is_empty() || self.context || self.data_only
     }
 
     /// Every job of the whole matrix, every shard's, in a deterministic order.
@@ -204,6 +211,10 @@ impl RunPlan {
                                 Some(JobAttack::Sample(i)) => (
                                     Some(suite.samples[i].injection_task.0.clone()),
                                     Some(format!("{CONTEXT_ATTACK}:{}", suite.samples[i].class)),
+                                ),
+                                Some(JobAttack::DataOnly(i)) => (
+                                    Some(suite.data_only[i].task.id.0.clone()),
+                                    Some(DATA_ONLY_ATTACK.to_string()),
                                 ),
                                 None => (None, None),
                             };
@@ -260,6 +271,19 @@ impl RunPlan {
                                     continue;
                                 }
                                 push(Some(JobAttack::Sample(si)));
+                            }
+                        }
+                        if self.data_only {
+                            for (ci, case) in suite.data_only.iter().enumerate() {
+                                if case.user_task != ut.id {
+                                    continue;
+                                }
+                                if let Some(f) = &self.injection_tasks
+                                    && !f.iter().any(|x| x == case.task.id.as_str())
+                                {
+                                    continue;
+                                }
+                                push(Some(JobAttack::DataOnly(ci)));
                             }
                         }
                     }
@@ -388,6 +412,7 @@ fn injection_of<'a>(
                 plan: &task.plan,
                 provider_attack: attack.provider_attack.as_deref(),
                 denial_of_service: denial_of_service(suite, attack),
+                substitution: None,
             }
         }
         JobAttack::Sample(i) => {
@@ -402,6 +427,19 @@ fn injection_of<'a>(
                 plan: sample.attacker_plan(task),
                 provider_attack: None,
                 denial_of_service: false,
+                substitution: None,
+            }
+        }
+        JobAttack::DataOnly(i) => {
+            let case = &suite.data_only[i];
+            Injection {
+                task: &case.task,
+                attack: DATA_ONLY_ATTACK,
+                placements: vec![(case.vector.clone(), case.payload.clone())],
+                plan: &case.task.plan,
+                provider_attack: None,
+                denial_of_service: false,
+                substitution: Some(&case.substitution),
             }
         }
     }
@@ -433,6 +471,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
             plan.attacks[attack].fingerprint_for(&plan.attack_model_name)
         }
         JobAttack::Sample(i) => suite.samples[i].fingerprint(),
+        JobAttack::DataOnly(i) => suite.data_only[i].fingerprint(),
     });
     let (it, attack, severity, tags) = match &injection {
         Some(i) => (
@@ -692,6 +731,17 @@ fn no_attacked_episodes(plan: &RunPlan) -> String {
             why.push(format!(
                 "{} has no context-aware samples (samples.yaml)",
                 s.qualified_name()
+            ));
+        }
+        if plan.data_only && s.data_only.is_empty() {
+            why.push(format!(
+                "{} has no data-only attack (no plan writes a value read beside an injection vector{})",
+                s.qualified_name(),
+                if s.external.is_some() {
+                    "; a provider's suite shows no tool outputs to derive one from"
+                } else {
+                    ""
+                }
             ));
         }
     }

@@ -130,6 +130,7 @@ impl Victim<'_> {
             plan: &task.plan,
             provider_attack: None,
             denial_of_service: false,
+            substitution: None,
         };
         let mut defense = self.defense.episode();
         let spec = crate::episode::EpisodeSpec {

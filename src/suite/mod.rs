@@ -6,6 +6,7 @@
 pub mod alternatives;
 pub mod check;
 pub mod corpus;
+pub mod data_only;
 pub mod env;
 pub mod facts;
 pub mod lexicon;
@@ -252,6 +253,8 @@ pub struct Suite {
     pub variants: variants::Variants,
     /// For each user task, the vectors its reference plan reads (canary run).
     pub injectable: BTreeMap<TaskId, Vec<VectorId>>,
+    /// The data-only attacks derived from the user tasks' plans ([`data_only`]).
+    pub data_only: Vec<data_only::DataOnly>,
     /// For each user task, the reorderings of its reference plan a model could as well
     /// make ([`alternatives`]), for a `varied` agent.
     pub reorderings: BTreeMap<TaskId, Vec<Vec<PlannedCall>>>,
@@ -594,6 +597,7 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
         samples,
         variants,
         injectable: BTreeMap::new(),
+        data_only: Vec::new(),
         reorderings: BTreeMap::new(),
         fingerprint: fingerprint(dir).map_err(|e| {
             SuiteError::at(
@@ -611,6 +615,7 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
         .map(|t| (t.id.clone(), suite.vectors_read_by(&t.plan)))
         .collect();
     suite.reorderings = alternatives::of_suite(&suite);
+    suite.data_only = data_only::derive(&suite);
     Ok(suite)
 }
 
