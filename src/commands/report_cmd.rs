@@ -40,6 +40,11 @@ pub struct ReportArgs {
     /// HTML drill-down.
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub episodes_per_cell: usize,
+    /// Also write each figure of the HTML report as its own SVG file in DIR
+    /// (`plot-tradeoff.svg`, `plot-heatmap.svg`, `plot-sweep-0.svg`, …), whatever the
+    /// --format; DIR is created when missing.
+    #[arg(long, value_name = "DIR")]
+    pub figures: Option<PathBuf>,
     #[command(flatten)]
     pub table: TableFlags,
 }
@@ -115,6 +120,9 @@ pub fn report(args: &ReportArgs) -> Result<String, CliError> {
     if args.runs.len() == 1 && args.format.is_none() {
         report::write_all(&args.runs[0], &doc.summary)
             .map_err(|e| CliError::failed(format!("writing summary: {e}")))?;
+    }
+    if let Some(dir) = &args.figures {
+        write_figures(&doc, dir)?;
     }
     let grids = selected(&doc, args, format)?;
     let malformed = doc.summary.malformed_lines;
@@ -208,6 +216,19 @@ pub fn report(args: &ReportArgs) -> Result<String, CliError> {
         None => text.push_str(&warn),
     }
     Ok(text)
+}
+
+/// Writes every figure of the report as `DIR/<id>.svg`, a standalone SVG file.
+fn write_figures(doc: &Document, dir: &Path) -> Result<(), CliError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| CliError::failed(format!("cannot create {}: {e}", dir.display())))?;
+    for f in report::html::figure_list(doc) {
+        let path = dir.join(format!("{}.svg", f.id));
+        let text = format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{}\n", f.svg);
+        std::fs::write(&path, text)
+            .map_err(|e| CliError::failed(format!("cannot write {}: {e}", path.display())))?;
+    }
+    Ok(())
 }
 
 /// Re-renders one run's summary files and returns its table (what `merge` prints).
