@@ -95,21 +95,11 @@ fn key_value(grid: &Grid, row: usize, id: &str) -> Option<String> {
 /// A table of the page: its heading (with a badge linking to the banner when roles
 /// were simulated), notes, the essential columns, and every readable column under a
 /// disclosure; footnotes last.
-fn table(
-    grid: &Grid,
-    notes_keys: &[(String, String)],
-    badge: Option<&str>,
-    full: Option<&Grid>,
-) -> String {
+fn table(grid: &Grid, notes_keys: &[(String, String)], badge: bool, full: Option<&Grid>) -> String {
     let mut s = String::new();
     write!(s, "<h2 id=\"{}\">{}", esc(&grid.id), esc(&grid.title)).unwrap();
-    if let Some(b) = badge {
-        write!(
-            s,
-            "<a class=\"badge\" href=\"#simulated\" title=\"{}\">simulated roles</a>",
-            esc(b)
-        )
-        .unwrap();
+    if badge {
+        s.push_str("<a class=\"badge\" href=\"#simulated\" title=\"Some roles were played by the scripted sim model, not an LLM: the banner at the top says which and what they knew.\">simulated roles</a>");
     }
     s.push_str("</h2>\n");
     for n in &grid.notes {
@@ -672,7 +662,7 @@ pub fn render(doc: &Document) -> String {
         body.push_str(&table(
             &shown,
             &hoisted,
-            doc.summary.note.as_deref(),
+            doc.summary.note.is_some(),
             Some(&full),
         ));
     }

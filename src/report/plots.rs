@@ -885,9 +885,11 @@ pub fn lines(id: &str, title: &str, series: &[Series], axis: [&str; 2]) -> Strin
             .iter()
             .map(|p| format!("{:.1},{:.1}", x(p.0), y(p.1)))
             .collect();
+        // Dashes tell apart lines that coincide (UA on BU when no attack costs utility).
+        let dash = ["", " stroke-dasharray=\"7 4\"", " stroke-dasharray=\"2 3\""][i % 3];
         write!(
             s,
-            "<polyline class=\"curve\" points=\"{}\" fill=\"none\" stroke=\"{c}\" stroke-width=\"2\"/>",
+            "<polyline class=\"curve\" points=\"{}\" fill=\"none\" stroke=\"{c}\" stroke-width=\"2\"{dash}/>",
             path.join(" ")
         )
         .unwrap();
