@@ -185,12 +185,31 @@ pub fn report(args: &ReportArgs) -> Result<String, CliError> {
         }
         Format::Latex => {
             let mut out = String::from(
-                "% sieve-bench report: booktabs tables; \\usepackage{booktabs} in the preamble.\n",
+                "% sieve-bench report: booktabs tables, long ones as longtable; \\usepackage{booktabs,longtable} in the preamble (and \\extrafloats{100} when including every table).\n",
             );
-            for g in &grids {
+            // The page-wide notes once: a footnote to the first table.
+            let page_wide: Vec<&String> = doc
+                .summary
+                .partial
+                .iter()
+                .chain(&doc.summary.note)
+                .collect();
+            let footnote = (!page_wide.is_empty()).then(|| {
+                page_wide
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            });
+            for (i, g) in grids.iter().enumerate() {
                 let mut g = formats::essential(g);
+                g.notes.retain(|n| !page_wide.contains(&n));
                 g.hoist_constant_keys();
-                out.push_str(&formats::latex(&g));
+                let notes = formats::LatexNotes {
+                    footnote: footnote.as_deref().filter(|_| i == 0),
+                    simulated: doc.summary.note.is_some(),
+                };
+                out.push_str(&formats::latex(&g, notes));
                 out.push('\n');
             }
             out
