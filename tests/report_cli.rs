@@ -342,6 +342,13 @@ fn latex_of_24_defenses_fits_the_text_width() {
         assert!(long.len() < 400, "caption too long: {c}");
         assert!(long.contains("simulated roles"), "{c}");
     }
+    // The ablation as `ablate` prints it: each figure beside its difference from
+    // `sieve`, and the paired p of the ASR difference.
+    let ablation = latex
+        .split("% Ablation")
+        .nth(1)
+        .expect("an ablation table (several SIEVE variants ran)");
+    assert!(ablation.contains("ASR \\% & $\\Delta$ & p &"), "{ablation}");
     // Wide tables are split, each part under the estimated text width.
     assert!(latex.contains("(part 2 of "), "no table was split");
     if !pdflatex() {
