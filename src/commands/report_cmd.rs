@@ -183,37 +183,7 @@ pub fn report(args: &ReportArgs) -> Result<String, CliError> {
             });
             serde_json::to_string_pretty(&j).expect("json") + "\n"
         }
-        Format::Latex => {
-            let mut out = String::from(
-                "% sieve-bench report: booktabs tables, long ones as longtable; \\usepackage{booktabs,longtable} in the preamble (and \\extrafloats{100} when including every table).\n",
-            );
-            // The page-wide notes once: a footnote to the first table.
-            let page_wide: Vec<&String> = doc
-                .summary
-                .partial
-                .iter()
-                .chain(&doc.summary.note)
-                .collect();
-            let footnote = (!page_wide.is_empty()).then(|| {
-                page_wide
-                    .iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            });
-            for (i, g) in grids.iter().enumerate() {
-                let mut g = formats::essential(g);
-                g.notes.retain(|n| !page_wide.contains(&n));
-                g.hoist_constant_keys();
-                let notes = formats::LatexNotes {
-                    footnote: footnote.as_deref().filter(|_| i == 0),
-                    simulated: doc.summary.note.is_some(),
-                };
-                out.push_str(&formats::latex(&g, notes));
-                out.push('\n');
-            }
-            out
-        }
+        Format::Latex => latex(&doc, &grids),
         Format::Html => {
             let mut d = doc;
             d.tables = grids;
@@ -235,6 +205,40 @@ pub fn report(args: &ReportArgs) -> Result<String, CliError> {
         None => text.push_str(&warn),
     }
     Ok(text)
+}
+
+/// The LaTeX of the selected tables: each split to fit the text width, the page-wide
+/// notes once, as a footnote to the first.
+fn latex(doc: &Document, grids: &[report::Grid]) -> String {
+    let mut out = String::from(
+        "% sieve-bench report: booktabs tables, long ones as longtable; \\usepackage{booktabs,longtable} in the preamble (and \\extrafloats{100} when including every table).\n",
+    );
+    // The page-wide notes once: a footnote to the first table.
+    let page_wide: Vec<&String> = doc
+        .summary
+        .partial
+        .iter()
+        .chain(&doc.summary.note)
+        .collect();
+    let footnote = (!page_wide.is_empty()).then(|| {
+        page_wide
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    });
+    for (i, g) in grids.iter().enumerate() {
+        let mut g = formats::essential(g);
+        g.notes.retain(|n| !page_wide.contains(&n));
+        g.hoist_constant_keys();
+        let notes = formats::LatexNotes {
+            footnote: footnote.as_deref().filter(|_| i == 0),
+            simulated: doc.summary.note.is_some(),
+        };
+        out.push_str(&formats::latex(&g, notes));
+        out.push('\n');
+    }
+    out
 }
 
 /// Writes every figure of the report as `DIR/<id>.svg`, a standalone SVG file.

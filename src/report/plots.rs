@@ -339,26 +339,7 @@ pub fn tradeoff_plot(id: &str, title: &str, points: &[TradeoffPoint]) -> String 
         let (b, leader) = placed[i];
         right = right.max(b.x1 + 6.0);
         bottom = bottom.max(b.y1 + 6.0);
-        let style = if p.reference {
-            " font-style=\"italic\""
-        } else {
-            ""
-        };
-        let label = format!(
-            "{}<text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\"{style}>{}</text>",
-            if leader {
-                let lx = if b.x0 >= px { b.x0 } else { b.x1 };
-                format!(
-                    "<line class=\"leader\" x1=\"{px:.1}\" y1=\"{py:.1}\" x2=\"{lx:.1}\" y2=\"{:.1}\" stroke=\"#999\" stroke-width=\"0.7\"/>",
-                    (b.y0 + b.y1) / 2.0
-                )
-            } else {
-                String::new()
-            },
-            b.x0 + 1.0,
-            b.y1 - 4.0,
-            esc(&p.label)
-        );
+        let label = point_label(&p.label, p.reference, (px, py), b, leader);
         if p.reference {
             write!(
                 s,
@@ -413,6 +394,31 @@ pub fn tradeoff_plot(id: &str, title: &str, points: &[TradeoffPoint]) -> String 
     out.push_str(&s);
     out.push_str("</svg>");
     out
+}
+
+/// A point's label in its box, with a leader line from the point when it moved away;
+/// published points' labels in italics.
+fn point_label(text: &str, reference: bool, (px, py): (f64, f64), b: Rect, leader: bool) -> String {
+    let style = if reference {
+        " font-style=\"italic\""
+    } else {
+        ""
+    };
+    let line = if leader {
+        let lx = if b.x0 >= px { b.x0 } else { b.x1 };
+        format!(
+            "<line class=\"leader\" x1=\"{px:.1}\" y1=\"{py:.1}\" x2=\"{lx:.1}\" y2=\"{:.1}\" stroke=\"#999\" stroke-width=\"0.7\"/>",
+            (b.y0 + b.y1) / 2.0
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "{line}<text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\"{style}>{}</text>",
+        b.x0 + 1.0,
+        b.y1 - 4.0,
+        esc(text)
+    )
 }
 
 /// Grid lines, ticks and axis titles of a plot over `ranges` ([x, y], fractions shown
