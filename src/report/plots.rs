@@ -270,13 +270,9 @@ fn place_labels(
 /// [`tradeoff`] under another id and title; reference points (published figures) are
 /// hollow diamonds with no whiskers, left out of the Pareto front. The axes zoom to the
 /// data; labels that do not fit beside their point go right of the plot on a leader line.
+/// More than 12 points get a larger plane, so their labels find room beside them.
 pub fn tradeoff_plot(id: &str, title: &str, points: &[TradeoffPoint]) -> String {
-    // Many defenses get a larger plane, so their labels find room beside their points.
-    let (w, h) = if points.len() > 12 {
-        (W + 240.0, H + 140.0)
-    } else {
-        (W, H)
-    };
+    let (w, h) = [(W, H), (W + 240.0, H + 140.0)][usize::from(points.len() > 12)];
     let pw = w - ML - MR;
     let ph = h - MT - MB;
     let xr = zoom(
