@@ -139,6 +139,9 @@ pub fn latex(s: &str) -> String {
             '×' => out.push_str("$\\times$"),
             '…' => out.push_str("\\ldots{}"),
             '·' => out.push_str("\\textperiodcentered{}"),
+            'Δ' => out.push_str("$\\Delta$"),
+            '†' => out.push_str("\\dag{}"),
+            '−' => out.push_str("$-$"),
             '\n' | '\r' | '\t' => out.push(' '),
             c if is_control(c) => {}
             c if c.is_ascii() => out.push(c),

@@ -25,6 +25,11 @@ fn chromium() -> Option<PathBuf> {
 
 /// The DOM after the page's script ran, at `url`.
 fn dump_dom(browser: &Path, url: &str) -> String {
+    dump_dom_at(browser, url, 1400)
+}
+
+/// [`dump_dom`] in a window `width` px wide.
+fn dump_dom_at(browser: &Path, url: &str, width: u32) -> String {
     let profile = tempfile::tempdir().unwrap();
     let out = Command::new(browser)
         .args([
@@ -35,6 +40,7 @@ fn dump_dom(browser: &Path, url: &str) -> String {
             "--no-first-run",
             "--virtual-time-budget=5000",
         ])
+        .arg(format!("--window-size={width},900"))
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .arg("--dump-dom")
         .arg(url)
@@ -154,4 +160,242 @@ fn hostile_names_and_traces_stay_text_in_a_real_browser() {
         drill.contains("&lt;!--&lt;script&gt;"),
         "the trace shows as text"
     );
+}
+
+/// What a reader sees, measured in the browser by a script appended to a copy of the
+/// page: per table outside a disclosure, its box and content widths; per figure, its
+/// axis titles; every pair of text elements of one figure whose boxes intersect.
+const MEASURE: &str = r#"<script>(function(){
+const out={viewport:innerWidth,page:document.documentElement.scrollWidth,tables:[],figures:[],overlaps:[]};
+for(const w of document.querySelectorAll('main .tablewrap')){if(w.closest('details'))continue;
+ let h=w.previousElementSibling;while(h&&h.tagName!=='H2')h=h.previousElementSibling;
+ out.tables.push({id:h?h.id:'',content:w.scrollWidth,box:w.clientWidth,right:w.getBoundingClientRect().right});}
+for(const svg of document.querySelectorAll('svg.plot')){
+ const texts=[...svg.querySelectorAll('text')].filter(t=>t.textContent.trim()).map(t=>({s:t.textContent,r:t.getBoundingClientRect()}));
+ const titles=c=>[...svg.querySelectorAll('text.axis-label.'+c)].filter(t=>t.textContent.trim()).length;
+ out.figures.push({id:svg.id,x:titles('x'),y:titles('y')});
+ for(let i=0;i<texts.length;i++)for(let j=i+1;j<texts.length;j++){const a=texts[i].r,b=texts[j].r;
+  if(a.left<b.right-0.5&&b.left<a.right-0.5&&a.top<b.bottom-0.5&&b.top<a.bottom-0.5)out.overlaps.push(svg.id+': '+texts[i].s+' / '+texts[j].s);}}
+document.body.setAttribute('data-measured',JSON.stringify(out));})();</script>"#;
+
+/// The page measured by [`MEASURE`] in a window `width` px wide.
+fn measure(browser: &Path, page: &Path, width: u32) -> serde_json::Value {
+    let html = std::fs::read_to_string(page).unwrap();
+    let copy = page.with_extension("measured.html");
+    std::fs::write(&copy, html.replace("</body>", &format!("{MEASURE}</body>"))).unwrap();
+    let dom = dump_dom_at(browser, &format!("file://{}", copy.display()), width);
+    let raw = dom
+        .split("data-measured=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .expect("the measuring script ran");
+    let raw = raw
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    serde_json::from_str(&raw).unwrap()
+}
+
+/// Every figure has both axis titles and no two labels overlap; at 1400 px and at a
+/// narrow 900 px no table is wider than its box and the page never scrolls sideways.
+fn assert_readable(browser: &Path, page: &Path) -> Vec<String> {
+    let mut ids = Vec::new();
+    for width in [1400, 900] {
+        let m = measure(browser, page, width);
+        let viewport = m["viewport"].as_f64().unwrap();
+        assert!(
+            m["page"].as_f64().unwrap() <= viewport,
+            "the page is wider than the {width} px window: {m}"
+        );
+        let tables = m["tables"].as_array().unwrap();
+        assert!(!tables.is_empty(), "no table measured");
+        for t in tables {
+            assert!(
+                t["content"].as_f64().unwrap() <= t["box"].as_f64().unwrap() + 1.0
+                    && t["right"].as_f64().unwrap() <= viewport,
+                "table {} is wider than the page at {width} px: {t}",
+                t["id"]
+            );
+        }
+        ids.clear();
+        for f in m["figures"].as_array().unwrap() {
+            assert!(
+                f["x"].as_u64() == Some(1) && f["y"].as_u64() == Some(1),
+                "figure {} lacks an axis title: {f}",
+                f["id"]
+            );
+            ids.push(f["id"].as_str().unwrap().to_string());
+        }
+        let overlaps = m["overlaps"].as_array().unwrap();
+        assert!(
+            overlaps.is_empty(),
+            "overlapping labels at {width} px: {overlaps:?}"
+        );
+    }
+    ids
+}
+
+/// Each figure written by `report --figures` is a standalone SVG file of the page's
+/// figure (checked by structure here, by the browser's XML parser when one is present).
+fn assert_figure_files(dir: &Path, html: &str) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for part in html.split("<svg id=\"").skip(1) {
+        let id = part.split('"').next().unwrap();
+        let file = dir.join(format!("{id}.svg"));
+        let svg =
+            std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("no {}: {e}", file.display()));
+        assert!(svg.starts_with("<?xml"), "{id}.svg has no XML declaration");
+        assert!(
+            svg.contains("xmlns=\"http://www.w3.org/2000/svg\""),
+            "{id}.svg has no SVG namespace"
+        );
+        assert_eq!(svg.matches("<svg").count(), 1, "{id}.svg holds one figure");
+        files.push(file);
+    }
+    assert!(!files.is_empty(), "no figure in the page");
+    assert_eq!(
+        std::fs::read_dir(dir).unwrap().count(),
+        files.len(),
+        "one file per figure of the page"
+    );
+    files
+}
+
+/// A report of 24 defenses (every registered defense and their variants) under three
+/// attacks on three suites, as a reader sees it: tables fit the page at 1400 px and at
+/// 900 px, every figure titles both axes, no labels overlap (the trade-off plot places
+/// its 24 labels), the banner is shown once with a badge on each table, and each
+/// figure is written on its own as SVG.
+#[test]
+fn a_report_of_24_defenses_reads_in_a_real_browser() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("r");
+    let defenses = "all,spotlight:tagged,spotlight:datamark,spotlight:base64,sandwich:reminder,pi_detector:judge,sieve:no-sem,sieve:layer1-only,sieve@threshold=0.3,sieve@threshold=0.7,melon:threshold=0.5";
+    bench(tmp.path())
+        .args(["run", "--suite", "banking,slack,travel"])
+        .args(["--attack", "important,tools,ignore", "--defense", defenses])
+        .args(["--user-tasks", "user_task_0,user_task_1"])
+        .args(["--injection-tasks", "injection_task_0", "--quiet", "--out"])
+        .arg(&run)
+        .assert()
+        .success();
+    let page = tmp.path().join("report.html");
+    let figures = tmp.path().join("figures");
+    bench(tmp.path())
+        .args(["report", "--format", "html", "--out"])
+        .arg(&page)
+        .arg("--figures")
+        .arg(&figures)
+        .arg(&run)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    let summary = summary(&run);
+    let defenses: std::collections::BTreeSet<&str> = summary["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["defense"].as_str())
+        .collect();
+    assert_eq!(defenses.len(), 24, "{defenses:?}");
+    // The banner once; a badge on each table pointing at it.
+    assert_eq!(html.matches("SIMULATED: ").count(), 1, "banner repeated");
+    assert_eq!(
+        html.matches("class=\"badge\" href=\"#simulated\"").count(),
+        html.matches("<div class=\"tablewrap\">").count()
+            - html.matches("<details class=\"more\">").count()
+    );
+    let tradeoff = html
+        .split("<svg id=\"plot-tradeoff\"")
+        .nth(1)
+        .and_then(|s| s.split("</svg>").next())
+        .unwrap();
+    assert_eq!(tradeoff.matches("class=\"label\"").count(), 24);
+    let files = assert_figure_files(&figures, &html);
+    let Some(browser) = chromium() else {
+        return;
+    };
+    let ids = assert_readable(&browser, &page);
+    for id in [
+        "plot-tradeoff",
+        "plot-cost",
+        "plot-heatmap",
+        "plot-escalation",
+    ] {
+        assert!(ids.iter().any(|i| i == id), "no {id} measured: {ids:?}");
+    }
+    // A figure's file opens on its own: the browser parses it as SVG.
+    let dom = dump_dom(&browser, &format!("file://{}", files[0].display()));
+    assert!(
+        dom.contains("<svg") && !dom.contains("parsererror"),
+        "{dom}"
+    );
+}
+
+/// An `ablate --sweep` run's report draws its curves under their own anchor, linked
+/// from the navigation, with no id used twice.
+#[test]
+fn a_sweep_draws_its_curves_in_a_real_browser() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("ab");
+    bench(tmp.path())
+        .args(["ablate", "--suite", "banking", "--attack", "important"])
+        .args(["--sweep", "threshold=0.3:0.7:0.2"])
+        .args(["--user-tasks", "user_task_0,user_task_1"])
+        .args(["--injection-tasks", "injection_task_0,injection_task_1"])
+        .args(["--quiet", "--out"])
+        .arg(&run)
+        .assert()
+        .success();
+    let page = tmp.path().join("report.html");
+    let figures = tmp.path().join("figures");
+    bench(tmp.path())
+        .args(["report", "--format", "html", "--out"])
+        .arg(&page)
+        .arg("--figures")
+        .arg(&figures)
+        .arg(&run)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<a href=\"#sweep-curves\">"), "no nav link");
+    assert!(!html.contains("these runs hold none"));
+    assert_figure_files(&figures, &html);
+    let Some(browser) = chromium() else {
+        return;
+    };
+    let ids = assert_readable(&browser, &page);
+    assert!(ids.iter().any(|i| i == "plot-sweep-0"), "{ids:?}");
+    let dom = dump_dom(&browser, &format!("file://{}", page.display()));
+    let curves = dom
+        .split("<h2 id=\"sweep-curves\">")
+        .nth(1)
+        .expect("the sweep curves' own section");
+    let svg = curves
+        .split("<svg id=\"plot-sweep-0\"")
+        .nth(1)
+        .and_then(|s| s.split("</svg>").next())
+        .expect("the threshold's curves");
+    // ASR, UA and BU, each a line through the three swept values.
+    let lines: Vec<&str> = svg
+        .split("class=\"curve\" points=\"")
+        .skip(1)
+        .map(|s| s.split('"').next().unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "{svg}");
+    for l in lines {
+        assert_eq!(l.split(' ').count(), 3, "{l}");
+    }
+    for tick in [">0.3<", ">0.5<", ">0.7<"] {
+        assert!(svg.contains(tick), "no tick {tick}");
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for id in dom
+        .split(" id=\"")
+        .skip(1)
+        .map(|s| s.split('"').next().unwrap())
+    {
+        assert!(seen.insert(id), "id {id} used twice");
+    }
 }

@@ -49,7 +49,7 @@ const LONG_FN_ALLOWED: &[(&str, &str, &str)] = &[
         "data table: the summary's columns",
     ),
     (
-        "src/commands/ablate.rs",
+        "src/report/ablation.rs",
         "columns",
         "data table: the ablation's columns",
     ),

@@ -91,9 +91,15 @@ fn main_table_splits_headline_and_bypass_columns_in_every_format() {
     let pct = |x: f64| format!("{:.1}", x * 100.0);
     for format in ["table", "md", "latex", "html"] {
         let text = report(&out, format, "main");
+        // Long headers break into lines (LaTeX) or at underscores (HTML): read them whole.
         let titled = match format {
             "table" => text.contains("ii+pb ASR %") && text.contains("ii ASR %"),
-            "latex" => text.contains("important\\_instructions+provenance\\_bypass ASR \\%"),
+            "latex" => text
+                .replace("\\\\", "")
+                .contains("important\\_instructions+provenance\\_bypass ASR \\%"),
+            "html" => text
+                .replace("<wbr>", "")
+                .contains(&format!("{BYPASS} ASR %")),
             _ => text.contains(&format!("{BYPASS} ASR %")),
         };
         assert!(titled, "{format} names the bypass column:\n{text}");

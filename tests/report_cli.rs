@@ -240,7 +240,7 @@ fn report_over_two_models_renders_every_format() {
         std::fs::write(
             &doc,
             format!(
-                "\\documentclass{{article}}\n\\usepackage{{booktabs}}\n\\begin{{document}}\n{latex}\n\\end{{document}}\n"
+                "\\documentclass{{article}}\n\\usepackage{{booktabs,longtable}}\n\\extrafloats{{100}}\n\\begin{{document}}\n{latex}\n\\end{{document}}\n"
             ),
         )
         .unwrap();
@@ -260,6 +260,12 @@ fn report_over_two_models_renders_every_format() {
             String::from_utf8_lossy(&out.stdout)
         );
         assert!(tmp.path().join("paper.pdf").exists());
+        // Long model names wrap in their column: no table runs past the text width.
+        let log = std::fs::read_to_string(tmp.path().join("paper.log")).unwrap();
+        assert!(
+            !log.contains("Overfull \\hbox"),
+            "a table overflows:\n{log}"
+        );
     } else {
         eprintln!("no pdflatex here: LaTeX checked by structure only");
     }
@@ -288,4 +294,94 @@ fn a_missing_table_is_refused_with_its_own_reason() {
             .code(2)
             .stderr(predicates::str::contains(reason));
     }
+}
+
+/// The LaTeX of a report of 24 defenses (every registered defense and their variants)
+/// under three attacks, as a paper includes it: every table fits `\textwidth` (wide ones
+/// split, their key columns repeated), captions are short, the simulation note is one
+/// footnote, and the PDF compiles with no overfull box.
+#[test]
+fn latex_of_24_defenses_fits_the_text_width() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run_dir = tmp.path().join("r");
+    let defenses = "all,spotlight:tagged,spotlight:datamark,spotlight:base64,sandwich:reminder,pi_detector:judge,sieve:no-sem,sieve:layer1-only,sieve@threshold=0.3,sieve@threshold=0.7,melon:threshold=0.5";
+    run(
+        tmp.path(),
+        &run_dir,
+        &[
+            "--suite",
+            "banking,slack",
+            "--attack",
+            "important,tools,ignore",
+            "--defense",
+            defenses,
+            "--user-tasks",
+            "user_task_0",
+            "--injection-tasks",
+            "injection_task_0",
+        ],
+    );
+    let file = tmp.path().join("tables.tex");
+    bench(tmp.path())
+        .args(["report", "--format", "latex", "--out"])
+        .arg(&file)
+        .arg(&run_dir)
+        .assert()
+        .success();
+    let latex = std::fs::read_to_string(&file).unwrap();
+    // The note once, as a footnote; every caption short and marked simulated.
+    assert_eq!(latex.matches("SIMULATED: ").count(), 1, "note repeated");
+    assert_eq!(latex.matches("\\footnotetext{SIMULATED: ").count(), 1);
+    let captions: Vec<&str> = latex
+        .lines()
+        .filter(|l| l.starts_with("\\caption["))
+        .collect();
+    assert!(captions.len() >= 8, "{latex}");
+    for c in &captions {
+        let long = c.split_once("]{").unwrap().1;
+        assert!(long.len() < 400, "caption too long: {c}");
+        assert!(long.contains("simulated roles"), "{c}");
+    }
+    // The ablation as `ablate` prints it: each figure beside its difference from
+    // `sieve`, and the paired p of the ASR difference.
+    let ablation = latex
+        .split("% Ablation")
+        .nth(1)
+        .expect("an ablation table (several SIEVE variants ran)");
+    assert!(ablation.contains("ASR \\% & $\\Delta$ & p"), "{ablation}");
+    // Wide tables are split, each part under the estimated text width.
+    assert!(latex.contains("(part 2 of "), "no table was split");
+    if !pdflatex() {
+        eprintln!("no pdflatex here: LaTeX checked by structure only");
+        return;
+    }
+    std::fs::write(
+        tmp.path().join("paper.tex"),
+        "\\documentclass{article}\n\\usepackage{booktabs,longtable}\n\\extrafloats{100}\n\\begin{document}\n\\input{tables.tex}\n\\end{document}\n",
+    )
+    .unwrap();
+    for _ in 0..2 {
+        // Twice: longtable settles its column widths on the second pass.
+        let out = std::process::Command::new("pdflatex")
+            .args([
+                "-no-shell-escape",
+                "-interaction=nonstopmode",
+                "-halt-on-error",
+                "paper.tex",
+            ])
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "pdflatex failed:\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    let log = std::fs::read_to_string(tmp.path().join("paper.log")).unwrap();
+    assert!(
+        !log.contains("Overfull \\hbox"),
+        "a table overflows:\n{log}"
+    );
+    assert!(tmp.path().join("paper.pdf").exists());
 }

@@ -40,6 +40,11 @@ pub struct ReportArgs {
     /// HTML drill-down.
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub episodes_per_cell: usize,
+    /// Also write each figure of the HTML report as its own SVG file in DIR
+    /// (`plot-tradeoff.svg`, `plot-heatmap.svg`, `plot-sweep-0.svg`, …), whatever the
+    /// --format; DIR is created when missing.
+    #[arg(long, value_name = "DIR")]
+    pub figures: Option<PathBuf>,
     #[command(flatten)]
     pub table: TableFlags,
 }
@@ -116,6 +121,9 @@ pub fn report(args: &ReportArgs) -> Result<String, CliError> {
         report::write_all(&args.runs[0], &doc.summary)
             .map_err(|e| CliError::failed(format!("writing summary: {e}")))?;
     }
+    if let Some(dir) = &args.figures {
+        write_figures(&doc, dir)?;
+    }
     let grids = selected(&doc, args, format)?;
     let malformed = doc.summary.malformed_lines;
     let mut text = match format {
@@ -175,18 +183,7 @@ pub fn report(args: &ReportArgs) -> Result<String, CliError> {
             });
             serde_json::to_string_pretty(&j).expect("json") + "\n"
         }
-        Format::Latex => {
-            let mut out = String::from(
-                "% sieve-bench report: booktabs tables; \\usepackage{booktabs} in the preamble.\n",
-            );
-            for g in &grids {
-                let mut g = formats::essential(g);
-                g.hoist_constant_keys();
-                out.push_str(&formats::latex(&g));
-                out.push('\n');
-            }
-            out
-        }
+        Format::Latex => latex(&doc, &grids),
         Format::Html => {
             let mut d = doc;
             d.tables = grids;
@@ -208,6 +205,53 @@ pub fn report(args: &ReportArgs) -> Result<String, CliError> {
         None => text.push_str(&warn),
     }
     Ok(text)
+}
+
+/// The LaTeX of the selected tables: each split to fit the text width, the page-wide
+/// notes once, as a footnote to the first.
+fn latex(doc: &Document, grids: &[report::Grid]) -> String {
+    let mut out = String::from(
+        "% sieve-bench report: booktabs tables, long ones as longtable; \\usepackage{booktabs,longtable} in the preamble (and \\extrafloats{100} when including every table).\n",
+    );
+    // The page-wide notes once: a footnote to the first table.
+    let page_wide: Vec<&String> = doc
+        .summary
+        .partial
+        .iter()
+        .chain(&doc.summary.note)
+        .collect();
+    let footnote = (!page_wide.is_empty()).then(|| {
+        page_wide
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    });
+    for (i, g) in grids.iter().enumerate() {
+        let mut g = formats::essential(g);
+        g.notes.retain(|n| !page_wide.contains(&n));
+        g.hoist_constant_keys();
+        let notes = formats::LatexNotes {
+            footnote: footnote.as_deref().filter(|_| i == 0),
+            simulated: doc.summary.note.is_some(),
+        };
+        out.push_str(&formats::latex(&g, notes));
+        out.push('\n');
+    }
+    out
+}
+
+/// Writes every figure of the report as `DIR/<id>.svg`, a standalone SVG file.
+fn write_figures(doc: &Document, dir: &Path) -> Result<(), CliError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| CliError::failed(format!("cannot create {}: {e}", dir.display())))?;
+    for f in report::html::figure_list(doc) {
+        let path = dir.join(format!("{}.svg", f.id));
+        let text = format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{}\n", f.svg);
+        std::fs::write(&path, text)
+            .map_err(|e| CliError::failed(format!("cannot write {}: {e}", path.display())))?;
+    }
+    Ok(())
 }
 
 /// Re-renders one run's summary files and returns the tables `run` prints (what `merge`

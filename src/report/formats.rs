@@ -201,30 +201,221 @@ fn unit(interval: bool, grid: &Grid, id: &str) -> &'static str {
     }
 }
 
-/// A `table` float with a booktabs `tabular` (`\toprule`, `\midrule`, `\bottomrule`),
-/// the best per column in bold. Needs `\usepackage{booktabs}`.
-pub fn latex(grid: &Grid) -> String {
+/// The text width of a one-column `article` at 10 pt (345 pt), the narrowest a
+/// paper's tables commonly get; tables are split to fit it.
+pub const TEXTWIDTH_PT: f64 = 345.0;
+
+/// Rows above which a table is a `longtable` (it breaks across pages) rather than a
+/// float (which would run off the page).
+const LONG_ROWS: usize = 40;
+
+/// A generous estimate of `text`'s width in points at `\small` (9 pt Computer Modern).
+fn latex_text_pt(text: &str) -> f64 {
+    text.chars()
+        .map(|c| match c {
+            '0'..='9' => 4.6,
+            '.' | ',' | ':' | ';' | '\'' | '|' | '!' | 'i' | 'l' | 'j' => 2.6,
+            ' ' => 3.1,
+            'm' | 'w' | 'M' | 'W' | '%' | '@' | '—' => 7.6,
+            c if c.is_uppercase() => 6.9,
+            '_' | '×' | 'Δ' | '–' => 5.4,
+            _ => 4.8,
+        })
+        .sum()
+}
+
+/// A column header as lines no wider than `target` points where its words allow
+/// (breaking at spaces and after underscores), so a long title does not set its
+/// column's width.
+fn header_lines(title: &str, target: f64) -> Vec<String> {
+    let mut tokens: Vec<String> = Vec::new();
+    for word in title.split(' ') {
+        let mut rest = word;
+        while let Some(at) = rest.find('_') {
+            tokens.push(rest[..=at].to_string());
+            rest = &rest[at + 1..];
+        }
+        tokens.push(format!("{rest} "));
+    }
+    let mut lines: Vec<String> = vec![String::new()];
+    for t in tokens {
+        let line = lines.last_mut().expect("one line at least");
+        let joined = format!("{line}{t}");
+        if !line.is_empty() && latex_text_pt(joined.trim_end()) > target {
+            lines.push(t);
+        } else {
+            *line = joined;
+        }
+    }
+    lines.iter().map(|l| l.trim_end().to_string()).collect()
+}
+
+/// The widest cell of a column, in points.
+fn latex_cells_pt(grid: &Grid, c: usize) -> f64 {
+    grid.rows
+        .iter()
+        .map(|r| latex_text_pt(&r[c].display(false)) + 1.0)
+        .fold(0.0, f64::max)
+}
+
+/// A column's header lines: as wide as its cells, or 36 pt when they are narrower.
+fn latex_header(grid: &Grid, c: usize) -> Vec<String> {
+    header_lines(&grid.columns[c].title, latex_cells_pt(grid, c).max(36.0))
+}
+
+/// The widest a key column gets: longer names (a model with its settings) wrap in a
+/// box this wide, breaking after commas.
+const KEY_WRAP_PT: f64 = 110.0;
+
+/// A column's width in points (its widest cell or header line, and the padding).
+fn latex_column_pt(grid: &Grid, c: usize) -> f64 {
+    let header = latex_header(grid, c)
+        .iter()
+        .map(|l| latex_text_pt(l))
+        .fold(0.0, f64::max);
+    let cells = latex_cells_pt(grid, c);
+    let cells = if wraps(grid, c) { KEY_WRAP_PT } else { cells };
+    header.max(cells) + 12.0
+}
+
+/// Whether a key column's names are too long to stay on one line.
+fn wraps(grid: &Grid, c: usize) -> bool {
+    grid.columns[c].show == Show::Key && latex_cells_pt(grid, c) > KEY_WRAP_PT
+}
+
+/// The column sets of the tables a grid is split into so each fits `width` points:
+/// every part repeats the key columns, the figures fill parts in their order.
+pub fn latex_parts(grid: &Grid, width: f64) -> Vec<Vec<usize>> {
+    let keys: Vec<usize> = (0..grid.columns.len())
+        .filter(|&c| grid.columns[c].show == Show::Key)
+        .collect();
+    let key_w: f64 = keys.iter().map(|&c| latex_column_pt(grid, c)).sum();
+    let mut parts: Vec<Vec<usize>> = Vec::new();
+    let mut current = keys.clone();
+    let mut used = key_w;
+    for c in (0..grid.columns.len()).filter(|c| !keys.contains(c)) {
+        let w = latex_column_pt(grid, c);
+        if used + w > width && current.len() > keys.len() {
+            parts.push(std::mem::replace(&mut current, keys.clone()));
+            used = key_w;
+        }
+        current.push(c);
+        used += w;
+    }
+    if current.len() > keys.len() || parts.is_empty() {
+        parts.push(current);
+    }
+    parts
+}
+
+/// What the LaTeX of a report says once: the simulation note as a footnote to the
+/// first table, a short "simulated roles" mark on every caption.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LatexNotes<'a> {
+    /// The footnote's text, on this table (the first of the report).
+    pub footnote: Option<&'a str>,
+    /// Some roles were scripted: every caption says so in two words.
+    pub simulated: bool,
+}
+
+/// Booktabs tables (`\toprule`, `\midrule`, `\bottomrule`) of a grid, split into as
+/// many tables as it takes to fit [`TEXTWIDTH_PT`], each with a short caption (its title,
+/// the grid's notes, the part); a float, or a `longtable` when it is long. The best per
+/// column in bold. Needs `\usepackage{booktabs}` and `\usepackage{longtable}`.
+pub fn latex(grid: &Grid, notes: LatexNotes<'_>) -> String {
+    let parts = latex_parts(grid, TEXTWIDTH_PT);
+    let mut out = String::new();
+    // Comment lines too carry escaped text: a line break in a note would end the
+    // comment and start a live line.
+    writeln!(out, "% {}", escape::latex(&grid.title)).unwrap();
+    for (k, cols) in parts.iter().enumerate() {
+        let part = grid.select(cols);
+        let mut caption = escape::latex(&grid.title);
+        // Model names are long and have no spaces: they may break after a comma.
+        for n in &grid.notes {
+            write!(
+                caption,
+                "; {}",
+                escape::latex(n).replace(',', ",\\allowbreak{}")
+            )
+            .unwrap();
+        }
+        if parts.len() > 1 {
+            write!(caption, " (part {} of {})", k + 1, parts.len()).unwrap();
+        }
+        let short = caption.clone();
+        if notes.simulated {
+            caption.push_str("; simulated roles");
+        }
+        let footnote = notes.footnote.filter(|_| k == 0);
+        if footnote.is_some() {
+            caption.push_str("\\protect\\footnotemark");
+        }
+        let label = if k == 0 {
+            format!("tab:{}", grid.id)
+        } else {
+            format!("tab:{}-{}", grid.id, k + 1)
+        };
+        let caption = format!(
+            "\\caption[{short}]{{{caption}. Rates in \\%; bold: best defense per column.}}\\label{{{label}}}"
+        );
+        out.push_str(&latex_table(&part, &caption));
+        if let Some(f) = footnote {
+            writeln!(out, "\\footnotetext{{{}}}", escape::latex(f)).unwrap();
+        }
+    }
+    out
+}
+
+/// One booktabs table of `grid`'s columns under `caption` (a `\caption…\label…` line).
+fn latex_table(grid: &Grid, caption: &str) -> String {
     let mut out = String::new();
     let spec: String = grid
         .columns
         .iter()
         .map(|c| if c.show == Show::Key { 'l' } else { 'r' })
         .collect();
-    // Comment lines too carry escaped text: a line break in a note would end the
-    // comment and start a live line.
-    writeln!(out, "% {}", escape::latex(&grid.title)).unwrap();
-    for n in &grid.notes {
-        writeln!(out, "% {}", escape::latex(n)).unwrap();
+    let titles: Vec<String> = (0..grid.columns.len())
+        .map(|i| {
+            let c = &grid.columns[i];
+            let lines: Vec<String> = latex_header(grid, i)
+                .iter()
+                .map(|l| escape::latex(l))
+                .collect();
+            let align = if c.show == Show::Key { 'l' } else { 'r' };
+            if lines.len() > 1 {
+                format!("\\shortstack[{align}]{{{}}}", lines.join("\\\\"))
+            } else {
+                lines.concat()
+            }
+        })
+        .collect();
+    let long = grid.rows.len() > LONG_ROWS;
+    if long {
+        writeln!(
+            out,
+            "\\begingroup\\small\n\\begin{{longtable}}{{{spec}}}\n{caption}\\\\\n\\toprule"
+        )
+        .unwrap();
+        writeln!(
+            out,
+            "{} \\\\\n\\midrule\n\\endfirsthead\n\\toprule\n{} \\\\\n\\midrule\n\\endhead\n\\bottomrule\n\\endfoot",
+            titles.join(" & "),
+            titles.join(" & ")
+        )
+        .unwrap();
+    } else {
+        writeln!(out, "\\begin{{table}}[tbp]\n\\centering\n\\small").unwrap();
+        writeln!(out, "\\begin{{tabular}}{{{spec}}}\n\\toprule").unwrap();
+        writeln!(out, "{} \\\\\n\\midrule", titles.join(" & ")).unwrap();
     }
-    writeln!(out, "\\begin{{table}}[t]\n\\centering\n\\small").unwrap();
-    writeln!(out, "\\begin{{tabular}}{{{spec}}}\n\\toprule").unwrap();
-    let titles: Vec<String> = grid
+    // A space between groups of rows sharing their first key (when there is another).
+    let keys = grid.columns.iter().filter(|c| c.show == Show::Key).count();
+    let first_key = grid
         .columns
         .iter()
-        .map(|c| escape::latex(&c.title))
-        .collect();
-    writeln!(out, "{} \\\\\n\\midrule", titles.join(" & ")).unwrap();
-    let first_key = grid.columns.iter().position(|c| c.show == Show::Key);
+        .position(|c| c.show == Show::Key)
+        .filter(|_| keys > 1);
     for (r, row) in grid.rows.iter().enumerate() {
         if let Some(k) = first_key
             && r > 0
@@ -237,6 +428,12 @@ pub fn latex(grid: &Grid) -> String {
             .enumerate()
             .map(|(c, v)| {
                 let s = escape::latex(&v.display(false));
+                if wraps(grid, c) {
+                    return format!(
+                        "\\parbox[t]{{{KEY_WRAP_PT}pt}}{{\\raggedright {}}}",
+                        s.replace(',', ",\\allowbreak{}")
+                    );
+                }
                 if grid.is_best(r, c) {
                     format!("\\textbf{{{s}}}")
                 } else {
@@ -246,17 +443,15 @@ pub fn latex(grid: &Grid) -> String {
             .collect();
         writeln!(out, "{} \\\\", cells.join(" & ")).unwrap();
     }
-    writeln!(out, "\\bottomrule\n\\end{{tabular}}").unwrap();
-    let mut caption = escape::latex(&grid.title);
-    for n in &grid.notes {
-        caption.push_str(&format!("; {}", escape::latex(n)));
+    if long {
+        writeln!(out, "\\end{{longtable}}\n\\endgroup").unwrap();
+    } else {
+        writeln!(
+            out,
+            "\\bottomrule\n\\end{{tabular}}\n{caption}\n\\end{{table}}"
+        )
+        .unwrap();
     }
-    writeln!(
-        out,
-        "\\caption{{{caption}. Rates in \\%; bold: best defense per column.}}\n\\label{{tab:{}}}\n\\end{{table}}",
-        grid.id
-    )
-    .unwrap();
     out
 }
 
@@ -317,7 +512,7 @@ mod tests {
 
     #[test]
     fn latex_is_booktabs_and_escaped() {
-        let l = latex(&essential(&grid()));
+        let l = latex(&essential(&grid()), LatexNotes::default());
         for part in [
             "\\toprule",
             "\\midrule",

@@ -1,6 +1,7 @@
 //! Reports: the summary table (terminal, Markdown), CSV and JSON for notebooks, and the
 //! before/after comparison CI gates on. Every report says when results are simulated.
 
+pub mod ablation;
 pub mod agreement;
 pub mod columns;
 pub mod compare;
@@ -487,6 +488,9 @@ pub fn document(
         summary.breakdown = loaded.aggregate.breakdown();
     }
     let mut tables = tables::paper_tables(&summary.rows, &views, &summary.breakdown);
+    if let [dir] = dirs {
+        paired_ablation(&mut tables, dir, &loaded, &summary, &views)?;
+    }
     let beside = reference.map(|refs| published::beside(&loaded.aggregate, &summary.rows, refs));
     let beside = beside.map(|b| {
         tables.push(b.grid);
@@ -522,6 +526,59 @@ pub fn document(
         runs: loaded.dirs,
         duplicates: loaded.duplicates,
     })
+}
+
+/// The ablation table of one run of one model with a `sieve` row, as `ablate` prints it:
+/// each figure beside its difference from `sieve`, and the paired p of the ASR
+/// difference over the same episodes (read from the run's records).
+fn paired_ablation(
+    tables: &mut [Grid],
+    dir: &Path,
+    loaded: &runs::Loaded,
+    summary: &Summary,
+    views: &tables::Views,
+) -> Result<(), String> {
+    let Some(at) = tables.iter().position(|g| g.id == "ablation") else {
+        return Ok(());
+    };
+    let model = match summary.rows.first() {
+        Some(r) if summary.rows.iter().all(|x| x.model == r.model) => r.model.clone(),
+        _ => return Ok(()),
+    };
+    if !views
+        .per_defense
+        .iter()
+        .any(|r| r.defense == ablation::REFERENCE)
+    {
+        return Ok(());
+    }
+    let order: Vec<String> = views
+        .per_defense
+        .iter()
+        .map(|r| r.defense.clone())
+        .collect();
+    let mut rows = ablation::rows(&summary.rows, &order);
+    let episodes = dir.join(crate::record::EPISODES);
+    let records = crate::aggregate::pairs::PairTable::read(&episodes)
+        .map_err(|e| format!("cannot read {}: {e}", episodes.display()))?;
+    let policy = loaded.errors_as;
+    ablation::pair_with_reference(&mut rows, &records, |base, new| {
+        policy.for_suites(base.iter().chain(new).map(|(_, o)| o.own))
+    });
+    let a = ablation::Ablation {
+        simulated: summary.simulated,
+        // The banner is added to every table below.
+        note: None,
+        model,
+        rows,
+        footnotes: ablation::FOOTNOTES.iter().map(|s| s.to_string()).collect(),
+    };
+    let mut g = ablation::grid(&a);
+    g.id = "ablation".into();
+    g.title = "Ablation (every suite pooled; Δ and paired p against sieve)".into();
+    g.links = vec![None; g.rows.len()];
+    tables[at] = g;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -783,7 +783,7 @@ pub fn per_class(rows: &[BreakdownRow]) -> Grid {
 }
 
 /// Where a defense name is a sweep point (`sieve@threshold=0.4`): the setting and value.
-fn sweep_point(defense: &str) -> Option<(&str, f64)> {
+pub fn sweep_point(defense: &str) -> Option<(&str, f64)> {
     let (_, point) = defense.split_once('@')?;
     let (setting, value) = point.split_once('=')?;
     Some((setting, value.parse().ok()?))
