@@ -17,7 +17,6 @@ aside#drill{display:none;position:fixed;top:0;right:0;width:min(720px,92vw);heig
 aside#drill.open{display:block}button.close{float:right;font-size:18px;border:0;background:none;cursor:pointer}
 .tablewrap{max-width:100%;overflow-x:auto}.badge{font-size:11px;font-weight:400;background:#fff3cd;border:1px solid #e0c36a;border-radius:8px;padding:0 6px;margin-left:8px;vertical-align:middle;text-decoration:none;color:#6b5500}
 td small{display:block;color:#666;font-size:11px}td.wrap{white-space:normal;min-width:11em}
-@media (max-width:1100px){main{padding:10px 12px}th,td{padding:2px 4px;font-size:13px}th{min-width:0}td small{display:none}}
 details.more{margin:2px 0 6px}details.more summary{cursor:pointer;color:#0a58ca;font-size:13px}
 .plots figure a.svg{font-size:12px}
 h1{font-size:22px;margin:4px 0 8px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd}
@@ -34,6 +33,8 @@ g.drill:hover circle.point,g.drill:hover rect{stroke:#000;stroke-width:1.5}
 .tag{display:inline-block;padding:0 6px;border-radius:8px;font-size:11px;color:#fff}
 .tag.attacked{background:#D55E00}.tag.defended{background:#009E73}.tag.clean{background:#0072B2}.tag.error{background:#555}
 .foot{color:#555;font-size:12px}
+/* Last, so that it overrides the rules above at narrow widths. */
+@media (max-width:1100px){main{padding:10px 12px}th,td{padding:2px 4px;font-size:13px}th{min-width:0}td small{display:none}}
 "#;
 
 /// Shows the episodes of the cell an element names (its `data-*` attributes; a missing
