@@ -90,15 +90,19 @@ pub struct Paths {
 }
 
 impl Paths {
+    /// This build's identity in the proof cache (`suite::proof_cache::build_id`); `None`
+    /// when the cache is off, so nothing is looked up or kept.
+    pub fn proof_build(&self) -> Option<String> {
+        self.proofs
+            .is_some()
+            .then(crate::suite::proof_cache::build_id)
+            .flatten()
+    }
+
     /// A token counter that keeps its counts in this build's folder of the proof cache
     /// (see `model::tokens`); with the cache off, one that keeps nothing.
     pub fn token_counter(&self) -> Result<Arc<TokenCounter>, CliError> {
-        let build = self
-            .proofs
-            .is_some()
-            .then(crate::suite::proof_cache::build_id)
-            .flatten();
-        TokenCounter::cached(self.proofs.as_deref(), build.as_deref())
+        TokenCounter::cached(self.proofs.as_deref(), self.proof_build().as_deref())
             .map(Arc::new)
             .map_err(CliError::bad_input)
     }

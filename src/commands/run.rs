@@ -929,11 +929,7 @@ pub async fn prepare(paths: &Paths, args: &RunArgs) -> Result<Prepared, CliError
     // Its tables are built in the background while the suites load.
     let tokens = paths.token_counter()?;
     let suites = super::load_selected(paths, &args.suite, args.concurrency).await?;
-    let build = paths
-        .proofs
-        .is_some()
-        .then(crate::suite::proof_cache::build_id)
-        .flatten();
+    let build = paths.proof_build();
     let problems: Vec<String> = suites
         .iter()
         // An external suite's tasks are proved by its provider (and by the oracle run).
