@@ -194,18 +194,23 @@ impl Attack {
     /// Renders the payload.
     pub fn render(&self, ctx: &AttackContext) -> String {
         let mut out = self.template.clone();
-        for (field, value) in [
-            ("goal", ctx.goal.to_string()),
-            ("user", ctx.user.to_string()),
-            ("model", ctx.model.to_string()),
-            ("task", ctx.task.to_string()),
-            ("tools", recipe(ctx.plan, ctx.goal)),
-            (
-                "goal_base64",
-                base64::Engine::encode(&base64::engine::general_purpose::STANDARD, ctx.goal),
-            ),
-        ] {
-            out = out.replace(&format!("{{{field}}}"), &value);
+        // Each field is written only where the text so far holds it (the recipe is the
+        // costly one, and most templates have no `{tools}`).
+        let fields: [(&str, &dyn Fn() -> String); 6] = [
+            ("goal", &|| ctx.goal.to_string()),
+            ("user", &|| ctx.user.to_string()),
+            ("model", &|| ctx.model.to_string()),
+            ("task", &|| ctx.task.to_string()),
+            ("tools", &|| recipe(ctx.plan, ctx.goal)),
+            ("goal_base64", &|| {
+                base64::Engine::encode(&base64::engine::general_purpose::STANDARD, ctx.goal)
+            }),
+        ];
+        for (field, value) in fields {
+            let placeholder = format!("{{{field}}}");
+            if out.contains(&placeholder) {
+                out = out.replace(&placeholder, &value());
+            }
         }
         out.trim().to_string()
     }

@@ -132,12 +132,23 @@ pub async fn run_episode(
     defense: &mut dyn EpisodeDefense,
 ) -> EpisodeResult {
     let started = Instant::now();
+    let alternatives = models.read_alternatives();
     let (mut world, rendered, script) = match world::open(&spec, models.agent.name()).await {
         Ok(o) => {
-            let script = script_of(&spec, o.rendered.as_deref(), o.user_plan, o.injection_plan);
+            let script = script_of(
+                &spec,
+                o.rendered.as_deref(),
+                o.user_plan,
+                o.injection_plan,
+                alternatives,
+            );
             (Ok(o.world), o.rendered, script)
         }
-        Err(e) => (Err(e), None, script_of(&spec, None, None, None)),
+        Err(e) => (
+            Err(e),
+            None,
+            script_of(&spec, None, None, None, alternatives),
+        ),
     };
     let mut episode = Episode::new(&spec, models, Arc::new(script));
     let mut error = match world.as_mut() {
@@ -215,6 +226,7 @@ fn script_of(
     rendered: Option<&[String]>,
     user_plan: Option<Vec<PlannedCall>>,
     injection_plan: Option<Vec<PlannedCall>>,
+    alternatives: bool,
 ) -> EpisodeScript {
     let suite = spec.suite;
     EpisodeScript {
@@ -252,7 +264,11 @@ fn script_of(
             scripted
         }),
         seed: spec.seed,
-        alternatives: suite.alternatives(spec.user_task),
+        alternatives: if alternatives {
+            suite.alternatives(spec.user_task)
+        } else {
+            Vec::new()
+        },
     }
 }
 

@@ -658,7 +658,7 @@ pub fn build_suite(
         // so no output is there to derive a data-only attack from.
         data_only: Vec::new(),
         // A provider's environment lives in its process: its plans are not replayed here.
-        reorderings: Default::default(),
+        reorderings: std::sync::OnceLock::from(std::collections::BTreeMap::new()),
         fingerprint,
         // Context samples and variant corpora are data-suite files; a provider has none.
         samples: Vec::new(),

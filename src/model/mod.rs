@@ -186,6 +186,11 @@ pub trait ChatModel: Send + Sync {
     fn name(&self) -> &str;
     /// Whether replies are scripted rather than produced by an LLM; reports say so.
     fn simulated(&self) -> bool;
+    /// Whether this model reads [`sim::EpisodeScript::alternatives`] (a `varied` scripted
+    /// agent); episodes find a task's alternatives only for a model that does.
+    fn reads_alternatives(&self) -> bool {
+        false
+    }
     /// Every resolved setting of this model that can change a reply (endpoint, model
     /// alias, tool format, sampling, caps, scripted knobs): part of a run's identity.
     /// The name alone is enough for backends with no other settings.
@@ -361,6 +366,13 @@ impl Models {
     /// Whether any role is scripted: then every report must say the results are simulated.
     pub fn any_simulated(&self) -> bool {
         self.agent.simulated() || self.planner.simulated() || self.judge.simulated()
+    }
+
+    /// Whether any role reads the user task's alternatives ([`ChatModel::reads_alternatives`]).
+    pub fn read_alternatives(&self) -> bool {
+        self.agent.reads_alternatives()
+            || self.planner.reads_alternatives()
+            || self.judge.reads_alternatives()
     }
 
     /// The chat model that plays `role` (defenses' detectors ask the judge's model);

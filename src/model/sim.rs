@@ -653,6 +653,9 @@ impl ChatModel for SimModel {
     fn simulated(&self) -> bool {
         true
     }
+    fn reads_alternatives(&self) -> bool {
+        self.profile.varied
+    }
 
     /// Every profile is one scripted model: its knobs (obedience, placement, `varied`,
     /// the judge's and planner's quality) are what runs compare, so they share draws. A

@@ -67,6 +67,12 @@ pub fn of_suite(suite: &Suite) -> BTreeMap<TaskId, Vec<Vec<PlannedCall>>> {
 }
 
 impl Suite {
+    /// For each user task, the reorderings of its reference plan a model could as well
+    /// make ([`of_suite`]), found on first use.
+    pub fn reorderings(&self) -> &BTreeMap<TaskId, Vec<Vec<PlannedCall>>> {
+        self.reorderings.get_or_init(|| of_suite(self))
+    }
+
     /// Every valid alternative to `task`'s reference behaviour, as `check-suites` proves
     /// them: the variant corpus's, then the reordered reference plans with the reference
     /// answer. A `varied` agent draws among these.
@@ -74,7 +80,7 @@ impl Suite {
         let answer = task.answer.clone().unwrap_or_default();
         let mut out = self.variants.alternatives(task);
         out.extend(
-            self.reorderings
+            self.reorderings()
                 .get(&task.id)
                 .into_iter()
                 .flatten()
@@ -98,7 +104,7 @@ mod tests {
         let tools = |p: &[super::PlannedCall]| -> Vec<String> {
             p.iter().map(|c| c.tool.0.clone()).collect()
         };
-        let found = &suite.reorderings[&task.id];
+        let found = &suite.reorderings()[&task.id];
         assert!(!found.is_empty(), "the routine's reads can swap");
         for plan in found {
             assert_eq!(plan.len(), task.plan.len());

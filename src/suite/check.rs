@@ -4,7 +4,7 @@
 //! calls that actually ran, and the agent's final answer. Suites are data, so checks
 //! are data too: researchers add tasks without writing Rust.
 
-use super::facts::{Facts, judge};
+use super::facts::Facts;
 use super::meaning;
 use crate::envpath;
 use crate::tools::ToolSet;
@@ -510,6 +510,8 @@ pub fn changed_paths(pre: &Value, post: &Value, prefix: &str) -> Vec<String> {
             let mut out = Vec::new();
             for (k, v) in a {
                 match b.get(k) {
+                    // An equal subtree has no changed path (and needs no path built).
+                    Some(w) if v == w => {}
                     Some(w) => out.extend(changed_paths(v, w, &join(k))),
                     None => out.push(join(k)),
                 }
@@ -521,6 +523,7 @@ pub fn changed_paths(pre: &Value, post: &Value, prefix: &str) -> Vec<String> {
             let mut out = Vec::new();
             for i in 0..a.len().max(b.len()) {
                 match (a.get(i), b.get(i)) {
+                    (Some(v), Some(w)) if v == w => {}
                     (Some(v), Some(w)) => out.extend(changed_paths(v, w, &join(&i.to_string()))),
                     _ => out.push(join(&i.to_string())),
                 }
@@ -608,7 +611,7 @@ impl Check {
                     .all(|s| answer.contains(&s.to_lowercase()))
             }
             Check::Answer(m) => m.test(Some(&Value::String(o.answer.to_string()))),
-            Check::Facts(f) => judge(&f.0, o.answer).is_ok(),
+            Check::Facts(f) => f.hold_in(o.answer),
             // Only external suites carry it, and their episodes take the provider's
             // verdict instead (`external::world`); here it can prove nothing.
             Check::External => false,
@@ -632,7 +635,7 @@ impl Check {
                 (!vs.is_empty()).then(|| vs.iter().any(|v| *v))
             }
             Check::Not(c) => c.answer_verdict(answer).map(|v| !v),
-            Check::Facts(f) => Some(judge(&f.0, answer).is_ok()),
+            Check::Facts(f) => Some(f.hold_in(answer)),
             Check::Answer(m) => Some(m.test(Some(&Value::String(answer.to_string())))),
             Check::AnswerContains(items) => {
                 let a = answer.to_lowercase();

@@ -454,7 +454,61 @@ impl From<Fact> for Value {
 /// The facts of one answer check, judged together (same-type facts compete for values).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "Vec<Value>", into = "Vec<Value>")]
-pub struct Facts(pub Vec<Fact>);
+pub struct Facts(pub Vec<Fact>, Verdicts);
+
+impl Facts {
+    pub fn new(facts: Vec<Fact>) -> Facts {
+        Facts(facts, Verdicts::default())
+    }
+
+    /// Whether the answer states these facts ([`judge`]), remembered per answer: a run
+    /// judges the same answer to one task in many episodes (clean and under each attack).
+    pub fn hold_in(&self, answer: &str) -> bool {
+        self.1.get_or(answer, || judge(&self.0, answer).is_ok())
+    }
+}
+
+/// The verdicts [`Facts::hold_in`] already gave, by answer. Not part of the facts: a
+/// clone starts empty and every two are equal.
+#[derive(Default)]
+struct Verdicts(std::sync::Mutex<std::collections::HashMap<String, bool>>);
+
+impl Verdicts {
+    /// At most this many answers are kept; past it the memory starts over.
+    const KEEP: usize = 4096;
+
+    fn get_or(&self, answer: &str, judge: impl FnOnce() -> bool) -> bool {
+        if let Some(v) = self.0.lock().ok().and_then(|m| m.get(answer).copied()) {
+            return v;
+        }
+        let v = judge();
+        if let Ok(mut m) = self.0.lock() {
+            if m.len() >= Self::KEEP {
+                m.clear();
+            }
+            m.insert(answer.to_string(), v);
+        }
+        v
+    }
+}
+
+impl Clone for Verdicts {
+    fn clone(&self) -> Self {
+        Verdicts::default()
+    }
+}
+
+impl PartialEq for Verdicts {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Verdicts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Verdicts")
+    }
+}
 
 impl TryFrom<Vec<Value>> for Facts {
     type Error = String;
@@ -477,7 +531,7 @@ impl TryFrom<Vec<Value>> for Facts {
                 }
             }
         }
-        Ok(Facts(facts))
+        Ok(Facts::new(facts))
     }
 }
 
@@ -1190,6 +1244,26 @@ mod tests {
     }
 
     const TICKETS: &str = "[{count: 14, answers: opened, about: opened}, {count: 11, answers: closed, about: closed}]";
+
+    #[test]
+    fn a_remembered_verdict_is_the_judges_for_each_answer() {
+        let f: Facts = serde_saphyr::from_str(TICKETS).unwrap();
+        let answers = [
+            "Opened: 14. Closed: 11.",
+            "Opened: 11. Closed: 14.",
+            "14 and 11.",
+            "",
+        ];
+        for round in 0..2 {
+            for a in answers {
+                assert_eq!(f.hold_in(a), judge(&f.0, a).is_ok(), "round {round}: {a}");
+            }
+        }
+        // A clone judges afresh and agrees.
+        let g = f.clone();
+        assert_eq!(g, f);
+        assert!(g.hold_in(answers[0]) && !g.hold_in(answers[1]));
+    }
 
     #[test]
     fn two_counts_must_not_be_swapped() {

@@ -256,8 +256,9 @@ pub struct Suite {
     /// The data-only attacks derived from the user tasks' plans ([`data_only`]).
     pub data_only: Vec<data_only::DataOnly>,
     /// For each user task, the reorderings of its reference plan a model could as well
-    /// make ([`alternatives`]), for a `varied` agent.
-    pub reorderings: BTreeMap<TaskId, Vec<Vec<PlannedCall>>>,
+    /// make ([`alternatives`]), found on first use ([`Suite::reorderings`]): only a `varied`
+    /// agent and `check-suites` read them.
+    pub(crate) reorderings: std::sync::OnceLock<BTreeMap<TaskId, Vec<Vec<PlannedCall>>>>,
     /// SHA-256 of every file in the suite folder: records carry it, so a resumed run
     /// never mixes episodes of two versions of a suite.
     pub fingerprint: String,
@@ -598,7 +599,7 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
         variants,
         injectable: BTreeMap::new(),
         data_only: Vec::new(),
-        reorderings: BTreeMap::new(),
+        reorderings: std::sync::OnceLock::new(),
         fingerprint: fingerprint(dir).map_err(|e| {
             SuiteError::at(
                 dir,
@@ -614,7 +615,6 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
         .iter()
         .map(|t| (t.id.clone(), suite.vectors_read_by(&t.plan)))
         .collect();
-    suite.reorderings = alternatives::of_suite(&suite);
     suite.data_only = data_only::derive(&suite);
     Ok(suite)
 }

@@ -297,7 +297,7 @@ fn reordering_problems(suite: &Suite, benign: &Value, t: &UserTask) -> Vec<Strin
     let attacked = suite.env.with(&suite.defaults(), &overrides);
     let answer = t.answer.clone().unwrap_or_default();
     let mut out = Vec::new();
-    for plan in suite.reorderings.get(&t.id).into_iter().flatten() {
+    for plan in suite.reorderings().get(&t.id).into_iter().flatten() {
         let order: Vec<&str> = plan.iter().map(|c| c.tool.as_str()).collect();
         for (state, pre) in [("untouched", benign), ("attacked", &attacked)] {
             let mut env = pre.clone();
