@@ -569,7 +569,9 @@ pub fn join_payloads<'s>(texts: impl Iterator<Item = &'s str>) -> String {
 /// Replays the executed calls on the pre-episode environment and returns the first one
 /// after which `check` holds (judged on the calls alone, without the final answer): the
 /// call whose effect a security check saw. Tools act only on the environment, so the
-/// replay reproduces the episode's effects exactly.
+/// replay reproduces the episode's effects exactly. A data suite's world watches for the
+/// same call as the episode goes instead (`world::LocalWorld`); this is the definition
+/// its tests hold it to.
 pub fn first_effect(
     suite: &Suite,
     check: &crate::suite::check::Check,

@@ -111,6 +111,7 @@ pub async fn open<'a>(spec: &EpisodeSpec<'a>, model: &str) -> Result<Opened<'a>,
             env: pre.clone(),
             pre,
             executed: Vec::new(),
+            effect: Effect::Unseen,
         }),
         rendered: None,
         user_plan: None,
@@ -126,6 +127,49 @@ pub struct LocalWorld<'a> {
     pre: Value,
     env: Value,
     executed: Vec<ExecutedCall>,
+    effect: Effect,
+}
+
+/// Where the injection task's security check first holds, watched call by call as the
+/// episode goes ([`crate::episode::first_effect`]'s answer without replaying the calls
+/// on a copy of the environment).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Effect {
+    /// No call yet.
+    Unseen,
+    /// The check did not hold before the first call nor after any call so far.
+    Watching,
+    /// The check held before any call: no call did it.
+    HeldBefore,
+    /// It first held after the call at this index of the executed calls.
+    At(usize),
+}
+
+impl LocalWorld<'_> {
+    /// Moves the watch on after a call was executed.
+    fn watch(&mut self) {
+        let Some(task) = self.injection else {
+            return;
+        };
+        let holds = |post: &Value, calls: &[ExecutedCall]| {
+            task.security.eval(&Outcome {
+                pre: &self.pre,
+                post,
+                calls,
+                answer: "",
+            })
+        };
+        if self.effect == Effect::Unseen {
+            self.effect = if holds(&self.pre, &[]) {
+                Effect::HeldBefore
+            } else {
+                Effect::Watching
+            };
+        }
+        if self.effect == Effect::Watching && holds(&self.env, &self.executed) {
+            self.effect = Effect::At(self.executed.len() - 1);
+        }
+    }
 }
 
 #[async_trait]
@@ -147,6 +191,7 @@ impl World for LocalWorld<'_> {
             args: args.clone(),
             ok: result.is_ok(),
         });
+        self.watch();
         Ok(match result {
             Ok(v) => ToolReply {
                 text: render(&v),
@@ -168,12 +213,9 @@ impl World for LocalWorld<'_> {
         };
         let security = self.injection.map(|t| t.security.eval_split(&outcome));
         let attack_success = security.map(|(v, _)| v);
-        // Attribution replays the calls on the pre-episode environment, which only this
-        // world holds.
-        let harmful_call = match (self.injection, attack_success) {
-            (Some(t), Some(true)) => {
-                crate::episode::first_effect(self.suite, &t.security, &self.pre, &self.executed)
-            }
+        // Attribution: the call after which the check first held, as watched.
+        let harmful_call = match (self.effect, attack_success) {
+            (Effect::At(k), Some(true)) => Some(k),
             _ => None,
         };
         let (utility, utility_split) = self.user_task.utility.eval_split(&outcome);
@@ -204,6 +246,7 @@ mod tests {
             env: pre.clone(),
             pre,
             executed: Vec::new(),
+            effect: Effect::Unseen,
         }
     }
 
@@ -234,5 +277,57 @@ mod tests {
         world.call("1", "send_money", &harmful).await.unwrap();
         let v = world.finish("Done.").await.unwrap();
         assert_eq!((v.attack_success, v.harmful_call), (None, None));
+    }
+
+    /// The call the world watched the check first hold after is the one a replay on the
+    /// pre-episode environment finds, for every injection task of two suites under
+    /// sequences of its own plan's calls, the user's plan's, and both interleaved.
+    #[tokio::test]
+    async fn the_watched_effect_is_the_replayed_one() {
+        let mut attributed = 0;
+        for dir in ["suites/dojo-style/banking", "suites/dojo-style/slack"] {
+            let suite = crate::suite::load(Path::new(dir)).unwrap();
+            for task in &suite.injection_tasks {
+                let user = &suite.user_tasks[0].plan;
+                let mixed: Vec<_> = user
+                    .iter()
+                    .zip(&task.plan)
+                    .flat_map(|(a, b)| [a, b])
+                    .collect();
+                let sequences: [Vec<&PlannedCall>; 4] = [
+                    task.plan.iter().collect(),
+                    user.iter().collect(),
+                    user.iter().chain(&task.plan).chain(user).collect(),
+                    mixed,
+                ];
+                for calls in sequences {
+                    let mut world = local(&suite, Some(task));
+                    for (i, c) in calls.iter().enumerate() {
+                        world
+                            .call(&i.to_string(), c.tool.as_str(), &c.args)
+                            .await
+                            .unwrap();
+                    }
+                    let replayed = crate::episode::first_effect(
+                        &suite,
+                        &task.security,
+                        &world.pre,
+                        &world.executed,
+                    );
+                    let v = world.finish("").await.unwrap();
+                    let expected = if v.attack_success == Some(true) {
+                        replayed
+                    } else {
+                        None
+                    };
+                    assert_eq!(v.harmful_call, expected, "{dir} {}", task.id.0);
+                    attributed += usize::from(expected.is_some());
+                }
+            }
+        }
+        assert!(
+            attributed > 10,
+            "only {attributed} sequences carried out an attack"
+        );
     }
 }
