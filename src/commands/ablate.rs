@@ -81,7 +81,7 @@ impl Sweep {
 pub use crate::report::ablation::{Ablation, AblationRow, FOOTNOTES, REFERENCE, grid, rows};
 
 /// The terminal table, fitted to `opts` like `run`'s.
-pub fn table(a: &Ablation, opts: &TextOptions) -> Result<String, String> {
+pub fn table(a: &Ablation, opts: &TextOptions) -> Result<String, crate::report::ReportError> {
     crate::report::text::render(&grid(a), opts)
 }
 

@@ -51,6 +51,30 @@ pub enum CliError {
     Panicked(String),
 }
 
+/// An input/output failure's kind decides its code: a file that is not there was named
+/// wrongly (bad input); any other failure to read or write one is the machine's (failed).
+fn io_failure(e: &std::io::Error, message: String) -> CliError {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        CliError::BadInput(message)
+    } else {
+        CliError::Failed(message)
+    }
+}
+
+impl From<crate::report::ReportError> for CliError {
+    fn from(e: crate::report::ReportError) -> Self {
+        use crate::report::ReportError as E;
+        let message = e.to_string();
+        match &e {
+            E::Read { source, .. } | E::ReadReference { source, .. } => io_failure(source, message),
+            E::NoRun | E::NotARun { .. } | E::Mismatch(_) | E::Malformed(_) | E::Unknown(_) => {
+                CliError::BadInput(message)
+            }
+            E::Usage(_) => CliError::BadInput(message),
+        }
+    }
+}
+
 /// Exit code for bad input (malformed suite, unknown name, bad flag value).
 pub const EXIT_BAD_INPUT: i32 = 2;
 
@@ -239,4 +263,32 @@ pub async fn load_selected(
         }
     }
     Ok(suites)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::ReportError;
+
+    /// The kind of a failure, not the command meeting it, decides the code.
+    #[test]
+    fn a_read_failure_exits_by_its_kind() {
+        let read = |kind| ReportError::Read {
+            path: "r/traces.jsonl".into(),
+            source: std::io::Error::from(kind),
+        };
+        let code = |e: ReportError| CliError::from(e).exit_code();
+        assert_eq!(code(read(std::io::ErrorKind::IsADirectory)), 1);
+        assert_eq!(code(read(std::io::ErrorKind::PermissionDenied)), 1);
+        assert_eq!(code(read(std::io::ErrorKind::NotFound)), EXIT_BAD_INPUT);
+        let e = CliError::from(ReportError::NotARun {
+            dir: "x".into(),
+            summary_would_do: true,
+        });
+        assert_eq!(e.exit_code(), EXIT_BAD_INPUT);
+        assert_eq!(
+            e.to_string(),
+            "x has neither episodes.jsonl nor summary.json: not a run directory"
+        );
+    }
 }

@@ -1224,7 +1224,7 @@ fn summarise(
     manifest: &Manifest,
     order: report::Order,
 ) -> Result<Summary, CliError> {
-    let mut summary = report::from_dir(out).map_err(CliError::failed)?;
+    let mut summary = report::from_dir(out)?;
     summary
         .footnotes
         .extend(runner::manifest::lineage_notes(&manifest.served_models));
@@ -1259,7 +1259,7 @@ pub fn tables_text(
     out: &std::path::Path,
     options: &report::TextOptions,
 ) -> Result<String, CliError> {
-    let mut text = report::table(summary, options).map_err(CliError::bad_input)?;
+    let mut text = report::table(summary, options)?;
     let mut defenses: Vec<&str> = summary.rows.iter().map(|r| r.defense.as_str()).collect();
     defenses.sort();
     defenses.dedup();
@@ -1275,7 +1275,10 @@ pub fn tables_text(
 }
 
 /// The paper's main table of a finished run, with its title.
-fn main_table(out: &std::path::Path, options: &report::TextOptions) -> Result<String, String> {
+fn main_table(
+    out: &std::path::Path,
+    options: &report::TextOptions,
+) -> Result<String, report::ReportError> {
     let doc = report::document(std::slice::from_ref(&out.to_path_buf()), 0, None)?;
     let Some(mut main) = doc.tables.into_iter().find(|g| g.id == "main") else {
         return Ok(String::new());
