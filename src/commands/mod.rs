@@ -75,6 +75,31 @@ impl From<crate::report::ReportError> for CliError {
     }
 }
 
+impl From<crate::defense::sieve::config::SieveConfigError> for CliError {
+    fn from(e: crate::defense::sieve::config::SieveConfigError) -> Self {
+        use crate::defense::sieve::config::SieveConfigError as E;
+        let message = e.to_string();
+        match &e {
+            E::Read { source, .. } => io_failure(source, message),
+            E::Invalid { .. } | E::UnknownVariant { .. } | E::Setting(_) => {
+                CliError::BadInput(message)
+            }
+        }
+    }
+}
+
+impl From<crate::defense::BuildError> for CliError {
+    fn from(e: crate::defense::BuildError) -> Self {
+        use crate::defense::BuildError as E;
+        match e {
+            E::Sieve(e) => e.into(),
+            e @ (E::Unknown { .. } | E::Variant(_) | E::Plugin(_)) => {
+                CliError::BadInput(e.to_string())
+            }
+        }
+    }
+}
+
 /// Exit code for bad input (malformed suite, unknown name, bad flag value).
 pub const EXIT_BAD_INPUT: i32 = 2;
 

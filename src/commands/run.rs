@@ -457,14 +457,11 @@ pub fn defense_options(
     use crate::defense::sieve::config::{SieveConfig, Weights};
     let default = paths.configs.join("sieve.toml");
     let config = match sieve_config {
-        Some(p) => SieveConfig::load(p).map_err(CliError::bad_input)?,
-        None if default.is_file() => SieveConfig::load(&default).map_err(CliError::bad_input)?,
+        Some(p) => SieveConfig::load(p)?,
+        None if default.is_file() => SieveConfig::load(&default)?,
         None => SieveConfig::builtin(),
     };
-    let weights = weights
-        .map(Weights::parse_adhoc)
-        .transpose()
-        .map_err(CliError::bad_input)?;
+    let weights = weights.map(Weights::parse_adhoc).transpose()?;
     Ok(crate::defense::BuildOptions {
         sieve_config: Some(Arc::new(config)),
         weights,
@@ -909,7 +906,7 @@ fn build_defenses(
 ) -> Result<Vec<Arc<dyn crate::defense::Defense>>, CliError> {
     let mut defenses: Vec<Arc<dyn crate::defense::Defense>> = Vec::new();
     for d in crate::defense::expand(&args.defense) {
-        let built = crate::defense::build_with(&d, options).map_err(CliError::bad_input)?;
+        let built = crate::defense::build_with(&d, options)?;
         // `none,none` or `sieve,sieve:full` name one defense: running it twice would
         // count every episode twice.
         if !defenses.iter().any(|x| x.name() == built.name()) {

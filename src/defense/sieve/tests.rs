@@ -473,7 +473,13 @@ fn defense_names_build_and_unknown_ones_fail() {
     assert_eq!(build("sieve:full").unwrap().name(), "sieve");
     assert_eq!(build("sieve:no-causal").unwrap().name(), "sieve:no-causal");
     assert_eq!(build("audit").unwrap().name(), "audit");
-    assert!(build("sieve:no-such").err().unwrap().contains("no-causal"));
+    assert!(
+        build("sieve:no-such")
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("no-causal")
+    );
     assert!(build("audit:no-sem").is_err());
     let opts = BuildOptions {
         sieve_config: None,
