@@ -102,6 +102,8 @@ pub struct DefenseCtx<'a> {
     /// The conversation so far.
     pub history: &'a [Message],
     pub models: &'a Models,
+    /// The episode's seed: every model call a hook makes carries it.
+    pub seed: u64,
     pub script: Option<&'a Arc<EpisodeScript>>,
     pub meter: &'a mut CostMeter,
     pub stats: &'a mut DefenseStats,
@@ -125,6 +127,7 @@ impl DefenseCtx<'_> {
             messages,
             tools: &[],
             json: true,
+            seed: Some(self.seed),
             sim: self.script.map(|s| SimChannel {
                 script: s.clone(),
                 hint: sim_hint,
@@ -151,6 +154,7 @@ impl DefenseCtx<'_> {
             messages,
             tools,
             json,
+            seed: Some(self.seed),
             sim: self.script.map(|s| SimChannel {
                 script: s.clone(),
                 hint: sim_hint,

@@ -93,7 +93,6 @@ impl Harness {
                 Vec::new(),
                 false,
             )),
-            seed: 7,
             alternatives: Vec::new(),
         });
         Harness {
@@ -116,6 +115,7 @@ impl Harness {
             tools: &mut self.tools,
             history: &self.history,
             models: &self.models,
+            seed: 7,
             script: Some(&self.script),
             meter: &mut self.meter,
             stats: &mut self.stats,
