@@ -100,6 +100,15 @@ impl From<crate::defense::BuildError> for CliError {
     }
 }
 
+impl From<crate::model::tokens::TokenError> for CliError {
+    fn from(e: crate::model::tokens::TokenError) -> Self {
+        match e {
+            // The machine could not start a thread: nothing the user gave was wrong.
+            crate::model::tokens::TokenError::Spawn(_) => CliError::Failed(e.to_string()),
+        }
+    }
+}
+
 /// Exit code for bad input (malformed suite, unknown name, bad flag value).
 pub const EXIT_BAD_INPUT: i32 = 2;
 
@@ -153,7 +162,7 @@ impl Paths {
     pub fn token_counter(&self) -> Result<Arc<TokenCounter>, CliError> {
         TokenCounter::cached(self.proofs.as_deref(), self.proof_build().as_deref())
             .map(Arc::new)
-            .map_err(CliError::bad_input)
+            .map_err(CliError::from)
     }
 
     pub fn resolve(

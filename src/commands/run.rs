@@ -350,7 +350,7 @@ pub fn build_models(
     planner: Option<&str>,
     judge: Option<&str>,
 ) -> Result<Models, CliError> {
-    let tokens = Arc::new(TokenCounter::new().map_err(CliError::bad_input)?);
+    let tokens = Arc::new(TokenCounter::new()?);
     let factory = ModelFactory::new(ModelOptions::default(), Default::default(), tokens)
         .map_err(CliError::bad_input)?;
     build_models_with(&factory, model, planner, judge)
