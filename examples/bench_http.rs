@@ -171,6 +171,7 @@ async fn main() {
                         messages: &msgs,
                         tools: &[],
                         json: false,
+                        seed: None,
                         sim: None,
                     })
                     .await

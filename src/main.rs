@@ -241,10 +241,10 @@ fn ablate_command(paths: &Paths, args: AblateArgs, table: &TableFlags) -> Result
     let quiet = args.run.quiet;
     let report = runtime()?.block_on(commands::ablate::ablate(paths, args))?;
     if !quiet {
-        show(
-            &commands::ablate::table(&report.ablation, &table.options())
-                .map_err(CliError::bad_input)?,
-        );
+        show(&commands::ablate::table(
+            &report.ablation,
+            &table.options(),
+        )?);
     }
     finish(&report.run)
 }

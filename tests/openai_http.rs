@@ -37,6 +37,7 @@ async fn ask(m: &Arc<dyn ChatModel>) -> Result<sieve_bench::model::ChatReply, Mo
         messages: &msgs,
         tools: &[],
         json: false,
+        seed: None,
         sim: None,
     })
     .await
@@ -842,3 +843,50 @@ async fn a_reply_body_over_the_cap_fails_the_call_unread() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Every request of an episode carries the episode's seed (31 bits, as OpenAI-compatible
+/// servers take it), from the request itself since `ChatRequest` carries it. The values
+/// are those the wire carried when the backend read the seed from the scripted side
+/// channel: a seed that moved would make a recorded run unrepeatable.
+#[tokio::test]
+async fn each_episode_sends_its_own_seed_as_it_did_before() {
+    let server = MockServer::start().await;
+    let fake = PlanFollower::new(vec![banking()]);
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(fake.clone())
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = run_args(
+        dir.path(),
+        &format!("{}/v1", server.uri()),
+        ModelOptions::default(),
+    );
+    args.user_tasks = Some(vec!["user_task_0".into()]);
+    args.injection_tasks = Some(vec!["injection_task_0".into()]);
+    let report = sieve_bench::commands::run::run(&paths(), args)
+        .await
+        .unwrap();
+    assert_eq!(report.outcome.ran, 2);
+    // The pre-flight check belongs to no episode: it sends no seed.
+    let mut seeds: Vec<u64> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .filter_map(|r| {
+            let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+            let seed = body["seed"].as_u64();
+            assert_eq!(seed.is_none(), body["max_tokens"] == 16, "{body}");
+            seed
+        })
+        .collect();
+    seeds.sort();
+    seeds.dedup();
+    assert_eq!(seeds, GOLDEN_SEEDS, "one seed per episode, as before");
+}
+
+/// The seeds of banking's user_task_0 clean and against injection_task_0 (run seed 0),
+/// read from the wire at main abb7d69, before `ChatRequest` carried the seed.
+const GOLDEN_SEEDS: [u64; 2] = [1_232_913_618, 1_644_136_744];

@@ -385,3 +385,58 @@ fn latex_of_24_defenses_fits_the_text_width() {
     );
     assert!(tmp.path().join("paper.pdf").exists());
 }
+
+/// One kind of failure, one exit code, whichever command meets it: a run folder whose
+/// `traces.jsonl` is a directory cannot be read by `report` nor appended to by `run`, and
+/// both exit 1 (an input/output failure), while a folder that is no run at all is bad
+/// input (2). `report` used to exit 2 here and `run` 1.
+#[test]
+fn an_unreadable_run_folder_exits_alike_from_report_and_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let args = [
+        "run",
+        "--suite",
+        "banking",
+        "--attack",
+        "important",
+        "--defense",
+        "none",
+        "--shard",
+        "0/20",
+    ];
+    bench(tmp.path())
+        .args(args)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    std::fs::remove_file(out.join("traces.jsonl")).unwrap();
+    std::fs::create_dir(out.join("traces.jsonl")).unwrap();
+    let report = bench(tmp.path())
+        .args(["report", "--format", "html"])
+        .arg(&out)
+        .assert()
+        .code(1);
+    let err = String::from_utf8_lossy(&report.get_output().stderr).into_owned();
+    assert!(
+        err.contains("cannot read") && err.contains("traces.jsonl"),
+        "{err}"
+    );
+    // Resuming appends to the same file: the same kind of failure, the same code.
+    let run = bench(tmp.path())
+        .args(args)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .code(1);
+    let err = String::from_utf8_lossy(&run.get_output().stderr).into_owned();
+    assert!(err.contains("writing results to"), "{err}");
+    // Not a run folder at all: bad input.
+    bench(tmp.path())
+        .arg("report")
+        .arg(tmp.path())
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("not a run directory"));
+}

@@ -81,7 +81,7 @@ impl Sweep {
 pub use crate::report::ablation::{Ablation, AblationRow, FOOTNOTES, REFERENCE, grid, rows};
 
 /// The terminal table, fitted to `opts` like `run`'s.
-pub fn table(a: &Ablation, opts: &TextOptions) -> Result<String, String> {
+pub fn table(a: &Ablation, opts: &TextOptions) -> Result<String, crate::report::ReportError> {
     crate::report::text::render(&grid(a), opts)
 }
 
@@ -343,12 +343,8 @@ pub fn defenses(
     config: &crate::defense::sieve::config::SieveConfig,
     only: Option<&[String]>,
 ) -> Result<Vec<String>, CliError> {
-    if let Some(only) = only
-        && let Some(bad) = only.iter().find(|v| config.variant(v).is_err())
-    {
-        return Err(CliError::bad_input(
-            config.variant(bad).err().unwrap_or_default(),
-        ));
+    for v in only.unwrap_or_default() {
+        config.variant(v)?;
     }
     let first = &config.variants[0].name;
     let mut out = vec![

@@ -147,8 +147,7 @@ pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Outcomes, PathBu
     )
     .await?;
     let options = super::run::defense_options(paths, None, None)?;
-    let defense =
-        crate::defense::build_with(&args.defense, &options).map_err(CliError::bad_input)?;
+    let defense = crate::defense::build_with(&args.defense, &options)?;
     let all =
         crate::attack::load_all(&paths.attacks).map_err(|e| CliError::bad_input(e.to_string()))?;
     let seeds = crate::attack::select(&all, &args.seeds_from)
@@ -352,7 +351,7 @@ pub async fn transfer(
     let mut defenses = Vec::new();
     let mut names = Vec::new();
     for d in crate::defense::expand(&args.defense) {
-        let built = crate::defense::build_with(&d, &options).map_err(CliError::bad_input)?;
+        let built = crate::defense::build_with(&d, &options)?;
         names.push(built.name().to_string());
         defenses.push(built);
     }

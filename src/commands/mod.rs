@@ -51,6 +51,64 @@ pub enum CliError {
     Panicked(String),
 }
 
+/// An input/output failure's kind decides its code: a file that is not there was named
+/// wrongly (bad input); any other failure to read or write one is the machine's (failed).
+fn io_failure(e: &std::io::Error, message: String) -> CliError {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        CliError::BadInput(message)
+    } else {
+        CliError::Failed(message)
+    }
+}
+
+impl From<crate::report::ReportError> for CliError {
+    fn from(e: crate::report::ReportError) -> Self {
+        use crate::report::ReportError as E;
+        let message = e.to_string();
+        match &e {
+            E::Read { source, .. } | E::ReadReference { source, .. } => io_failure(source, message),
+            E::NoRun | E::NotARun { .. } | E::Mismatch(_) | E::Malformed(_) | E::Unknown(_) => {
+                CliError::BadInput(message)
+            }
+            E::Usage(_) => CliError::BadInput(message),
+        }
+    }
+}
+
+impl From<crate::defense::sieve::config::SieveConfigError> for CliError {
+    fn from(e: crate::defense::sieve::config::SieveConfigError) -> Self {
+        use crate::defense::sieve::config::SieveConfigError as E;
+        let message = e.to_string();
+        match &e {
+            E::Read { source, .. } => io_failure(source, message),
+            E::Invalid { .. } | E::UnknownVariant { .. } | E::Setting(_) => {
+                CliError::BadInput(message)
+            }
+        }
+    }
+}
+
+impl From<crate::defense::BuildError> for CliError {
+    fn from(e: crate::defense::BuildError) -> Self {
+        use crate::defense::BuildError as E;
+        match e {
+            E::Sieve(e) => e.into(),
+            e @ (E::Unknown { .. } | E::Variant(_) | E::Plugin(_)) => {
+                CliError::BadInput(e.to_string())
+            }
+        }
+    }
+}
+
+impl From<crate::model::tokens::TokenError> for CliError {
+    fn from(e: crate::model::tokens::TokenError) -> Self {
+        match e {
+            // The machine could not start a thread: nothing the user gave was wrong.
+            crate::model::tokens::TokenError::Spawn(_) => CliError::Failed(e.to_string()),
+        }
+    }
+}
+
 /// Exit code for bad input (malformed suite, unknown name, bad flag value).
 pub const EXIT_BAD_INPUT: i32 = 2;
 
@@ -104,7 +162,7 @@ impl Paths {
     pub fn token_counter(&self) -> Result<Arc<TokenCounter>, CliError> {
         TokenCounter::cached(self.proofs.as_deref(), self.proof_build().as_deref())
             .map(Arc::new)
-            .map_err(CliError::bad_input)
+            .map_err(CliError::from)
     }
 
     pub fn resolve(
@@ -239,4 +297,32 @@ pub async fn load_selected(
         }
     }
     Ok(suites)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::ReportError;
+
+    /// The kind of a failure, not the command meeting it, decides the code.
+    #[test]
+    fn a_read_failure_exits_by_its_kind() {
+        let read = |kind| ReportError::Read {
+            path: "r/traces.jsonl".into(),
+            source: std::io::Error::from(kind),
+        };
+        let code = |e: ReportError| CliError::from(e).exit_code();
+        assert_eq!(code(read(std::io::ErrorKind::IsADirectory)), 1);
+        assert_eq!(code(read(std::io::ErrorKind::PermissionDenied)), 1);
+        assert_eq!(code(read(std::io::ErrorKind::NotFound)), EXIT_BAD_INPUT);
+        let e = CliError::from(ReportError::NotARun {
+            dir: "x".into(),
+            summary_would_do: true,
+        });
+        assert_eq!(e.exit_code(), EXIT_BAD_INPUT);
+        assert_eq!(
+            e.to_string(),
+            "x has neither episodes.jsonl nor summary.json: not a run directory"
+        );
+    }
 }

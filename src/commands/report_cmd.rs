@@ -112,10 +112,8 @@ pub fn report(args: &ReportArgs) -> Result<String, CliError> {
         .reference
         .as_deref()
         .map(report::published::load)
-        .transpose()
-        .map_err(CliError::bad_input)?;
-    let doc =
-        report::document(&args.runs, per_cell, reference.as_ref()).map_err(CliError::bad_input)?;
+        .transpose()?;
+    let doc = report::document(&args.runs, per_cell, reference.as_ref())?;
     let format = args.format.unwrap_or(Format::Table);
     if args.runs.len() == 1 && args.format.is_none() {
         report::write_all(&args.runs[0], &doc.summary)
@@ -143,7 +141,7 @@ pub fn report(args: &ReportArgs) -> Result<String, CliError> {
                 if grids.len() > 1 {
                     writeln!(out, "{}", g.title).unwrap();
                 }
-                out.push_str(&crate::report::text::render(&g, &opts).map_err(CliError::bad_input)?);
+                out.push_str(&crate::report::text::render(&g, &opts)?);
             }
             out
         }
@@ -262,7 +260,7 @@ pub fn rerender(
     max_error_rate: f64,
     opts: &report::TextOptions,
 ) -> Result<String, CliError> {
-    let mut summary = report::from_dir(dir).map_err(CliError::bad_input)?;
+    let mut summary = report::from_dir(dir)?;
     summary.mark_error_rates(max_error_rate);
     report::write_all(dir, &summary)
         .map_err(|e| CliError::failed(format!("writing summary: {e}")))?;
@@ -296,12 +294,15 @@ pub fn compare_fitted(
     opts: &report::TextOptions,
 ) -> Result<(String, Option<String>), CliError> {
     let side = |dir: &Path| -> Result<report::compare::Side, CliError> {
-        let summary = report::load(dir).map_err(CliError::bad_input)?;
+        let summary = report::load(dir)?;
         let episodes = dir.join(crate::record::EPISODES);
         let records = if episodes.is_file() {
             Some(
-                crate::aggregate::pairs::PairTable::read(&episodes).map_err(|e| {
-                    CliError::bad_input(format!("cannot read {}: {e}", episodes.display()))
+                crate::aggregate::pairs::PairTable::read(&episodes).map_err(|source| {
+                    report::ReportError::Read {
+                        path: episodes.clone(),
+                        source,
+                    }
                 })?,
             )
         } else {
@@ -330,9 +331,8 @@ pub fn compare_fitted(
     let pairs = pairs
         .iter()
         .map(|p| report::compare::PairSpec::parse(p, &defenses(&b), &defenses(&n)))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(CliError::bad_input)?;
-    let c = report::compare::compare(&b, &n, t, &pairs, opts).map_err(CliError::bad_input)?;
+        .collect::<Result<Vec<_>, _>>()?;
+    let c = report::compare::compare(&b, &n, t, &pairs, opts)?;
     let failure = c.failure();
     let mut text = c.text;
     for w in served_model_warnings(base, new) {

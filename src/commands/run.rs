@@ -350,7 +350,7 @@ pub fn build_models(
     planner: Option<&str>,
     judge: Option<&str>,
 ) -> Result<Models, CliError> {
-    let tokens = Arc::new(TokenCounter::new().map_err(CliError::bad_input)?);
+    let tokens = Arc::new(TokenCounter::new()?);
     let factory = ModelFactory::new(ModelOptions::default(), Default::default(), tokens)
         .map_err(CliError::bad_input)?;
     build_models_with(&factory, model, planner, judge)
@@ -457,14 +457,11 @@ pub fn defense_options(
     use crate::defense::sieve::config::{SieveConfig, Weights};
     let default = paths.configs.join("sieve.toml");
     let config = match sieve_config {
-        Some(p) => SieveConfig::load(p).map_err(CliError::bad_input)?,
-        None if default.is_file() => SieveConfig::load(&default).map_err(CliError::bad_input)?,
+        Some(p) => SieveConfig::load(p)?,
+        None if default.is_file() => SieveConfig::load(&default)?,
         None => SieveConfig::builtin(),
     };
-    let weights = weights
-        .map(Weights::parse_adhoc)
-        .transpose()
-        .map_err(CliError::bad_input)?;
+    let weights = weights.map(Weights::parse_adhoc).transpose()?;
     Ok(crate::defense::BuildOptions {
         sieve_config: Some(Arc::new(config)),
         weights,
@@ -909,7 +906,7 @@ fn build_defenses(
 ) -> Result<Vec<Arc<dyn crate::defense::Defense>>, CliError> {
     let mut defenses: Vec<Arc<dyn crate::defense::Defense>> = Vec::new();
     for d in crate::defense::expand(&args.defense) {
-        let built = crate::defense::build_with(&d, options).map_err(CliError::bad_input)?;
+        let built = crate::defense::build_with(&d, options)?;
         // `none,none` or `sieve,sieve:full` name one defense: running it twice would
         // count every episode twice.
         if !defenses.iter().any(|x| x.name() == built.name()) {
@@ -1224,7 +1221,7 @@ fn summarise(
     manifest: &Manifest,
     order: report::Order,
 ) -> Result<Summary, CliError> {
-    let mut summary = report::from_dir(out).map_err(CliError::failed)?;
+    let mut summary = report::from_dir(out)?;
     summary
         .footnotes
         .extend(runner::manifest::lineage_notes(&manifest.served_models));
@@ -1259,7 +1256,7 @@ pub fn tables_text(
     out: &std::path::Path,
     options: &report::TextOptions,
 ) -> Result<String, CliError> {
-    let mut text = report::table(summary, options).map_err(CliError::bad_input)?;
+    let mut text = report::table(summary, options)?;
     let mut defenses: Vec<&str> = summary.rows.iter().map(|r| r.defense.as_str()).collect();
     defenses.sort();
     defenses.dedup();
@@ -1275,7 +1272,10 @@ pub fn tables_text(
 }
 
 /// The paper's main table of a finished run, with its title.
-fn main_table(out: &std::path::Path, options: &report::TextOptions) -> Result<String, String> {
+fn main_table(
+    out: &std::path::Path,
+    options: &report::TextOptions,
+) -> Result<String, report::ReportError> {
     let doc = report::document(std::slice::from_ref(&out.to_path_buf()), 0, None)?;
     let Some(mut main) = doc.tables.into_iter().find(|g| g.id == "main") else {
         return Ok(String::new());

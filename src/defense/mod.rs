@@ -102,6 +102,8 @@ pub struct DefenseCtx<'a> {
     /// The conversation so far.
     pub history: &'a [Message],
     pub models: &'a Models,
+    /// The episode's seed: every model call a hook makes carries it.
+    pub seed: u64,
     pub script: Option<&'a Arc<EpisodeScript>>,
     pub meter: &'a mut CostMeter,
     pub stats: &'a mut DefenseStats,
@@ -125,6 +127,7 @@ impl DefenseCtx<'_> {
             messages,
             tools: &[],
             json: true,
+            seed: Some(self.seed),
             sim: self.script.map(|s| SimChannel {
                 script: s.clone(),
                 hint: sim_hint,
@@ -151,6 +154,7 @@ impl DefenseCtx<'_> {
             messages,
             tools,
             json,
+            seed: Some(self.seed),
             sim: self.script.map(|s| SimChannel {
                 script: s.clone(),
                 hint: sim_hint,
@@ -233,7 +237,7 @@ pub trait Defense: Send + Sync {
 
 /// Makes a defense from its variant (the text after `name:`) and the run's options.
 pub type Builder =
-    fn(variant: Option<&str>, opts: &BuildOptions) -> Result<Arc<dyn Defense>, String>;
+    fn(variant: Option<&str>, opts: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError>;
 
 /// One registered defense: how `list defenses` describes it and how to build it.
 pub struct Entry {
@@ -254,17 +258,17 @@ pub struct Entry {
     pub build: Builder,
 }
 
-fn build_none(variant: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+fn build_none(variant: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
     no_variant("none", variant)?;
     Ok(Arc::new(none::NoDefense))
 }
 
-fn build_audit(variant: Option<&str>, opts: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+fn build_audit(variant: Option<&str>, opts: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
     no_variant("audit", variant)?;
     Ok(Arc::new(audit::audit(opts.sieve(), opts.weights)))
 }
 
-fn build_sieve(variant: Option<&str>, opts: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+fn build_sieve(variant: Option<&str>, opts: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
     // `--weights` gives plain `sieve` an ad-hoc set; named variants keep theirs.
     let weights = if variant.is_none() {
         opts.weights
@@ -279,69 +283,101 @@ fn build_sieve(variant: Option<&str>, opts: &BuildOptions) -> Result<Arc<dyn Def
     )?))
 }
 
-fn build_spotlight(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
-    Ok(Arc::new(spotlight::Spotlight::build(v)?))
+fn build_spotlight(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
+    Ok(Arc::new(
+        spotlight::Spotlight::build(v).map_err(BuildError::Variant)?,
+    ))
 }
 
-fn build_sandwich(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
-    Ok(Arc::new(sandwich::Sandwich::build(v)?))
+fn build_sandwich(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
+    Ok(Arc::new(
+        sandwich::Sandwich::build(v).map_err(BuildError::Variant)?,
+    ))
 }
 
-fn build_tool_filter(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+fn build_tool_filter(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
     no_variant("tool_filter", v)?;
     Ok(Arc::new(tool_filter::ToolFilter))
 }
 
-fn build_pi_detector(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
-    pi_detector::shared(v)
+fn build_pi_detector(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
+    pi_detector::shared(v).map_err(BuildError::Variant)
 }
 
-fn build_keyword_filter(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+fn build_keyword_filter(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
     no_variant("keyword_filter", v)?;
     Ok(Arc::new(keyword_filter::KeywordFilter))
 }
 
-fn build_plan_then_execute(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+fn build_plan_then_execute(
+    v: Option<&str>,
+    _: &BuildOptions,
+) -> Result<Arc<dyn Defense>, BuildError> {
     no_variant("plan_then_execute", v)?;
     Ok(Arc::new(plan_then_execute::PlanThenExecute))
 }
 
-fn build_melon(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
-    Ok(Arc::new(melon::Melon::build(v)?))
+fn build_melon(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
+    Ok(Arc::new(
+        melon::Melon::build(v).map_err(BuildError::Variant)?,
+    ))
 }
 
-fn build_ipiguard(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+fn build_ipiguard(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
     no_variant("ipiguard", v)?;
     Ok(Arc::new(ipiguard::IpiGuard))
 }
 
-fn build_task_shield(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
-    Ok(Arc::new(task_shield::TaskShield::build(v)?))
+fn build_task_shield(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
+    Ok(Arc::new(
+        task_shield::TaskShield::build(v).map_err(BuildError::Variant)?,
+    ))
 }
 
-fn build_drift(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+fn build_drift(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
     no_variant("drift", v)?;
     Ok(Arc::new(drift::Drift))
 }
 
-fn build_argus(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+fn build_argus(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
     no_variant("argus", v)?;
     Ok(Arc::new(argus::Argus))
 }
 
-fn build_dual_llm(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+fn build_dual_llm(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
     no_variant("dual_llm", v)?;
     Ok(Arc::new(dual_llm::DualLlm))
 }
 
 /// Refuses a `:variant` on a defense that has none.
-pub fn no_variant(name: &str, variant: Option<&str>) -> Result<(), String> {
+pub fn no_variant(name: &str, variant: Option<&str>) -> Result<(), BuildError> {
     match variant {
         None => Ok(()),
-        Some(v) => Err(format!(
+        Some(v) => Err(BuildError::Variant(format!(
             "defense `{name}` takes no variant, got `{name}:{v}`"
-        )),
+        ))),
     }
+}
+
+/// Why a defense could not be built from its command-line name.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// No registered defense has that name.
+    #[error(
+        "unknown defense `{spec}`{}; available: {}",
+        crate::suggest::did_you_mean(name, REGISTRY.iter().map(|e| e.name)),
+        names().join(", ")
+    )]
+    Unknown { spec: String, name: String },
+    /// The variant or setting after the name is not one the defense takes.
+    #[error("{0}")]
+    Variant(String),
+    /// SIEVE's configuration refused the variant or the setting.
+    #[error(transparent)]
+    Sieve(#[from] sieve::config::SieveConfigError),
+    /// An `exec:` plugin given without a command.
+    #[error("{0}")]
+    Plugin(String),
 }
 
 /// Every defense `--defense` accepts besides `exec:<command>`, in the order of the main
@@ -568,26 +604,32 @@ impl BuildOptions {
 }
 
 /// Builds a defense from its command-line name.
-pub fn build(spec: &str) -> Result<Arc<dyn Defense>, String> {
+pub fn build(spec: &str) -> Result<Arc<dyn Defense>, BuildError> {
     build_with(spec, &BuildOptions::default())
 }
 
 /// Builds a defense from its command-line name and options.
-pub fn build_with(spec: &str, opts: &BuildOptions) -> Result<Arc<dyn Defense>, String> {
+pub fn build_with(spec: &str, opts: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
     let spec = spec.trim();
     if let Some(cmd) = spec.strip_prefix("exec:") {
-        return Ok(Arc::new(plugin::PluginDefense::with_limits(
-            cmd,
-            opts.plugin_timeout.unwrap_or(plugin::DEFAULT_TIMEOUT),
-            opts.plugin_max_reply
-                .unwrap_or(crate::child::DEFAULT_MAX_REPLY),
-        )?));
+        return Ok(Arc::new(
+            plugin::PluginDefense::with_limits(
+                cmd,
+                opts.plugin_timeout.unwrap_or(plugin::DEFAULT_TIMEOUT),
+                opts.plugin_max_reply
+                    .unwrap_or(crate::child::DEFAULT_MAX_REPLY),
+            )
+            .map_err(BuildError::Plugin)?,
+        ));
     }
     // `sieve[:variant]@setting=value`: one setting moved, a point of a sweep.
     let (spec, tweak) = match spec.split_once('@') {
         Some((s, t)) => (
             s.trim(),
-            Some(sieve::config::Override::parse(t).map_err(|e| format!("`{spec}`: {e}"))?),
+            Some(
+                sieve::config::Override::parse(t)
+                    .map_err(|e| BuildError::Variant(format!("`{spec}`: {e}")))?,
+            ),
         ),
         None => (spec, None),
     };
@@ -597,9 +639,9 @@ pub fn build_with(spec: &str, opts: &BuildOptions) -> Result<Arc<dyn Defense>, S
     };
     if let Some(tweak) = tweak {
         if name != "sieve" {
-            return Err(format!(
+            return Err(BuildError::Variant(format!(
                 "`{spec}@…`: only sieve and its variants take a setting after `@`"
-            ));
+            )));
         }
         let weights = if variant.is_none() {
             opts.weights
@@ -611,10 +653,9 @@ pub fn build_with(spec: &str, opts: &BuildOptions) -> Result<Arc<dyn Defense>, S
     }
     match entry(name) {
         Some(e) => (e.build)(variant, opts),
-        None => Err(format!(
-            "unknown defense `{spec}`{}; available: {}",
-            crate::suggest::did_you_mean(name, REGISTRY.iter().map(|e| e.name)),
-            names().join(", ")
-        )),
+        None => Err(BuildError::Unknown {
+            spec: spec.to_string(),
+            name: name.to_string(),
+        }),
     }
 }

@@ -234,7 +234,6 @@ mod tests {
                             user_plan: ut.plan.clone(),
                             answer: String::new(),
                             injection: None,
-                            seed: 11,
                             alternatives: Vec::new(),
                         });
                         for name in defenses {
@@ -247,6 +246,7 @@ mod tests {
                                 tools: &mut tools,
                                 history: &[],
                                 models: &models,
+                                seed: 11,
                                 script: Some(&script),
                                 meter: &mut meter,
                                 stats: &mut stats,

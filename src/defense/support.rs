@@ -306,6 +306,8 @@ pub mod testing {
         pub history: Vec<Message>,
         pub models: Models,
         pub script: Arc<EpisodeScript>,
+        /// The episode's seed, carried by every model call a hook makes.
+        pub seed: u64,
         pub meter: CostMeter,
         pub stats: DefenseStats,
         pub prompt: String,
@@ -320,7 +322,6 @@ pub mod testing {
                 user_plan: ut.plan.clone(),
                 answer: String::new(),
                 injection: None,
-                seed: 1,
                 alternatives: Vec::new(),
             });
             Bench {
@@ -329,6 +330,7 @@ pub mod testing {
                 history: Vec::new(),
                 models: models(Canned::new(replies)),
                 script,
+                seed: 1,
                 meter: CostMeter::default(),
                 stats: DefenseStats::default(),
                 suite,
@@ -342,6 +344,7 @@ pub mod testing {
                 tools: &mut self.tools,
                 history: &self.history,
                 models: &self.models,
+                seed: self.seed,
                 script: Some(&self.script),
                 meter: &mut self.meter,
                 stats: &mut self.stats,

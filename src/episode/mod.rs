@@ -263,7 +263,6 @@ fn script_of(
             scripted.substitution = inj.substitution.cloned();
             scripted
         }),
-        seed: spec.seed,
         alternatives: if alternatives {
             suite.alternatives(spec.user_task)
         } else {
@@ -356,6 +355,7 @@ impl<'s, 'a> Episode<'s, 'a> {
             tools: &mut self.tools,
             history: &self.messages,
             models: self.models,
+            seed: self.spec.seed,
             script: Some(&self.script),
             meter: &mut self.meter,
             stats: &mut self.stats,
@@ -394,6 +394,7 @@ impl<'s, 'a> Episode<'s, 'a> {
                 messages: view.as_deref().unwrap_or(&self.messages),
                 tools: &self.tools,
                 json: false,
+                seed: Some(self.spec.seed),
                 sim: Some(SimChannel {
                     script: self.script.clone(),
                     hint: SimHint::Agent,

@@ -344,6 +344,7 @@ impl AnswerJudge {
             messages: &messages,
             tools: &[],
             json: true,
+            seed: None,
             sim: None,
         };
         let reply = self.model.chat(&req).await?;

@@ -151,6 +151,12 @@ pub struct ChatRequest<'a> {
     pub tools: &'a [ToolSchema],
     /// Ask for a JSON object reply (planners and judges).
     pub json: bool,
+    /// The seed of the episode the call belongs to, set by the episode loop (`None`: a
+    /// call outside any episode, such as the pre-flight check). Every backend draws from
+    /// it: the scripted model its choices, an HTTP backend the request's `seed`.
+    pub seed: Option<u64>,
+    /// What only the scripted model needs: the episode's answer key and this request's
+    /// hint. A real backend never reads it.
     pub sim: Option<SimChannel>,
 }
 

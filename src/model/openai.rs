@@ -77,11 +77,7 @@ impl OpenAiModel {
 
     /// The request body for `req`; also what the cache key hashes.
     pub fn body(&self, req: &ChatRequest<'_>) -> Value {
-        let seed = self
-            .opts
-            .seed
-            .or_else(|| req.sim.as_ref().map(|s| s.script.seed))
-            .map(|s| s & 0x7FFF_FFFF);
+        let seed = self.opts.seed.or(req.seed).map(|s| s & 0x7FFF_FFFF);
         wire::request_body(
             &self.opts.model,
             req.messages,
@@ -132,6 +128,7 @@ impl ChatModel for OpenAiModel {
             messages: &messages,
             tools,
             json: false,
+            seed: None,
             sim: None,
         };
         let mut body = self.body(&req);

@@ -107,22 +107,30 @@ fn write_counts(path: &Path, memo: &HashMap<u64, u64>) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Why a token counter could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    /// The thread that builds the tokenizer's tables could not be started.
+    #[error("cannot load tokenizer: {0}")]
+    Spawn(#[source] std::io::Error),
+}
+
 impl TokenCounter {
     /// A counter with no counts on file: its tables are built in the background at once.
-    pub fn new() -> Result<Self, String> {
+    pub fn new() -> Result<Self, TokenError> {
         Self::with_file(None)
     }
 
     /// A counter that keeps its counts in the build's folder of the proof cache `dir`
     /// (see the module's comment); without a folder or a build id, [`TokenCounter::new`].
-    pub fn cached(dir: Option<&Path>, build: Option<&str>) -> Result<Self, String> {
+    pub fn cached(dir: Option<&Path>, build: Option<&str>) -> Result<Self, TokenError> {
         let path = dir
             .zip(build)
             .map(|(d, b)| crate::suite::proof_cache::build_folder(d, b).join(FILE));
         Self::with_file(path)
     }
 
-    fn with_file(path: Option<PathBuf>) -> Result<Self, String> {
+    fn with_file(path: Option<PathBuf>) -> Result<Self, TokenError> {
         let memo = path.as_deref().map(read_counts).unwrap_or_default();
         // Counts on file: the tables wait for a text the file lacks. None: they are built
         // now, on a thread of their own, while the caller loads its suites.
@@ -130,7 +138,7 @@ impl TokenCounter {
             let handle = std::thread::Builder::new()
                 .name("tokenizer".into())
                 .spawn(build_tables)
-                .map_err(|e| format!("cannot load tokenizer: {e}"))?;
+                .map_err(TokenError::Spawn)?;
             Some(handle)
         } else {
             None

@@ -403,7 +403,7 @@ impl Grid {
     }
 
     /// Picks columns by `--columns` ids (key columns always stay first).
-    pub fn pick(&self, ids: &[String]) -> Result<Grid, String> {
+    pub fn pick(&self, ids: &[String]) -> Result<Grid, super::ReportError> {
         let mut keep: Vec<usize> = (0..self.columns.len())
             .filter(|&i| self.columns[i].show == Show::Key)
             .collect();
@@ -413,12 +413,12 @@ impl Grid {
                 Some(_) => {}
                 None => {
                     let known: Vec<&str> = self.columns.iter().map(|c| c.id.as_str()).collect();
-                    return Err(format!(
+                    return Err(super::ReportError::Unknown(format!(
                         "--columns: no column `{id}` in the {} table{}; columns: {}",
                         self.id,
                         crate::suggest::did_you_mean(id, known.iter().copied()),
                         known.join(", ")
-                    ));
+                    )));
                 }
             }
         }
@@ -518,7 +518,7 @@ mod tests {
         let p = g.pick(&["tok".into()]).unwrap();
         let ids: Vec<&str> = p.columns.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids, ["suite", "defense", "tok"]);
-        let e = g.pick(&["tokk".into()]).unwrap_err();
+        let e = g.pick(&["tokk".into()]).unwrap_err().to_string();
         assert!(e.contains("did you mean `tok`"), "{e}");
     }
 

@@ -8,9 +8,9 @@
 //! rows ran ([`crate::aggregate::metrics::paired_all`], the test `ablate` uses), which needs the
 //! records of both runs.
 
-use super::Summary;
 use super::columns::{Column, Grid, Show, Value, p_value};
 use super::text::{self, TextOptions};
+use super::{ReportError, Summary};
 use crate::aggregate::metrics::{Paired, Row, paired_all};
 use crate::aggregate::pairs::PairTable;
 use std::fmt::Write;
@@ -70,7 +70,7 @@ impl PairSpec {
     /// Parses `A=B`. A defense name may itself hold `=` (a sweep point such as
     /// `sieve@threshold=0.5`), so every split is tried and the one naming a defense of
     /// each run wins; none or several is an error naming the defenses there are.
-    pub fn parse(spec: &str, base: &[String], new: &[String]) -> Result<PairSpec, String> {
+    pub fn parse(spec: &str, base: &[String], new: &[String]) -> Result<PairSpec, ReportError> {
         let fits: Vec<PairSpec> = spec
             .match_indices('=')
             .map(|(i, _)| PairSpec {
@@ -81,14 +81,14 @@ impl PairSpec {
             .collect();
         match &fits[..] {
             [one] => Ok(one.clone()),
-            [] => Err(format!(
+            [] => Err(ReportError::Unknown(format!(
                 "--pair `{spec}`: expected BASE=NEW, a defense of the base run ({}) and one of the new run ({})",
                 base.join(", "),
                 new.join(", ")
-            )),
-            _ => Err(format!(
+            ))),
+            _ => Err(ReportError::Unknown(format!(
                 "--pair `{spec}` splits more than one way into defenses of the two runs"
-            )),
+            ))),
         }
     }
 }
@@ -441,14 +441,14 @@ pub fn compare(
     t: Thresholds,
     pairs: &[PairSpec],
     opts: &TextOptions,
-) -> Result<Comparison, String> {
+) -> Result<Comparison, ReportError> {
     if t.significance.is_some()
         && let Some(side) = [base, new].into_iter().find(|s| s.records.is_none())
     {
-        return Err(format!(
+        return Err(ReportError::Usage(format!(
             "--significance needs the episode records of both runs (episodes.jsonl), to pair their episodes; {} holds only summary.json. Compare run folders, or drop --significance",
             side.name
-        ));
+        )));
     }
     let gating = t.gates();
     let (max_asr, max_drop) = t.effective();
@@ -782,6 +782,7 @@ mod tests {
             &opts(),
         )
         .err()
+        .map(|e| e.to_string())
         .unwrap();
         assert!(err.contains("needs the episode records"), "{err}");
         assert!(err.contains("bare"), "{err}");
@@ -907,7 +908,9 @@ mod tests {
                 .new,
             "sieve@threshold=0.5"
         );
-        let err = PairSpec::parse("sieve=nope", &base, &new).unwrap_err();
+        let err = PairSpec::parse("sieve=nope", &base, &new)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("audit"), "{err}");
         assert!(PairSpec::parse("sieve", &base, &new).is_err());
     }

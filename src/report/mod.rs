@@ -5,6 +5,7 @@ pub mod ablation;
 pub mod agreement;
 pub mod columns;
 pub mod compare;
+pub mod error;
 pub mod formats;
 #[cfg(test)]
 mod hostile;
@@ -24,6 +25,7 @@ pub use text::TextOptions;
 
 use crate::aggregate::metrics::Row;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+pub use error::ReportError;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -262,7 +264,7 @@ pub fn summary_grid(summary: &Summary) -> Grid {
 }
 
 /// The terminal table, fitted to `opts`; an error names a mistyped `--columns` entry.
-pub fn table(summary: &Summary, opts: &TextOptions) -> Result<String, String> {
+pub fn table(summary: &Summary, opts: &TextOptions) -> Result<String, ReportError> {
     let mut out = text::render(&summary_grid(summary), opts)?;
     if !summary.breakdown.is_empty() && opts.columns.is_none() {
         let mut g = tables::per_class(&summary.breakdown);
@@ -374,29 +376,26 @@ pub fn write_all(dir: &Path, summary: &Summary) -> std::io::Result<()> {
 /// Recomputes a run's summary from its records alone.
 /// A run's summary for comparison: recomputed from its records when it has them, else
 /// read from its `summary.json` (a committed baseline keeps only that, to stay small).
-pub fn load(dir: &Path) -> Result<Summary, String> {
+pub fn load(dir: &Path) -> Result<Summary, ReportError> {
     if dir.join(crate::record::EPISODES).is_file() {
         return from_dir(dir);
     }
     let path = dir.join("summary.json");
-    let text = std::fs::read_to_string(&path).map_err(|_| {
-        format!(
-            "{} has neither {} nor summary.json: not a run directory",
-            dir.display(),
-            crate::record::EPISODES
-        )
+    let text = std::fs::read_to_string(&path).map_err(|_| ReportError::NotARun {
+        dir: dir.to_path_buf(),
+        summary_would_do: true,
     })?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: not a summary: {e}", path.display()))
+    serde_json::from_str(&text)
+        .map_err(|e| ReportError::Malformed(format!("{}: not a summary: {e}", path.display())))
 }
 
-pub fn from_dir(dir: &Path) -> Result<Summary, String> {
+pub fn from_dir(dir: &Path) -> Result<Summary, ReportError> {
     let path = dir.join(crate::record::EPISODES);
     if !path.is_file() {
-        return Err(format!(
-            "{} has no {}: not a run directory",
-            dir.display(),
-            crate::record::EPISODES
-        ));
+        return Err(ReportError::NotARun {
+            dir: dir.to_path_buf(),
+            summary_would_do: false,
+        });
     }
     // The same streaming load as `report`: the run's manifest gives its error convention
     // and prices, the summary it wrote last the command line's row order.
@@ -479,7 +478,7 @@ pub fn document(
     dirs: &[PathBuf],
     per_outcome: usize,
     reference: Option<&published::References>,
-) -> Result<Document, String> {
+) -> Result<Document, ReportError> {
     let loaded = runs::load(dirs, per_outcome)?;
     let mut summary = summary_of(&loaded, true);
     summary.partial = partial_note(dirs);
@@ -537,7 +536,7 @@ fn paired_ablation(
     loaded: &runs::Loaded,
     summary: &Summary,
     views: &tables::Views,
-) -> Result<(), String> {
+) -> Result<(), ReportError> {
     let Some(at) = tables.iter().position(|g| g.id == "ablation") else {
         return Ok(());
     };
@@ -559,8 +558,12 @@ fn paired_ablation(
         .collect();
     let mut rows = ablation::rows(&summary.rows, &order);
     let episodes = dir.join(crate::record::EPISODES);
-    let records = crate::aggregate::pairs::PairTable::read(&episodes)
-        .map_err(|e| format!("cannot read {}: {e}", episodes.display()))?;
+    let records = crate::aggregate::pairs::PairTable::read(&episodes).map_err(|source| {
+        ReportError::Read {
+            path: episodes.clone(),
+            source,
+        }
+    })?;
     let policy = loaded.errors_as;
     ablation::pair_with_reference(&mut rows, &records, |base, new| {
         policy.for_suites(base.iter().chain(new).map(|(_, o)| o.own))

@@ -9,6 +9,7 @@
 //! apart: never pooled, ranked or starred with the run's, in a table of their own and as
 //! hollow points in the HTML report's figure.
 
+use super::ReportError;
 use super::columns::{Column, Grid, Show, Value};
 use crate::aggregate::Aggregate;
 use crate::aggregate::metrics::{ALL_SUITES, Row};
@@ -111,29 +112,30 @@ pub struct References {
 }
 
 /// Reads `--reference`: `published` (the shipped file) or a CSV file of the same columns.
-pub fn load(spec: &str) -> Result<References, String> {
+pub fn load(spec: &str) -> Result<References, ReportError> {
     if spec == PUBLISHED_NAME {
         return parse(PUBLISHED_FILE, PUBLISHED);
     }
-    let text = std::fs::read_to_string(spec).map_err(|e| {
-        format!("--reference: cannot read `{spec}` ({e}); give `{PUBLISHED_NAME}` or a CSV file with the columns of {PUBLISHED_FILE}")
+    let text = std::fs::read_to_string(spec).map_err(|source| ReportError::ReadReference {
+        spec: spec.to_string(),
+        source,
     })?;
     parse(spec, &text)
 }
 
 /// Parses and checks a reference file; errors name the file, the row and the field.
-pub fn parse(file: &str, text: &str) -> Result<References, String> {
+pub fn parse(file: &str, text: &str) -> Result<References, ReportError> {
     let mut reader = csv::Reader::from_reader(text.as_bytes());
     let mut rows = Vec::new();
     for (i, rec) in reader.deserialize::<Published>().enumerate() {
         // Row numbers as a spreadsheet shows them: the header is line 1.
         let line = i + 2;
-        let p = rec.map_err(|e| format!("{file}: row {line}: {e}"))?;
+        let p = rec.map_err(|e| ReportError::Malformed(format!("{file}: row {line}: {e}")))?;
         let bad = |field: &str, why: String| {
-            format!(
+            ReportError::Malformed(format!(
                 "{file}: row {line} ({}): field `{field}`: {why}",
                 p.as_published
-            )
+            ))
         };
         for (field, v) in [("as_published", &p.as_published), ("source", &p.source)] {
             if v.trim().is_empty() {
@@ -628,19 +630,27 @@ mod tests {
             "f.csv",
             &format!("{head}none,x,m,v1,all,a,,,120,src,false,\n"),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("f.csv: row 2 (x): field `asr`"), "{e}");
-        let e = parse("f.csv", &format!("{head}none,x,m,v1,all,a,1,2,3,,false,\n")).unwrap_err();
+        let e = parse("f.csv", &format!("{head}none,x,m,v1,all,a,1,2,3,,false,\n"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("field `source`"), "{e}");
         let e = parse(
             "f.csv",
             &format!("{head}none,x,m,v1,some,a,1,2,3,s,false,\n"),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("field `suites`"), "{e}");
-        let e = parse("f.csv", &format!("{head}none,x,m,v1,all,a,,,,s,false,\n")).unwrap_err();
+        let e = parse("f.csv", &format!("{head}none,x,m,v1,all,a,,,,s,false,\n"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("no figure"), "{e}");
-        let e = parse("f.csv", "defense,wrong\nnone,x\n").unwrap_err();
+        let e = parse("f.csv", "defense,wrong\nnone,x\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("f.csv: row 2"), "{e}");
     }
 }

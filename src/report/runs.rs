@@ -2,6 +2,7 @@
 //! are merged by episode key and refused when their settings differ, and a few episodes
 //! per cell are kept, with their traces, for the HTML drill-down.
 
+use super::ReportError;
 use super::tables::{Order, cell_id};
 use crate::aggregate::Aggregate;
 use crate::aggregate::metrics::{ErrorPolicy, ErrorsAs};
@@ -88,7 +89,7 @@ fn identity(info: &Value) -> BTreeMap<String, Value> {
 }
 
 /// Refuses runs whose outcome-changing settings differ, naming the first difference.
-fn check_identities(dirs: &[PathBuf]) -> Result<(), String> {
+fn check_identities(dirs: &[PathBuf]) -> Result<(), ReportError> {
     let mut first: Option<(&Path, BTreeMap<String, Value>)> = None;
     for d in dirs {
         let Some(info) = read_info(d) else { continue };
@@ -104,13 +105,13 @@ fn check_identities(dirs: &[PathBuf]) -> Result<(), String> {
                     if a != b {
                         let show =
                             |v: Option<&Value>| v.map_or("(absent)".into(), |v| v.to_string());
-                        return Err(format!(
+                        return Err(ReportError::Mismatch(format!(
                             "{} and {} were run under different settings ({k}: {} vs {}); a report merges runs that differ only in suite, attack, defense, agent model or seeds",
                             fd.display(),
                             d.display(),
                             show(a),
                             show(b)
-                        ));
+                        )));
                     }
                 }
             }
@@ -253,16 +254,16 @@ fn fold(batch: &Batch, pass: &Pass<'_>) -> Folded {
 /// drill-down (0 keeps none and skips the traces). Records are parsed and folded in
 /// parallel batches and merged in the order they were read; a key recorded more than
 /// once (a retried error, runs merged over one another) counts once, as its last record.
-pub fn load(dirs: &[PathBuf], per_outcome: usize) -> Result<Loaded, String> {
+pub fn load(dirs: &[PathBuf], per_outcome: usize) -> Result<Loaded, ReportError> {
     if dirs.is_empty() {
-        return Err("report needs at least one run directory".into());
+        return Err(ReportError::NoRun);
     }
     for d in dirs {
         if !d.join(EPISODES).is_file() {
-            return Err(format!(
-                "{} has no {EPISODES}: not a run directory",
-                d.display()
-            ));
+            return Err(ReportError::NotARun {
+                dir: d.clone(),
+                summary_would_do: false,
+            });
         }
     }
     check_identities(dirs)?;
@@ -320,12 +321,12 @@ pub fn load(dirs: &[PathBuf], per_outcome: usize) -> Result<Loaded, String> {
             }
         }
         let differ = |what: &str, known: &(String, usize), found: &str| {
-            format!(
+            ReportError::Mismatch(format!(
                 "{} and {} hold {what} in different versions ({} vs {found}); rerun one of them",
                 dirs[known.1].display(),
                 dirs[f.dir].display(),
                 known.0
-            )
+            ))
         };
         for (what, fp) in &f.versions {
             let known = versions
@@ -370,15 +371,18 @@ pub fn load(dirs: &[PathBuf], per_outcome: usize) -> Result<Loaded, String> {
 fn fold_all(
     dirs: &[PathBuf],
     pass: &Pass<'_>,
-    mut see: impl FnMut(&Folded) -> Result<(), String>,
-) -> Result<(Aggregate, Vec<(usize, Episode)>), String> {
+    mut see: impl FnMut(&Folded) -> Result<(), ReportError>,
+) -> Result<(Aggregate, Vec<(usize, Episode)>), ReportError> {
     let mut aggregate = Aggregate::new(pass.errors_as);
     let mut samples = Vec::new();
     let mut kept: HashMap<(String, &'static str), usize> = HashMap::new();
     let group = rayon::current_num_threads().max(1) * 2;
     for (i, dir) in dirs.iter().enumerate() {
         let path = dir.join(EPISODES);
-        let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
+        let cannot = |source: std::io::Error| ReportError::Read {
+            path: path.clone(),
+            source,
+        };
         record::read_batches(
             &path,
             group,
@@ -453,13 +457,16 @@ fn shorten(v: &mut Value) {
 fn attach_traces(
     episodes: &mut [Episode],
     wanted: &HashMap<String, (PathBuf, usize)>,
-) -> Result<(), String> {
+) -> Result<(), ReportError> {
     let mut dirs: Vec<&PathBuf> = wanted.values().map(|(d, _)| d).collect();
     dirs.sort();
     dirs.dedup();
     for dir in dirs {
         let path = dir.join(TRACES);
-        let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
+        let cannot = |source: std::io::Error| ReportError::Read {
+            path: path.clone(),
+            source,
+        };
         record::read_batches(
             &path,
             1,

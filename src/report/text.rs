@@ -67,7 +67,7 @@ const BEST: char = '*';
 /// The columns the terminal shows for `opts`: `--columns` and `--wide` as asked;
 /// otherwise the essentials, widened by extra columns while they fit and narrowed by
 /// dropping essentials from the right while they do not.
-pub fn fit(grid: &Grid, opts: &TextOptions) -> Result<(Grid, usize), String> {
+pub fn fit(grid: &Grid, opts: &TextOptions) -> Result<(Grid, usize), super::ReportError> {
     let mut grid = grid.clone();
     strip_common_prefixes(&mut grid);
     let grid = &grid;
@@ -235,7 +235,7 @@ fn max_line(s: &str) -> usize {
 }
 
 /// Renders a grid for the terminal: notes, the table, footnotes, each fitted to the width.
-pub fn render(grid: &Grid, opts: &TextOptions) -> Result<String, String> {
+pub fn render(grid: &Grid, opts: &TextOptions) -> Result<String, super::ReportError> {
     let (shown, hidden) = fit(grid, opts)?;
     let mut out = String::new();
     let width = opts.width.max(40);

@@ -105,6 +105,7 @@ impl Proposer {
                     messages: &messages,
                     tools: &[],
                     json: false,
+                    seed: None,
                     sim: None,
                 };
                 let reply = model

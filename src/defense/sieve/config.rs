@@ -7,7 +7,39 @@
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Why a SIEVE configuration, a variant name or a setting was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum SieveConfigError {
+    /// The configuration file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a valid configuration; the message names the setting and, where
+    /// there is one, the variant.
+    #[error("{file}: {message}")]
+    Invalid { file: String, message: String },
+    /// No variant of that name in the configuration.
+    #[error(
+        "unknown SIEVE variant `{name}`{}; available: {}",
+        crate::suggest::did_you_mean(name, available.iter().map(String::as_str)),
+        available.join(", ")
+    )]
+    UnknownVariant {
+        name: String,
+        available: Vec<String>,
+    },
+    /// A weight, term or setting (in `--weights`, a variant or a defense name) that is
+    /// not one or is out of range.
+    #[error("{0}")]
+    Setting(String),
+}
+
+use SieveConfigError::Setting;
 
 /// The configuration shipped with the crate, used when no file is given and
 /// `configs/sieve.toml` is not found.
@@ -57,15 +89,15 @@ impl Term {
         }
     }
 
-    pub fn parse(s: &str) -> Result<Term, String> {
+    pub fn parse(s: &str) -> Result<Term, SieveConfigError> {
         match s.trim().trim_start_matches("w_") {
             "sem" => Ok(Term::Sem),
             "causal" => Ok(Term::Causal),
             "prov" => Ok(Term::Prov),
             "risk" => Ok(Term::Risk),
-            other => Err(format!(
+            other => Err(Setting(format!(
                 "unknown S_align term `{other}`; use sem, causal, prov or risk"
-            )),
+            ))),
         }
     }
 }
@@ -93,7 +125,7 @@ impl Weights {
         self.w_sem + self.w_causal + self.w_prov + self.w_risk
     }
 
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), SieveConfigError> {
         for (n, w) in [
             ("w_sem", self.w_sem),
             ("w_causal", self.w_causal),
@@ -101,11 +133,11 @@ impl Weights {
             ("w_risk", self.w_risk),
         ] {
             if !(0.0..=1.0).contains(&w) || w.is_nan() {
-                return Err(format!("{n} must be in [0,1], got {w}"));
+                return Err(Setting(format!("{n} must be in [0,1], got {w}")));
             }
         }
         if self.sum() <= 0.0 {
-            return Err("at least one weight must be positive".into());
+            return Err(Setting("at least one weight must be positive".into()));
         }
         Ok(())
     }
@@ -139,7 +171,7 @@ impl Weights {
 
     /// Parses an ad-hoc set, `w_sem=0.2,w_causal=0.6,...`. Unnamed weights are 0; the
     /// set is renormalised to sum to 1.
-    pub fn parse_adhoc(spec: &str) -> Result<Weights, String> {
+    pub fn parse_adhoc(spec: &str) -> Result<Weights, SieveConfigError> {
         let mut w = Weights {
             w_sem: 0.0,
             w_causal: 0.0,
@@ -150,17 +182,17 @@ impl Weights {
         for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (k, v) = part
                 .split_once('=')
-                .ok_or_else(|| format!("--weights: expected name=value, got `{part}`"))?;
+                .ok_or_else(|| Setting(format!("--weights: expected name=value, got `{part}`")))?;
             let v: f64 = v
                 .trim()
                 .parse()
-                .map_err(|_| format!("--weights: `{v}` is not a number"))?;
-            let term = Term::parse(k).map_err(|e| format!("--weights: {e}"))?;
+                .map_err(|_| Setting(format!("--weights: `{v}` is not a number")))?;
+            let term = Term::parse(k).map_err(|e| Setting(format!("--weights: {e}")))?;
             if seen.contains(&term) {
-                return Err(format!(
+                return Err(Setting(format!(
                     "--weights: `{}` is given twice; name each weight once",
                     k.trim()
-                ));
+                )));
             }
             seen.push(term);
             match term {
@@ -170,7 +202,7 @@ impl Weights {
                 Term::Risk => w.w_risk = v,
             }
         }
-        w.check().map_err(|e| format!("--weights: {e}"))?;
+        w.check().map_err(|e| Setting(format!("--weights: {e}")))?;
         Ok(w.normalised())
     }
 
@@ -202,22 +234,22 @@ pub enum Override {
 
 impl Override {
     /// Parses `threshold=<x>` or `w_<term>=<x>`, x in [0,1].
-    pub fn parse(spec: &str) -> Result<Override, String> {
+    pub fn parse(spec: &str) -> Result<Override, SieveConfigError> {
         let (k, v) = spec
             .split_once('=')
-            .ok_or_else(|| format!("expected <setting>=<value>, got `{spec}`"))?;
+            .ok_or_else(|| Setting(format!("expected <setting>=<value>, got `{spec}`")))?;
         let v: f64 = v
             .trim()
             .parse()
             .ok()
             .filter(|x: &f64| (0.0..=1.0).contains(x))
-            .ok_or_else(|| format!("`{k}` needs a value in [0,1], got `{v}`"))?;
+            .ok_or_else(|| Setting(format!("`{k}` needs a value in [0,1], got `{v}`")))?;
         match k.trim() {
             "threshold" => Ok(Override::Threshold(v)),
             w if w.starts_with("w_") => Ok(Override::Weight(Term::parse(w)?, v)),
-            other => Err(format!(
+            other => Err(Setting(format!(
                 "unknown setting `{other}`; use threshold, w_sem, w_causal, w_prov or w_risk"
-            )),
+            ))),
         }
     }
 
@@ -230,17 +262,17 @@ impl Override {
     }
 
     /// Applies the setting to a variant.
-    pub fn apply(&self, v: &mut Variant) -> Result<(), String> {
+    pub fn apply(&self, v: &mut Variant) -> Result<(), SieveConfigError> {
         match *self {
             Override::Threshold(x) => v.threshold = x,
             Override::Weight(t, x) => {
                 let others = v.weights.sum() - v.weights.get(t);
                 if others <= 0.0 && x < 1.0 {
-                    return Err(format!(
+                    return Err(Setting(format!(
                         "variant `{}` has no other weight to share the rest of w_{}",
                         v.name,
                         t.name()
-                    ));
+                    )));
                 }
                 let scale = if others > 0.0 {
                     (1.0 - x) / others
@@ -359,23 +391,27 @@ pub struct SieveConfig {
     pub source: String,
 }
 
-fn unit(what: &str, v: f64) -> Result<f64, String> {
+fn unit(what: &str, v: f64) -> Result<f64, SieveConfigError> {
     if (0.0..=1.0).contains(&v) {
         Ok(v)
     } else {
-        Err(format!("{what} must be in [0,1], got {v}"))
+        Err(Setting(format!("{what} must be in [0,1], got {v}")))
     }
 }
 
 impl SieveConfig {
     /// Parses a configuration text.
-    pub fn parse(text: &str, source: &str) -> Result<SieveConfig, String> {
+    pub fn parse(text: &str, source: &str) -> Result<SieveConfig, SieveConfigError> {
+        let err = |e: String| SieveConfigError::Invalid {
+            file: source.to_string(),
+            message: e,
+        };
         let raw: RawConfig =
-            toml::from_str(text).map_err(|e| format!("{source}: invalid SIEVE config: {e}"))?;
-        let err = |e: String| format!("{source}: {e}");
-        raw.weights.check().map_err(err)?;
-        unit("threshold", raw.threshold).map_err(err)?;
-        unit("gray_band", raw.gray_band).map_err(err)?;
+            toml::from_str(text).map_err(|e| err(format!("invalid SIEVE config: {e}")))?;
+        let err_of = |e: SieveConfigError| err(e.to_string());
+        raw.weights.check().map_err(err_of)?;
+        unit("threshold", raw.threshold).map_err(err_of)?;
+        unit("gray_band", raw.gray_band).map_err(err_of)?;
         let mut variants = Vec::new();
         for v in raw.variants {
             let mut w = match v.weights {
@@ -416,10 +452,10 @@ impl SieveConfig {
         if variants.is_empty() {
             return Err(err("no [[variant]] defined".into()));
         }
-        unit("trust.user", raw.trust.user).map_err(err)?;
-        unit("trust.tool_output", raw.trust.tool_output).map_err(err)?;
+        unit("trust.user", raw.trust.user).map_err(err_of)?;
+        unit("trust.tool_output", raw.trust.tool_output).map_err(err_of)?;
         for (k, v) in raw.trust.tools.iter().chain(raw.risk.iter()) {
-            unit(k, *v).map_err(err)?;
+            unit(k, *v).map_err(err_of)?;
         }
         Ok(SieveConfig {
             variants,
@@ -439,30 +475,24 @@ impl SieveConfig {
     }
 
     /// Loads a configuration file.
-    pub fn load(path: &Path) -> Result<SieveConfig, String> {
-        let text = crate::bounded::read_to_string(path, crate::bounded::MAX_INPUT_BYTES)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    pub fn load(path: &Path) -> Result<SieveConfig, SieveConfigError> {
+        let text = crate::bounded::read_to_string(path, crate::bounded::MAX_INPUT_BYTES).map_err(
+            |source| SieveConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            },
+        )?;
         SieveConfig::parse(&text, &path.display().to_string())
     }
 
     /// A variant by name.
-    pub fn variant(&self, name: &str) -> Result<&Variant, String> {
+    pub fn variant(&self, name: &str) -> Result<&Variant, SieveConfigError> {
         self.variants
             .iter()
             .find(|v| v.name == name)
-            .ok_or_else(|| {
-                format!(
-                    "unknown SIEVE variant `{name}`{}; available: {}",
-                    crate::suggest::did_you_mean(
-                        name,
-                        self.variants.iter().map(|v| v.name.as_str())
-                    ),
-                    self.variants
-                        .iter()
-                        .map(|v| v.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
+            .ok_or_else(|| SieveConfigError::UnknownVariant {
+                name: name.to_string(),
+                available: self.variants.iter().map(|v| v.name.clone()).collect(),
             })
     }
 
@@ -495,7 +525,7 @@ mod tests {
         let c = SieveConfig::builtin();
         // full: the paper's 0.1/0.7/0.1/0.1, already summing to 1.
         assert_w(&c.variant("full").unwrap().weights, 0.1, 0.7, 0.1, 0.1);
-        let e = c.variant("no_causal").unwrap_err();
+        let e = c.variant("no_causal").unwrap_err().to_string();
         assert!(e.contains("did you mean `no-causal`"), "{e}");
         // no-sem: 0.7, 0.1, 0.1 over 0.9 = 7/9, 1/9, 1/9.
         assert_w(
@@ -602,6 +632,7 @@ mod tests {
         assert!(
             SieveConfig::parse(base, "t")
                 .unwrap_err()
+                .to_string()
                 .contains("variant")
         );
         let ok = format!("{base}[[variant]]\nname = \"full\"\n");

@@ -108,7 +108,7 @@ impl SieveDefense {
         config: Arc<SieveConfig>,
         variant: Option<&str>,
         weights: Option<Weights>,
-    ) -> Result<SieveDefense, String> {
+    ) -> Result<SieveDefense, config::SieveConfigError> {
         let mut v = match variant {
             Some(n) => config.variant(n)?.clone(),
             None => config.variants[0].clone(),
@@ -149,7 +149,10 @@ impl SieveDefense {
 impl SieveDefense {
     /// One setting moved for a sensitivity sweep; the name says which
     /// (`sieve@threshold=0.35`).
-    pub fn with_override(mut self, o: config::Override) -> Result<SieveDefense, String> {
+    pub fn with_override(
+        mut self,
+        o: config::Override,
+    ) -> Result<SieveDefense, config::SieveConfigError> {
         o.apply(&mut self.variant)?;
         self.name = format!("{}@{}", self.name, o.label());
         Ok(self)

@@ -93,7 +93,6 @@ impl Harness {
                 Vec::new(),
                 false,
             )),
-            seed: 7,
             alternatives: Vec::new(),
         });
         Harness {
@@ -116,6 +115,7 @@ impl Harness {
             tools: &mut self.tools,
             history: &self.history,
             models: &self.models,
+            seed: 7,
             script: Some(&self.script),
             meter: &mut self.meter,
             stats: &mut self.stats,
@@ -473,7 +473,13 @@ fn defense_names_build_and_unknown_ones_fail() {
     assert_eq!(build("sieve:full").unwrap().name(), "sieve");
     assert_eq!(build("sieve:no-causal").unwrap().name(), "sieve:no-causal");
     assert_eq!(build("audit").unwrap().name(), "audit");
-    assert!(build("sieve:no-such").err().unwrap().contains("no-causal"));
+    assert!(
+        build("sieve:no-such")
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("no-causal")
+    );
     assert!(build("audit:no-sem").is_err());
     let opts = BuildOptions {
         sieve_config: None,
