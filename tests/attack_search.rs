@@ -13,6 +13,15 @@ const USER_TASKS: &str = "user_task_0,user_task_1,user_task_3,user_task_6,user_t
 const INJECTION_TASKS: &str = "injection_task_0,injection_task_1";
 
 fn search(cwd: &Path, out: &Path, extra: &[&str]) -> Value {
+    search_printing(cwd, out, extra).0
+}
+
+/// Reruns (resumes) a search and returns what it printed.
+fn summary_of(cwd: &Path, out: &Path, extra: &[&str]) -> String {
+    search_printing(cwd, out, extra).1
+}
+
+fn search_printing(cwd: &Path, out: &Path, extra: &[&str]) -> (Value, String) {
     let mut c = bench(cwd);
     c.args([
         "attack",
@@ -31,11 +40,24 @@ fn search(cwd: &Path, out: &Path, extra: &[&str]) -> Value {
     let stdout = String::from_utf8_lossy(&done.get_output().stdout).to_string();
     assert!(stdout.starts_with("SIMULATED"), "{stdout}");
     assert!(stdout.contains("ASR@k"), "{stdout}");
-    serde_json::from_str(&std::fs::read_to_string(out.join("search.json")).unwrap()).unwrap()
+    let o = serde_json::from_str(&std::fs::read_to_string(out.join("search.json")).unwrap());
+    (o.unwrap(), stdout)
 }
 
 fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap()
+}
+
+/// The one data row of a CSV file, by column name.
+fn csv_row(p: &Path) -> std::collections::BTreeMap<String, String> {
+    let text = read(p);
+    let mut r = csv::Reader::from_reader(text.as_bytes());
+    let head = r.headers().unwrap().clone();
+    let row = r.records().next().unwrap().unwrap();
+    head.iter()
+        .zip(row.iter())
+        .map(|(h, v)| (h.to_string(), v.to_string()))
+        .collect()
 }
 
 #[test]
@@ -51,6 +73,11 @@ fn search_beats_the_static_asr_of_the_stock_templates_within_budget_and_reproduc
         "4",
     ];
     let o = search(tmp.path(), &a, &args);
+    let printed = summary_of(tmp.path(), &a, &args);
+    assert!(
+        printed.contains("attacker = sim-attacker (scripted") && printed.contains("attacker tok"),
+        "{printed}"
+    );
     let static_asr = o["static_asr"].as_f64().unwrap();
     assert_eq!(static_asr, 0.0, "the filter catches every stock template");
     assert!(o["best_asr"].as_f64().unwrap() > static_asr, "{o}");
@@ -65,6 +92,17 @@ fn search_beats_the_static_asr_of_the_stock_templates_within_budget_and_reproduc
             .windows(2)
             .all(|w| w[1]["asr"].as_f64() >= w[0]["asr"].as_f64())
     );
+    // The scripted attacker's cost: one call per query, its tokens counted locally (an
+    // attacker model's prompt and proposal), labelled as such.
+    let queries = o["queries"].as_u64().unwrap();
+    assert_eq!(o["cost"]["attacker"]["calls"].as_u64().unwrap(), queries);
+    assert_eq!(o["cost"]["attacker"]["estimated"], true);
+    let cost = csv_row(&a.join("cost.csv"));
+    assert!(
+        cost["tokens_attacker"].parse::<f64>().unwrap() > 0.0,
+        "{cost:?}"
+    );
+    assert!(cost.contains_key("tokens_agent"), "{cost:?}");
     // The same seed and budget in another folder: the same payloads and figures.
     search(tmp.path(), &b, &args);
     for f in ["asr_at_k.csv", "library.json", "cells.jsonl"] {
@@ -264,7 +302,16 @@ async fn a_loopback_attacker_endpoint_drives_the_search() {
         o.queries, 2,
         "one unusable reply, then the winning template"
     );
-    assert_eq!(o.attacker_tokens, 2 * 150);
+    // The endpoint's reported usage is the `attacker` component of the search's cost,
+    // in the cost columns every table uses (cost.csv).
+    let attacker = o.cost.get(sieve_bench::model::Component::Attacker);
+    assert_eq!((attacker.calls, attacker.tokens()), (2, 2 * 150));
+    assert!(!attacker.estimated);
+    assert_eq!(o.curve.last().unwrap().attacker_tokens, 2 * 150);
+    let cost = csv_row(&tmp.path().join("s/cost.csv"));
+    assert_eq!(cost["calls_attacker"].parse::<f64>().unwrap(), 2.0);
+    assert_eq!(cost["tokens_attacker"].parse::<f64>().unwrap(), 300.0);
+    assert!(cost["tokens_agent"].parse::<f64>().unwrap() > 0.0);
     let requests = server.received_requests().await.unwrap();
     assert_eq!(requests.len(), 2);
     let lib: serde_json::Value =

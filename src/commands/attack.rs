@@ -5,6 +5,8 @@
 use super::{CliError, Paths};
 use crate::attack::library::Library;
 use crate::model::config::{ModelFactory, ModelOptions};
+use crate::model::{Component, CostMeter, CostTotals};
+use crate::report::columns::{Column, Grid, Show, Value};
 use crate::search::attacker::Proposer;
 use crate::search::score::Victim;
 use crate::search::{Feedback, Outcomes, SearchError, Settings, Unit};
@@ -160,7 +162,7 @@ pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Outcomes, PathBu
         ));
     }
     let mut proposer = if args.attacker == SIM_ATTACKER {
-        Proposer::sim(args.seed)
+        Proposer::sim(args.seed, factory.tokens())
     } else {
         Proposer::model(factory.chat(&args.attacker).map_err(CliError::bad_input)?)
     };
@@ -202,6 +204,7 @@ pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Outcomes, PathBu
     let outcomes = crate::search::search(&victim, settings, &seeds, &mut proposer, &out)
         .await
         .map_err(search_error)?;
+    write_cost(&out, &[&outcomes])?;
     Ok((outcomes, out))
 }
 
@@ -233,7 +236,7 @@ pub fn summary(o: &Outcomes, out: &std::path::Path) -> String {
     );
     let _ = writeln!(
         s,
-        "budget: {} episodes{}; used {} episodes, {} attacker queries, {} attacker tokens, {} victim tokens; stopped: {}",
+        "budget: {} episodes{}; used {} episodes, {} attacker queries; stopped: {}",
         o.settings.budget_episodes,
         if o.settings.budget_attacker_tokens > 0 {
             format!(", {} attacker tokens", o.settings.budget_attacker_tokens)
@@ -242,8 +245,6 @@ pub fn summary(o: &Outcomes, out: &std::path::Path) -> String {
         },
         o.episodes,
         o.queries,
-        o.attacker_tokens,
-        o.victim_tokens,
         o.stopped_by
     );
     let _ = writeln!(s, "\n  k  episodes  ASR@k (dev)  static  ");
@@ -291,6 +292,7 @@ pub fn summary(o: &Outcomes, out: &std::path::Path) -> String {
         },
         d.mean_edit_distance
     );
+    let _ = writeln!(s, "\n{}", cost_text(&[o]));
     let _ = writeln!(
         s,
         "best payload: lib-{}; results in {}",
@@ -298,6 +300,108 @@ pub fn summary(o: &Outcomes, out: &std::path::Path) -> String {
         out.display()
     );
     s
+}
+
+/// The name of a search's cost table in its folder.
+pub const COST_CSV: &str = "cost.csv";
+
+/// One row of the cost table: one search.
+struct CostRow<'a> {
+    unit: String,
+    o: &'a Outcomes,
+}
+
+fn component_of<'m>(meter: &'m CostMeter, name: &str) -> Option<&'m CostTotals> {
+    meter
+        .by_component
+        .iter()
+        .find(|(c, _)| c.as_str() == name)
+        .map(|(_, t)| t)
+}
+
+/// The searches' cost, one row each, in the columns every cost table uses
+/// ([`crate::report::tables::component_columns`]): calls and tokens of each victim
+/// component and of the `attacker`, over the search (held-out scoring included).
+pub fn cost_grid(searches: &[&Outcomes]) -> Grid {
+    let rows: Vec<CostRow> = searches
+        .iter()
+        .map(|o| CostRow {
+            unit: o.settings.unit.label(),
+            o,
+        })
+        .collect();
+    let mut present: Vec<Component> = searches
+        .iter()
+        .flat_map(|o| o.cost.by_component.keys().copied())
+        .collect();
+    present.sort();
+    present.dedup();
+    let mut columns: Vec<Column<CostRow>> = vec![
+        Column::key(
+            "unit",
+            "Unit",
+            "The search's optimisation unit.",
+            |r: &CostRow| r.unit.clone(),
+        ),
+        Column::figure(
+            "episodes",
+            "Episodes",
+            "Victim episodes the search ran (held-out scoring included).",
+            Show::Default,
+            |r: &CostRow| Value::Count((r.o.episodes + r.o.heldout_episodes) as u64),
+        ),
+        Column::figure(
+            "queries",
+            "Queries",
+            "Attacker queries (proposals).",
+            Show::Default,
+            |r: &CostRow| Value::Count(r.o.queries as u64),
+        ),
+    ];
+    columns.extend(crate::report::tables::component_columns(
+        &present,
+        "over the search",
+        0,
+        |r: &CostRow, name| component_of(&r.o.cost, name).map(|t| t.tokens() as f64),
+        |r: &CostRow, name| component_of(&r.o.cost, name).map(|t| t.calls as f64),
+        |r: &CostRow, name| component_of(&r.o.cost, name).is_some_and(|t| t.estimated),
+    ));
+    // Each search is its own group: no row is marked best.
+    let mut g = Grid::build("cost", "Cost", columns, &rows, |r| r.unit.clone());
+    if searches.iter().any(|o| o.simulated) {
+        g.notes.push(
+            "SIMULATED: some role is scripted; `~` marks tokens counted locally with cl100k_base, not reported by an endpoint.".into(),
+        );
+    }
+    if searches.iter().any(|o| o.settings.attacker == SIM_ATTACKER) {
+        g.notes.push(
+            "attacker = sim-attacker (scripted, calls no model): one call per proposal, with the tokens an attacker model would spend on the same exchange (its prompt and the proposal between tags).".into(),
+        );
+    }
+    g
+}
+
+/// The cost table as the terminal shows it.
+fn cost_text(searches: &[&Outcomes]) -> String {
+    let g = cost_grid(searches);
+    let mut s = String::new();
+    let opts = crate::report::text::TextOptions {
+        width: 200,
+        ..Default::default()
+    };
+    match crate::report::text::render(&g, &opts) {
+        Ok(t) => s.push_str(&t),
+        Err(e) => s.push_str(&e),
+    }
+    s
+}
+
+/// Writes the cost table as `cost.csv` in the search's folder.
+fn write_cost(out: &std::path::Path, searches: &[&Outcomes]) -> Result<(), CliError> {
+    let path = out.join(COST_CSV);
+    let text = crate::report::formats::csv(&cost_grid(searches))
+        .map_err(|e| CliError::failed(format!("{}: {e}", path.display())))?;
+    std::fs::write(&path, text).map_err(|e| CliError::failed(format!("{}: {e}", path.display())))
 }
 
 /// One row of the transfer matrix.
