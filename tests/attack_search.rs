@@ -194,6 +194,50 @@ fn a_frozen_library_replays_identically_and_transfers_across_defenses() {
         let won = ep["attack_success"] == true;
         assert_eq!(won, e["scores"]["dev_asr"] == 1.0, "{name}");
     }
+    // The report of the replay run and the search folder: the run's figures and the
+    // search's ASR@k beside its static ASR, axes titled, labelled simulated; the SVG
+    // export holds it too.
+    let page = tmp.path().join("r.html");
+    let figs = tmp.path().join("figs");
+    bench(tmp.path())
+        .arg("report")
+        .arg(&run_out)
+        .arg(&out)
+        .args(["--format", "html", "--out"])
+        .arg(&page)
+        .arg("--figures")
+        .arg(&figs)
+        .assert()
+        .success();
+    let html = read(&page);
+    let fig = &html[html
+        .find("<figure id=\"fig-plot-asr-at-k-0\"")
+        .expect("ASR@k figure")..];
+    let fig = &fig[..fig.find("</figure>").unwrap()];
+    for want in [
+        "Attacker queries (k)",
+        "Attack success rate (%)",
+        "ASR@k (dev)",
+        &format!(
+            "static ASR (dev) at 0: {:.1}%",
+            100.0 * o["static_asr"].as_f64().unwrap()
+        ),
+        &format!(
+            "ASR@k (dev) at {}: {:.1}%",
+            o["queries"],
+            100.0 * o["best_asr"].as_f64().unwrap()
+        ),
+        "SIMULATED",
+    ] {
+        assert!(fig.contains(want), "{want}: {fig}");
+    }
+    assert!(
+        html.contains("id=\"fig-plot-tradeoff\""),
+        "the run's figures stay"
+    );
+    assert!(html.contains("attacker tok"), "the search's cost table");
+    let svg = read(&figs.join("plot-asr-at-k-0.svg"));
+    assert!(svg.contains("Attacker queries (k)") && svg.contains("static ASR (dev)"));
     // The transfer matrix over two defenses: every payload wins against `none`; against
     // the filter only what the search found, not the stock templates.
     let csv = tmp.path().join("transfer.csv");

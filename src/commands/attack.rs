@@ -5,16 +5,13 @@
 use super::{CliError, Paths};
 use crate::attack::library::Library;
 use crate::model::config::{ModelFactory, ModelOptions};
-use crate::model::{Component, CostMeter, CostTotals};
-use crate::report::columns::{Column, Grid, Show, Value};
 use crate::search::attacker::Proposer;
 use crate::search::score::Victim;
 use crate::search::{Feedback, Outcomes, SearchError, Settings, Unit};
 use std::fmt::Write;
 use std::path::PathBuf;
 
-/// The scripted attacker's name on the command line.
-pub const SIM_ATTACKER: &str = "sim-attacker";
+pub use crate::search::attacker::SIM_ATTACKER;
 
 /// `attack search`'s flags.
 #[derive(clap::Args, Debug, Clone)]
@@ -305,85 +302,9 @@ pub fn summary(o: &Outcomes, out: &std::path::Path) -> String {
 /// The name of a search's cost table in its folder.
 pub const COST_CSV: &str = "cost.csv";
 
-/// One row of the cost table: one search.
-struct CostRow<'a> {
-    unit: String,
-    o: &'a Outcomes,
-}
-
-fn component_of<'m>(meter: &'m CostMeter, name: &str) -> Option<&'m CostTotals> {
-    meter
-        .by_component
-        .iter()
-        .find(|(c, _)| c.as_str() == name)
-        .map(|(_, t)| t)
-}
-
-/// The searches' cost, one row each, in the columns every cost table uses
-/// ([`crate::report::tables::component_columns`]): calls and tokens of each victim
-/// component and of the `attacker`, over the search (held-out scoring included).
-pub fn cost_grid(searches: &[&Outcomes]) -> Grid {
-    let rows: Vec<CostRow> = searches
-        .iter()
-        .map(|o| CostRow {
-            unit: o.settings.unit.label(),
-            o,
-        })
-        .collect();
-    let mut present: Vec<Component> = searches
-        .iter()
-        .flat_map(|o| o.cost.by_component.keys().copied())
-        .collect();
-    present.sort();
-    present.dedup();
-    let mut columns: Vec<Column<CostRow>> = vec![
-        Column::key(
-            "unit",
-            "Unit",
-            "The search's optimisation unit.",
-            |r: &CostRow| r.unit.clone(),
-        ),
-        Column::figure(
-            "episodes",
-            "Episodes",
-            "Victim episodes the search ran (held-out scoring included).",
-            Show::Default,
-            |r: &CostRow| Value::Count((r.o.episodes + r.o.heldout_episodes) as u64),
-        ),
-        Column::figure(
-            "queries",
-            "Queries",
-            "Attacker queries (proposals).",
-            Show::Default,
-            |r: &CostRow| Value::Count(r.o.queries as u64),
-        ),
-    ];
-    columns.extend(crate::report::tables::component_columns(
-        &present,
-        "over the search",
-        0,
-        |r: &CostRow, name| component_of(&r.o.cost, name).map(|t| t.tokens() as f64),
-        |r: &CostRow, name| component_of(&r.o.cost, name).map(|t| t.calls as f64),
-        |r: &CostRow, name| component_of(&r.o.cost, name).is_some_and(|t| t.estimated),
-    ));
-    // Each search is its own group: no row is marked best.
-    let mut g = Grid::build("cost", "Cost", columns, &rows, |r| r.unit.clone());
-    if searches.iter().any(|o| o.simulated) {
-        g.notes.push(
-            "SIMULATED: some role is scripted; `~` marks tokens counted locally with cl100k_base, not reported by an endpoint.".into(),
-        );
-    }
-    if searches.iter().any(|o| o.settings.attacker == SIM_ATTACKER) {
-        g.notes.push(
-            "attacker = sim-attacker (scripted, calls no model): one call per proposal, with the tokens an attacker model would spend on the same exchange (its prompt and the proposal between tags).".into(),
-        );
-    }
-    g
-}
-
 /// The cost table as the terminal shows it.
 fn cost_text(searches: &[&Outcomes]) -> String {
-    let g = cost_grid(searches);
+    let g = crate::report::adaptive::cost_grid(searches);
     let mut s = String::new();
     let opts = crate::report::text::TextOptions {
         width: 200,
@@ -399,7 +320,7 @@ fn cost_text(searches: &[&Outcomes]) -> String {
 /// Writes the cost table as `cost.csv` in the search's folder.
 fn write_cost(out: &std::path::Path, searches: &[&Outcomes]) -> Result<(), CliError> {
     let path = out.join(COST_CSV);
-    let text = crate::report::formats::csv(&cost_grid(searches))
+    let text = crate::report::formats::csv(&crate::report::adaptive::cost_grid(searches))
         .map_err(|e| CliError::failed(format!("{}: {e}", path.display())))?;
     std::fs::write(&path, text).map_err(|e| CliError::failed(format!("{}: {e}", path.display())))
 }

@@ -23,6 +23,9 @@ use std::sync::Arc;
 
 use super::Scored;
 
+/// The scripted attacker's name on the command line and in a search's identity.
+pub const SIM_ATTACKER: &str = "sim-attacker";
+
 /// The attacker of a search.
 pub enum Proposer {
     Sim {
@@ -66,7 +69,7 @@ impl Proposer {
     /// The attacker's name in the search's identity.
     pub fn name(&self) -> String {
         match self {
-            Proposer::Sim { .. } => "sim-attacker".into(),
+            Proposer::Sim { .. } => SIM_ATTACKER.into(),
             Proposer::Model { model, .. } => model.name().to_string(),
         }
     }
