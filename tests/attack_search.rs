@@ -284,7 +284,7 @@ fn a_frozen_library_replays_identically_and_transfers_across_defenses() {
 #[tokio::test]
 async fn a_loopback_attacker_endpoint_drives_the_search() {
     use sieve_bench::commands::Paths;
-    use sieve_bench::commands::attack::{SearchArgs, search};
+    use sieve_bench::commands::attack::{SearchArgs, Searched, search};
     use sieve_bench::model::config::ModelOptions;
     use wiremock::matchers::{body_string_contains, method, path};
     use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -330,6 +330,7 @@ async fn a_loopback_attacker_endpoint_drives_the_search() {
         user_tasks: None,
         injection_tasks: None,
         max_steps: 30,
+        shard: None,
         out: Some(tmp.path().join("s")),
         model_options: ModelOptions {
             base_url: Some(format!("{}/v1", server.uri())),
@@ -337,7 +338,9 @@ async fn a_loopback_attacker_endpoint_drives_the_search() {
         },
     };
     let paths = Paths::resolve(None, None, Some(home()));
-    let (o, _) = search(&paths, args).await.unwrap();
+    let Ok((Searched::One(o), _)) = search(&paths, args).await else {
+        panic!("one target, one search")
+    };
     assert_eq!(o.settings.attacker, "openai:red-team-model");
     assert!(!o.simulated || o.settings.model.starts_with("sim"));
     assert_eq!(o.static_asr, 0.0);
@@ -366,4 +369,124 @@ async fn a_loopback_attacker_endpoint_drives_the_search() {
         best["ops"].as_array().unwrap().last().unwrap(),
         "attacker:openai:red-team-model"
     );
+}
+
+/// Every file of a folder, by path relative to it.
+fn tree(dir: &Path) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().display().to_string();
+                out.insert(rel, read(&p));
+            }
+        }
+    }
+    out
+}
+
+/// `--unit pairs` split in two shards, each resumable on its own, and merged: the same
+/// targets, payloads, scores, curve and library as the unsharded search, file for file.
+#[test]
+fn shards_of_a_search_over_pairs_merge_into_the_unsharded_search() {
+    let tmp = tempfile::tempdir().unwrap();
+    let args = |shard: Option<&'static str>| {
+        let mut a: Vec<&'static str> = vec![
+            "--unit",
+            "pairs",
+            "--user-tasks",
+            "user_task_0,user_task_1,user_task_3",
+            "--budget-episodes",
+            "40",
+            "--seed",
+            "2",
+        ];
+        if let Some(s) = shard {
+            a.extend(["--shard", s]);
+        }
+        a
+    };
+    let run = |out: &Path, shard: Option<&'static str>| {
+        let mut c = bench(tmp.path());
+        c.args([
+            "attack",
+            "search",
+            "--suite",
+            "dojo-style/banking",
+            "--injection-tasks",
+            INJECTION_TASKS,
+        ])
+        .args(args(shard))
+        .arg("--out")
+        .arg(out);
+        let done = c.assert().success();
+        String::from_utf8_lossy(&done.get_output().stdout).to_string()
+    };
+    let whole = tmp.path().join("whole");
+    let printed = run(&whole, None);
+    assert!(printed.contains("over 6 targets (pairs)"), "{printed}");
+    let (s0, s1) = (tmp.path().join("s0"), tmp.path().join("s1"));
+    run(&s0, Some("0/2"));
+    run(&s1, Some("1/2"));
+    // Resume per shard: rerunning shard 0 in its folder changes nothing.
+    let before = tree(&s0);
+    run(&s0, Some("0/2"));
+    assert_eq!(tree(&s0), before);
+    // The shards share no target and hold every one.
+    let targets = |d: &Path| -> Vec<String> {
+        let m: Value = serde_json::from_str(&read(&d.join("targets.json"))).unwrap();
+        m["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["unit"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (t0, t1) = (targets(&s0), targets(&s1));
+    assert_eq!(t0.len() + t1.len(), 6);
+    assert!(t0.iter().all(|t| !t1.contains(t)));
+    let merged = tmp.path().join("merged");
+    bench(tmp.path())
+        .args(["attack", "merge", "--out"])
+        .arg(&merged)
+        .arg(&s1)
+        .arg(&s0)
+        .assert()
+        .success();
+    let (a, b) = (tree(&whole), tree(&merged));
+    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
+    for (k, v) in &a {
+        assert_eq!(v, &b[k], "{k}");
+    }
+    let curve: Value = serde_json::from_str(&a["asr_at_k.json"]).unwrap();
+    let points = curve["points"].as_array().unwrap();
+    assert!(
+        points.last().unwrap()["asr"].as_f64() > points[0]["asr"].as_f64(),
+        "{curve}"
+    );
+    // One shard alone is not the whole search.
+    bench(tmp.path())
+        .args(["attack", "merge", "--out"])
+        .arg(tmp.path().join("half"))
+        .arg(&s0)
+        .assert()
+        .code(2);
+    // A single-target unit has nothing to shard.
+    bench(tmp.path())
+        .args([
+            "attack",
+            "search",
+            "--unit",
+            "universal",
+            "--shard",
+            "0/2",
+            "--out",
+        ])
+        .arg(tmp.path().join("u"))
+        .assert()
+        .code(2);
 }

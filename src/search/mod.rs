@@ -18,6 +18,7 @@
 pub mod attacker;
 pub mod output;
 pub mod score;
+pub mod targets;
 
 use crate::attack::Attack;
 use crate::attack::library::{self, Library};

@@ -173,6 +173,32 @@ pub fn library(
     lib
 }
 
+/// Writes `asr_at_k.csv`: one line per point of the curve.
+pub fn write_curve_csv(out: &Path, curve: &[Point], simulated: bool) -> std::io::Result<()> {
+    let mut w = csv::Writer::from_path(out.join(CURVE_CSV))?;
+    w.write_record([
+        "k",
+        "episodes",
+        "attacker_tokens",
+        "asr",
+        "static_asr",
+        "best",
+        "simulated",
+    ])?;
+    for p in curve {
+        w.write_record([
+            p.k.to_string(),
+            p.episodes.to_string(),
+            p.attacker_tokens.to_string(),
+            format!("{:.4}", p.asr),
+            format!("{:.4}", p.static_asr),
+            p.best.clone(),
+            simulated.to_string(),
+        ])?;
+    }
+    w.flush()
+}
+
 /// Writes the results, the curve and the library.
 pub fn write(out: &Path, o: &Outcomes, lib: &Library) -> std::io::Result<()> {
     std::fs::write(
@@ -193,27 +219,6 @@ pub fn write(out: &Path, o: &Outcomes, lib: &Library) -> std::io::Result<()> {
         points: o.curve.clone(),
     };
     curve.write(out)?;
-    let mut w = csv::Writer::from_path(out.join(CURVE_CSV))?;
-    w.write_record([
-        "k",
-        "episodes",
-        "attacker_tokens",
-        "asr",
-        "static_asr",
-        "best",
-        "simulated",
-    ])?;
-    for p in &o.curve {
-        w.write_record([
-            p.k.to_string(),
-            p.episodes.to_string(),
-            p.attacker_tokens.to_string(),
-            format!("{:.4}", p.asr),
-            format!("{:.4}", p.static_asr),
-            p.best.clone(),
-            o.simulated.to_string(),
-        ])?;
-    }
-    w.flush()?;
+    write_curve_csv(out, &o.curve, o.simulated)?;
     lib.save(&out.join(library::FILE))
 }
