@@ -182,7 +182,7 @@ fn bin() -> Command {
 }
 
 /// The subcommands whose `--help` may carry examples.
-const SUBCOMMANDS: [&[&str]; 10] = [
+const SUBCOMMANDS: [&[&str]; 11] = [
     &["run"],
     &["ablate"],
     &["check-suites"],
@@ -193,6 +193,7 @@ const SUBCOMMANDS: [&[&str]; 10] = [
     &["compare"],
     &["attack", "search"],
     &["attack", "transfer"],
+    &["attack", "merge"],
 ];
 
 /// Names a real model endpoint.

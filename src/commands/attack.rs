@@ -261,16 +261,38 @@ pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Searched, PathBu
         write_cost(&out, &[&outcomes])?;
         return Ok((Searched::One(Box::new(outcomes)), out));
     };
-    let units = targets::expand(&suite, &settings, kind);
+    let t = search_targets(
+        &victim,
+        &settings,
+        &seeds,
+        (kind, args.shard),
+        &out,
+        &proposer,
+    )
+    .await?;
+    Ok((Searched::Many(Box::new(t)), out))
+}
+
+/// Each target of `kind` (this shard's) searched on its own in `targets/`, then the
+/// pooled files.
+async fn search_targets(
+    victim: &Victim<'_>,
+    settings: &Settings,
+    seeds: &[crate::attack::Attack],
+    (kind, shard): (Kind, Option<(usize, usize)>),
+    out: &std::path::Path,
+    proposer: &dyn Fn() -> Result<Proposer, CliError>,
+) -> Result<Targets, CliError> {
+    let units = targets::expand(victim.suite, settings, kind);
     if units.is_empty() {
         return Err(CliError::bad_input(
             "the selection leaves no target to search: check --user-tasks and --injection-tasks",
         ));
     }
     let total = units.len();
-    let mine = targets::shard_of(units, args.shard);
-    let manifest = Manifest::new(kind, &settings, total, args.shard, &mine);
-    manifest.claim(&out).map_err(search_error)?;
+    let mine = targets::shard_of(units, shard);
+    let manifest = Manifest::new(kind, settings, total, shard, &mine);
+    manifest.claim(out).map_err(search_error)?;
     let mut outcomes = Vec::new();
     for (i, unit) in &mine {
         let dir = out.join(TARGETS).join(targets::dir_name(*i, unit));
@@ -278,22 +300,19 @@ pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Searched, PathBu
             unit: unit.clone(),
             ..settings.clone()
         };
-        let o = crate::search::search(&victim, s, &seeds, &mut proposer()?, &dir)
+        let o = crate::search::search(victim, s, seeds, &mut proposer()?, &dir)
             .await
             .map_err(search_error)?;
         write_cost(&dir, &[&o])?;
         outcomes.push(o);
     }
-    let curve = targets::write_combined(&out, &manifest, &outcomes).map_err(search_error)?;
-    write_cost(&out, &outcomes.iter().collect::<Vec<_>>())?;
-    Ok((
-        Searched::Many(Box::new(Targets {
-            manifest,
-            curve,
-            outcomes,
-        })),
-        out,
-    ))
+    let curve = targets::write_combined(out, &manifest, &outcomes).map_err(search_error)?;
+    write_cost(out, &outcomes.iter().collect::<Vec<_>>())?;
+    Ok(Targets {
+        manifest,
+        curve,
+        outcomes,
+    })
 }
 
 /// `attack merge`: the shards' targets in one folder, with the pooled files written as
