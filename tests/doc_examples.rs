@@ -298,7 +298,8 @@ fn set_flag(words: &mut Vec<String>, flag: &str, value: &str) {
 fn narrowed(words: &[String]) -> Vec<String> {
     let mut w = words.to_vec();
     let takes_suite = ["run", "ablate", "check-suites", "attack", "calibrate"];
-    if !takes_suite.contains(&w[0].as_str()) {
+    // `attack merge` reads shard folders only.
+    if !takes_suite.contains(&w[0].as_str()) || w.get(1).is_some_and(|s| s == "merge") {
         return w;
     }
     let one_suite = flag_value(&w, "--suite")
