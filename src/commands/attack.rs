@@ -8,7 +8,7 @@ use crate::model::config::{ModelFactory, ModelOptions};
 use crate::search::attacker::Proposer;
 use crate::search::output::{CurveFile, TARGETS};
 use crate::search::score::Victim;
-use crate::search::targets::{self, Kind, Manifest};
+use crate::search::targets::{self, Kind, TargetsManifest};
 use crate::search::{Feedback, Outcomes, SearchError, Settings, Unit};
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -158,7 +158,7 @@ pub enum Searched {
 
 /// A search over several targets (this shard's, or merged).
 pub struct Targets {
-    pub manifest: Manifest,
+    pub manifest: TargetsManifest,
     pub curve: CurveFile,
     pub outcomes: Vec<Outcomes>,
 }
@@ -291,7 +291,7 @@ async fn search_targets(
     }
     let total = units.len();
     let mine = targets::shard_of(units, shard);
-    let manifest = Manifest::new(kind, settings, total, shard, &mine);
+    let manifest = TargetsManifest::new(kind, settings, total, shard, &mine);
     manifest.claim(out).map_err(search_error)?;
     let mut outcomes = Vec::new();
     for (i, unit) in &mine {
@@ -342,7 +342,7 @@ pub fn printed(s: &Searched, out: &std::path::Path) -> String {
 /// The terminal summary of a search over several targets: the pooled curve beside the
 /// static ASR, how many targets each broke, and the cost per target.
 fn summary_many(
-    m: &Manifest,
+    m: &TargetsManifest,
     c: &CurveFile,
     outcomes: &[Outcomes],
     out: &std::path::Path,

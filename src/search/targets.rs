@@ -120,7 +120,7 @@ pub struct TargetRef {
 /// What a multi-target folder holds: the identity shared by its targets, which shard,
 /// and its targets.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Manifest {
+pub struct TargetsManifest {
     pub kind: Kind,
     /// The search settings every target shares (all but the unit).
     pub identity: serde_json::Value,
@@ -131,19 +131,19 @@ pub struct Manifest {
     pub targets: Vec<TargetRef>,
 }
 
-impl Manifest {
+impl TargetsManifest {
     pub fn new(
         kind: Kind,
         settings: &Settings,
         total: usize,
         shard: Option<(usize, usize)>,
         targets: &[(usize, Unit)],
-    ) -> Manifest {
+    ) -> TargetsManifest {
         let mut identity = serde_json::to_value(settings).expect("settings serialise");
         if let Some(m) = identity.as_object_mut() {
             m.remove("unit");
         }
-        Manifest {
+        TargetsManifest {
             kind,
             identity,
             total,
@@ -159,7 +159,7 @@ impl Manifest {
         }
     }
 
-    fn read(dir: &Path) -> Result<Option<Manifest>, SearchError> {
+    fn read(dir: &Path) -> Result<Option<TargetsManifest>, SearchError> {
         let path = dir.join(MANIFEST);
         if !path.exists() {
             return Ok(None);
@@ -178,7 +178,7 @@ impl Manifest {
     /// or settings), or a single-target search; a folder of the same one resumes. A new
     /// folder gets the manifest at once, so an interrupted search is claimed too.
     pub fn claim(&self, out: &Path) -> Result<(), SearchError> {
-        match Manifest::read(out)? {
+        match TargetsManifest::read(out)? {
             Some(before) if &before != self => Err(SearchError::BadInput(format!(
                 "{} holds another search over several targets ({} of {}{}); use another --out",
                 out.display(),
@@ -255,7 +255,7 @@ pub fn combine(kind: Kind, outcomes: &[Outcomes]) -> CurveFile {
 }
 
 /// Reads each target's results, in manifest order.
-pub fn read_targets(out: &Path, manifest: &Manifest) -> Result<Vec<Outcomes>, SearchError> {
+pub fn read_targets(out: &Path, manifest: &TargetsManifest) -> Result<Vec<Outcomes>, SearchError> {
     manifest
         .targets
         .iter()
@@ -279,7 +279,7 @@ pub fn read_targets(out: &Path, manifest: &Manifest) -> Result<Vec<Outcomes>, Se
 /// `asr_at_k.csv`) and the union of the targets' libraries (`library.json`).
 pub fn write_combined(
     out: &Path,
-    manifest: &Manifest,
+    manifest: &TargetsManifest,
     outcomes: &[Outcomes],
 ) -> Result<CurveFile, SearchError> {
     let io = |e: std::io::Error| SearchError::Failed(format!("{}: {e}", out.display()));
@@ -327,18 +327,21 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
 /// Merges shard folders into `out`: their manifests must share the kind, identity and
 /// number of targets, and together hold every target once (a target two shards hold must
 /// have the same results in both). Returns the merged manifest and the targets' results.
-pub fn merge(out: &Path, shards: &[PathBuf]) -> Result<(Manifest, Vec<Outcomes>), SearchError> {
+pub fn merge(
+    out: &Path,
+    shards: &[PathBuf],
+) -> Result<(TargetsManifest, Vec<Outcomes>), SearchError> {
     let bad = SearchError::BadInput;
-    let mut merged: Option<Manifest> = None;
+    let mut merged: Option<TargetsManifest> = None;
     let mut from: Vec<(TargetRef, PathBuf)> = Vec::new();
     for dir in shards {
-        let m = Manifest::read(dir)?.ok_or_else(|| {
+        let m = TargetsManifest::read(dir)?.ok_or_else(|| {
             bad(format!(
                 "{} holds no {MANIFEST}: not a search over several targets (--unit pairs or vectors)",
                 dir.display()
             ))
         })?;
-        let all = merged.get_or_insert_with(|| Manifest {
+        let all = merged.get_or_insert_with(|| TargetsManifest {
             shard: None,
             targets: Vec::new(),
             ..m.clone()
