@@ -176,6 +176,12 @@ enum AttackCommand {
         after_help = "Example:\n  sieve-bench attack transfer --library results/search-banking-keyword_filter-0 --defense none,keyword_filter,sieve"
     )]
     Transfer(Box<commands::attack::TransferArgs>),
+    /// Join the shards of a search over several targets (`--unit pairs|vectors --shard
+    /// k/n`) into one folder, equal to the unsharded search's.
+    #[command(
+        after_help = "Example:\n  sieve-bench attack search --unit pairs --shard 0/2 --out s0\n  sieve-bench attack search --unit pairs --shard 1/2 --out s1\n  sieve-bench attack merge --out merged s0 s1"
+    )]
+    Merge(commands::attack::MergeArgs),
 }
 
 #[derive(ValueEnum, Clone, Debug)]
@@ -275,7 +281,11 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Report(args) => show(&commands::report_cmd::report(&args)?),
         Command::Attack(AttackCommand::Search(args)) => {
             let (o, out) = runtime()?.block_on(commands::attack::search(&paths, *args))?;
-            show(&commands::attack::summary(&o, &out));
+            show(&commands::attack::printed(&o, &out));
+        }
+        Command::Attack(AttackCommand::Merge(args)) => {
+            let (o, out) = commands::attack::merge(&args)?;
+            show(&commands::attack::printed(&o, &out));
         }
         Command::Attack(AttackCommand::Transfer(args)) => {
             let (names, rows) = runtime()?.block_on(commands::attack::transfer(&paths, &args))?;

@@ -22,9 +22,13 @@ pub enum Component {
     /// The model-graded answer judge (`--answer-judge`): scores the episode, not a
     /// defense's role.
     AnswerJudge,
+    /// The attacker of `attack search`: proposes injection templates. Metered by the
+    /// search, never inside an episode, so not in [`Component::ALL`].
+    Attacker,
 }
 
 impl Component {
+    /// Every component an episode meters, in role order.
     pub const ALL: [Component; 6] = [
         Component::Agent,
         Component::Planner,
@@ -41,6 +45,7 @@ impl Component {
             Component::Detector => "detector",
             Component::Embedding => "embedding",
             Component::AnswerJudge => "answer_judge",
+            Component::Attacker => "attacker",
         }
     }
 }

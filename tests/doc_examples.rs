@@ -182,7 +182,7 @@ fn bin() -> Command {
 }
 
 /// The subcommands whose `--help` may carry examples.
-const SUBCOMMANDS: [&[&str]; 10] = [
+const SUBCOMMANDS: [&[&str]; 11] = [
     &["run"],
     &["ablate"],
     &["check-suites"],
@@ -193,6 +193,7 @@ const SUBCOMMANDS: [&[&str]; 10] = [
     &["compare"],
     &["attack", "search"],
     &["attack", "transfer"],
+    &["attack", "merge"],
 ];
 
 /// Names a real model endpoint.
@@ -297,7 +298,8 @@ fn set_flag(words: &mut Vec<String>, flag: &str, value: &str) {
 fn narrowed(words: &[String]) -> Vec<String> {
     let mut w = words.to_vec();
     let takes_suite = ["run", "ablate", "check-suites", "attack", "calibrate"];
-    if !takes_suite.contains(&w[0].as_str()) {
+    // `attack merge` reads shard folders only.
+    if !takes_suite.contains(&w[0].as_str()) || w.get(1).is_some_and(|s| s == "merge") {
         return w;
     }
     let one_suite = flag_value(&w, "--suite")

@@ -6,13 +6,14 @@ use super::{CliError, Paths};
 use crate::attack::library::Library;
 use crate::model::config::{ModelFactory, ModelOptions};
 use crate::search::attacker::Proposer;
+use crate::search::output::{CurveFile, TARGETS};
 use crate::search::score::Victim;
+use crate::search::targets::{self, Kind, TargetsManifest};
 use crate::search::{Feedback, Outcomes, SearchError, Settings, Unit};
 use std::fmt::Write;
 use std::path::PathBuf;
 
-/// The scripted attacker's name on the command line.
-pub const SIM_ATTACKER: &str = "sim-attacker";
+pub use crate::search::attacker::SIM_ATTACKER;
 
 /// `attack search`'s flags.
 #[derive(clap::Args, Debug, Clone)]
@@ -37,9 +38,15 @@ pub struct SearchArgs {
     #[arg(long, default_value = SIM_ATTACKER)]
     pub attacker: String,
     /// The optimisation unit: `pair:<user task>,<injection task>`, `vector:<id>`, or
-    /// `universal[:<held-out share>]` (held-out ASR is the headline).
+    /// `universal[:<held-out share>]` (held-out ASR is the headline); or several targets,
+    /// one search each: `pairs` (every selected pair) or `vectors` (every vector the
+    /// selected user tasks read), which `--shard` splits.
     #[arg(long, default_value = "universal")]
     pub unit: String,
+    /// Search only the targets of shard k of n (`k/n`, 0-based; targets whose index is k
+    /// modulo n) of `--unit pairs` or `vectors`; `attack merge` joins the shards.
+    #[arg(long, value_name = "K/N", value_parser = super::run::parse_shard)]
+    pub shard: Option<(usize, usize)>,
     /// The feedback tier.
     #[arg(long, value_enum, default_value = "binary")]
     pub feedback: Feedback,
@@ -70,6 +77,17 @@ pub struct SearchArgs {
     pub out: Option<PathBuf>,
     #[command(flatten)]
     pub model_options: ModelOptions,
+}
+
+/// `attack merge`'s flags.
+#[derive(clap::Args, Debug, Clone)]
+pub struct MergeArgs {
+    /// The merged folder (created; resumable only as the same merge).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// The shards' folders (`attack search --unit pairs|vectors --shard k/n --out ...`).
+    #[arg(required = true, value_name = "SHARD")]
+    pub shards: Vec<PathBuf>,
 }
 
 /// `attack transfer`'s flags.
@@ -131,12 +149,37 @@ async fn victim_parts(
     Ok((suites.remove(0), models, factory))
 }
 
-/// Runs (or resumes) a search.
-pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Outcomes, PathBuf), CliError> {
+/// What a search produced: one target's results, or several targets' and their pooled
+/// curve.
+pub enum Searched {
+    One(Box<Outcomes>),
+    Many(Box<Targets>),
+}
+
+/// A search over several targets (this shard's, or merged).
+pub struct Targets {
+    pub manifest: TargetsManifest,
+    pub curve: CurveFile,
+    pub outcomes: Vec<Outcomes>,
+}
+
+/// Runs (or resumes) a search: one target, or each target of `--unit pairs|vectors`
+/// (this shard's) in `targets/` with the pooled files beside them.
+pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Searched, PathBuf), CliError> {
     if args.max_steps == 0 {
         return Err(CliError::bad_input("--max-steps must be at least 1"));
     }
-    let unit = Unit::parse(&args.unit).map_err(CliError::bad_input)?;
+    let kind = Kind::parse(&args.unit);
+    let unit = match kind {
+        Some(_) => None,
+        None => Some(Unit::parse(&args.unit).map_err(CliError::bad_input)?),
+    };
+    if let (Some(u), Some(_)) = (&unit, args.shard) {
+        return Err(CliError::bad_input(format!(
+            "--shard splits the targets of --unit pairs or --unit vectors; `{}` is one target",
+            u.label()
+        )));
+    }
     let (suite, models, factory) = victim_parts(
         paths,
         &args.suite,
@@ -158,17 +201,22 @@ pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Outcomes, PathBu
             "--seeds-from must select templates of attacks/ (not `none`, `context` or a provider's attack)",
         ));
     }
-    let mut proposer = if args.attacker == SIM_ATTACKER {
-        Proposer::sim(args.seed)
-    } else {
-        Proposer::model(factory.chat(&args.attacker).map_err(CliError::bad_input)?)
+    // A fresh attacker per target: each target's search is the one it would be alone.
+    let proposer = || -> Result<Proposer, CliError> {
+        Ok(if args.attacker == SIM_ATTACKER {
+            Proposer::sim(args.seed, factory.tokens())
+        } else {
+            Proposer::model(factory.chat(&args.attacker).map_err(CliError::bad_input)?)
+        })
     };
     let settings = Settings {
         suite: suite.qualified_name(),
         defense: defense.name().to_string(),
         model: models.agent.name().to_string(),
-        attacker: proposer.name(),
-        unit,
+        attacker: proposer()?.name(),
+        unit: unit.clone().unwrap_or(Unit::Vector {
+            vector: String::new(),
+        }),
         feedback: args.feedback,
         budget_episodes: args.budget_episodes,
         budget_attacker_tokens: args.budget_attacker_tokens,
@@ -182,12 +230,19 @@ pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Outcomes, PathBu
         max_steps: args.max_steps,
     };
     let out = args.out.clone().unwrap_or_else(|| {
-        PathBuf::from("results").join(format!(
+        let mut name = format!(
             "search-{}-{}-{}",
             args.suite.replace('/', "_"),
             settings.defense.replace([':', '/', '@', '='], "_"),
             args.seed
-        ))
+        );
+        if let Some(k) = kind {
+            name.push_str(&format!("-{}", k.label()));
+        }
+        if let Some((k, n)) = args.shard {
+            name.push_str(&format!("-shard{k}of{n}"));
+        }
+        PathBuf::from("results").join(name)
     });
     let victim = Victim {
         schemas: suite.tools.schemas(),
@@ -198,10 +253,145 @@ pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Outcomes, PathBu
         seed: args.seed,
         attack_model_name: crate::attack::plain_model_name(models.agent.name()),
     };
-    let outcomes = crate::search::search(&victim, settings, &seeds, &mut proposer, &out)
-        .await
-        .map_err(search_error)?;
-    Ok((outcomes, out))
+    let Some(kind) = kind else {
+        let outcomes = crate::search::search(&victim, settings, &seeds, &mut proposer()?, &out)
+            .await
+            .map_err(search_error)?;
+        write_cost(&out, &[&outcomes])?;
+        return Ok((Searched::One(Box::new(outcomes)), out));
+    };
+    let t = search_targets(
+        &victim,
+        &settings,
+        &seeds,
+        (kind, args.shard),
+        &out,
+        &proposer,
+    )
+    .await?;
+    Ok((Searched::Many(Box::new(t)), out))
+}
+
+/// Each target of `kind` (this shard's) searched on its own in `targets/`, then the
+/// pooled files.
+async fn search_targets(
+    victim: &Victim<'_>,
+    settings: &Settings,
+    seeds: &[crate::attack::Attack],
+    (kind, shard): (Kind, Option<(usize, usize)>),
+    out: &std::path::Path,
+    proposer: &dyn Fn() -> Result<Proposer, CliError>,
+) -> Result<Targets, CliError> {
+    let units = targets::expand(victim.suite, settings, kind);
+    if units.is_empty() {
+        return Err(CliError::bad_input(
+            "the selection leaves no target to search: check --user-tasks and --injection-tasks",
+        ));
+    }
+    let total = units.len();
+    let mine = targets::shard_of(units, shard);
+    let manifest = TargetsManifest::new(kind, settings, total, shard, &mine);
+    manifest.claim(out).map_err(search_error)?;
+    let mut outcomes = Vec::new();
+    for (i, unit) in &mine {
+        let dir = out.join(TARGETS).join(targets::dir_name(*i, unit));
+        let s = Settings {
+            unit: unit.clone(),
+            ..settings.clone()
+        };
+        let o = crate::search::search(victim, s, seeds, &mut proposer()?, &dir)
+            .await
+            .map_err(search_error)?;
+        write_cost(&dir, &[&o])?;
+        outcomes.push(o);
+    }
+    let curve = targets::write_combined(out, &manifest, &outcomes).map_err(search_error)?;
+    write_cost(out, &outcomes.iter().collect::<Vec<_>>())?;
+    Ok(Targets {
+        manifest,
+        curve,
+        outcomes,
+    })
+}
+
+/// `attack merge`: the shards' targets in one folder, with the pooled files written as
+/// the unsharded search writes them.
+pub fn merge(args: &MergeArgs) -> Result<(Searched, PathBuf), CliError> {
+    let (manifest, outcomes) = targets::merge(&args.out, &args.shards).map_err(search_error)?;
+    let curve = targets::write_combined(&args.out, &manifest, &outcomes).map_err(search_error)?;
+    write_cost(&args.out, &outcomes.iter().collect::<Vec<_>>())?;
+    Ok((
+        Searched::Many(Box::new(Targets {
+            manifest,
+            curve,
+            outcomes,
+        })),
+        args.out.clone(),
+    ))
+}
+
+/// What `attack search` and `attack merge` print.
+pub fn printed(s: &Searched, out: &std::path::Path) -> String {
+    match s {
+        Searched::One(o) => summary(o, out),
+        Searched::Many(t) => summary_many(&t.manifest, &t.curve, &t.outcomes, out),
+    }
+}
+
+/// The terminal summary of a search over several targets: the pooled curve beside the
+/// static ASR, how many targets each broke, and the cost per target.
+fn summary_many(
+    m: &TargetsManifest,
+    c: &CurveFile,
+    outcomes: &[Outcomes],
+    out: &std::path::Path,
+) -> String {
+    let mut s = String::new();
+    let label = if c.simulated { "SIMULATED — " } else { "" };
+    let shard = match m.shard {
+        Some((k, n)) => format!(", shard {k}/{n}: {} of them", m.targets.len()),
+        None => String::new(),
+    };
+    let _ = writeln!(
+        s,
+        "{label}adaptive search over {} targets ({}{shard}): attacker {} vs {} + {} on {}, feedback {}, seed {}, each target's budget {} episodes",
+        m.total,
+        m.kind.label(),
+        c.attacker,
+        c.model,
+        c.defense,
+        c.suite,
+        c.feedback,
+        m.identity["seed"],
+        m.identity["budget_episodes"]
+    );
+    let _ = writeln!(s, "\n  k  episodes  ASR@k (pooled dev cells)  static");
+    let mut last = f64::NAN;
+    for (i, p) in c.points.iter().enumerate() {
+        if p.asr != last || i + 1 == c.points.len() {
+            let _ = writeln!(
+                s,
+                "{:>3}  {:>8}  {:>23}  {:>6}  {}",
+                p.k,
+                p.episodes,
+                pct(p.asr),
+                pct(p.static_asr),
+                "#".repeat((p.asr * 30.0).round() as usize)
+            );
+            last = p.asr;
+        }
+    }
+    let broken = |f: fn(&Outcomes) -> f64| outcomes.iter().filter(|o| f(o) > 0.0).count();
+    let _ = writeln!(
+        s,
+        "\ntargets with a successful template: static {} -> adaptive {} of {}",
+        broken(|o| o.static_asr),
+        broken(|o| o.best_asr),
+        outcomes.len()
+    );
+    let _ = writeln!(s, "\n{}", cost_text(&outcomes.iter().collect::<Vec<_>>()));
+    let _ = writeln!(s, "results in {}", out.display());
+    s
 }
 
 fn pct(x: f64) -> String {
@@ -232,7 +422,7 @@ pub fn summary(o: &Outcomes, out: &std::path::Path) -> String {
     );
     let _ = writeln!(
         s,
-        "budget: {} episodes{}; used {} episodes, {} attacker queries, {} attacker tokens, {} victim tokens; stopped: {}",
+        "budget: {} episodes{}; used {} episodes, {} attacker queries; stopped: {}",
         o.settings.budget_episodes,
         if o.settings.budget_attacker_tokens > 0 {
             format!(", {} attacker tokens", o.settings.budget_attacker_tokens)
@@ -241,8 +431,6 @@ pub fn summary(o: &Outcomes, out: &std::path::Path) -> String {
         },
         o.episodes,
         o.queries,
-        o.attacker_tokens,
-        o.victim_tokens,
         o.stopped_by
     );
     let _ = writeln!(s, "\n  k  episodes  ASR@k (dev)  static  ");
@@ -290,6 +478,7 @@ pub fn summary(o: &Outcomes, out: &std::path::Path) -> String {
         },
         d.mean_edit_distance
     );
+    let _ = writeln!(s, "\n{}", cost_text(&[o]));
     let _ = writeln!(
         s,
         "best payload: lib-{}; results in {}",
@@ -297,6 +486,32 @@ pub fn summary(o: &Outcomes, out: &std::path::Path) -> String {
         out.display()
     );
     s
+}
+
+/// The name of a search's cost table in its folder.
+pub const COST_CSV: &str = "cost.csv";
+
+/// The cost table as the terminal shows it.
+fn cost_text(searches: &[&Outcomes]) -> String {
+    let g = crate::report::adaptive::cost_grid(searches);
+    let mut s = String::new();
+    let opts = crate::report::text::TextOptions {
+        width: 200,
+        ..Default::default()
+    };
+    match crate::report::text::render(&g, &opts) {
+        Ok(t) => s.push_str(&t),
+        Err(e) => s.push_str(&e.to_string()),
+    }
+    s
+}
+
+/// Writes the cost table as `cost.csv` in the search's folder.
+fn write_cost(out: &std::path::Path, searches: &[&Outcomes]) -> Result<(), CliError> {
+    let path = out.join(COST_CSV);
+    let text = crate::report::formats::csv(&crate::report::adaptive::cost_grid(searches))
+        .map_err(|e| CliError::failed(format!("{}: {e}", path.display())))?;
+    std::fs::write(&path, text).map_err(|e| CliError::failed(format!("{}: {e}", path.display())))
 }
 
 /// One row of the transfer matrix.

@@ -35,6 +35,8 @@ fn spec_of(args: &RunArgs, c: Component) -> Option<&str> {
         }
         Component::Embedding => args.model_options.embedder.as_deref(),
         Component::AnswerJudge => args.answer_judge.as_deref(),
+        // `run` has no attacker (only `attack search` does).
+        Component::Attacker => None,
     }
 }
 

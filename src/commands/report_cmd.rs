@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 pub struct ReportArgs {
     /// Run directories (what `run --out` names). Several runs are merged by episode key
     /// into one report (e.g. two models); runs recorded with different settings are refused.
+    /// A search folder (what `attack search --out` names, or `attack merge`) adds its
+    /// ASR@k figure to the HTML report (and `--figures`) and its cost table.
     #[arg(required = true, value_name = "RUN")]
     pub runs: Vec<PathBuf>,
     /// Output format. Default: the terminal table; with one run and no --format, the
@@ -115,14 +117,23 @@ pub fn report(args: &ReportArgs) -> Result<String, CliError> {
         .transpose()?;
     let doc = report::document(&args.runs, per_cell, reference.as_ref())?;
     let format = args.format.unwrap_or(Format::Table);
-    if args.runs.len() == 1 && args.format.is_none() {
+    if args.runs.len() == 1 && args.format.is_none() && doc.searches.is_empty() {
         report::write_all(&args.runs[0], &doc.summary)
             .map_err(|e| CliError::failed(format!("writing summary: {e}")))?;
     }
     if let Some(dir) = &args.figures {
         write_figures(&doc, dir)?;
     }
-    let grids = selected(&doc, args, format)?;
+    let mut grids = selected(&doc, args, format)?;
+    // A search folder brings its cost table (a CSV holds it only without runs).
+    if !doc.searches.is_empty()
+        && args.tables.is_none()
+        && (format != Format::Csv || grids.is_empty())
+    {
+        let all: Vec<&crate::search::Outcomes> =
+            doc.searches.iter().flat_map(|s| &s.searches).collect();
+        grids.push(report::adaptive::cost_grid(&all));
+    }
     let malformed = doc.summary.malformed_lines;
     let mut text = match format {
         Format::Table => {

@@ -287,7 +287,7 @@ impl CostTotals {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CostMeter {
     /// Per component (keys `agent`, `planner`, `judge`, `detector`, `embedding`,
-    /// `answer_judge`), its calls and tokens.
+    /// `answer_judge`, and `attacker` in a search's cost), its calls and tokens.
     #[serde(flatten)]
     pub by_component: std::collections::BTreeMap<Component, CostTotals>,
     /// The model ids endpoints said served each component's calls (lineage). Not part of
@@ -344,6 +344,13 @@ impl CostMeter {
             });
     }
 
+    /// Adds another meter's totals, component by component.
+    pub fn add(&mut self, o: &CostMeter) {
+        for (c, t) in &o.by_component {
+            self.by_component.entry(*c).or_default().add(t);
+        }
+    }
+
     pub fn total(&self) -> CostTotals {
         let mut t = CostTotals::default();
         for c in self.by_component.values() {
@@ -388,8 +395,9 @@ impl Models {
             Component::Agent => Some(&self.agent),
             Component::Planner => Some(&self.planner),
             Component::Judge | Component::Detector => Some(&self.judge),
-            // Embeddings have their own backend; the answer judge is no defense role.
-            Component::Embedding | Component::AnswerJudge => None,
+            // Embeddings have their own backend; the answer judge and the search's
+            // attacker are no roles of an episode.
+            Component::Embedding | Component::AnswerJudge | Component::Attacker => None,
         }
     }
 

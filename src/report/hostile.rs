@@ -212,6 +212,7 @@ fn check_html(summary: &Summary, names: &[[String; 4]], trace: &str) {
         runs: vec![trace.into()],
         duplicates: 0,
         beside: None,
+        searches: Vec::new(),
     };
     let page = report::html::render(&doc);
     assert_eq!(page.matches("<script").count(), 2, "{page}");

@@ -300,6 +300,14 @@ fn figure_html(f: &Figure) -> String {
 /// rates, SIEVE's alignment scores, the published results beside the run's, and the
 /// sweep curves, in page order.
 pub fn figure_list(doc: &Document) -> Vec<Figure> {
+    let searches = doc
+        .searches
+        .iter()
+        .enumerate()
+        .map(|(i, s)| asr_at_k_figure(i, s));
+    if doc.runs.is_empty() {
+        return searches.collect();
+    }
     let nm = model_count(&doc.per_defense);
     let mut out = vec![
         tradeoff_figure(&doc.per_defense, nm),
@@ -311,8 +319,76 @@ pub fn figure_list(doc: &Document) -> Vec<Figure> {
     if let Some(beside) = &doc.beside {
         out.push(beside_figure(beside));
     }
+    out.extend(searches);
     out.extend(sweep_figures(&doc.per_defense));
     out
+}
+
+/// A search's ASR@k: the best development ASR after k attacker queries, beside the
+/// static ASR of the stock templates on the same cells (a flat reference line) and, for
+/// a universal search, both scored on the held-out cells (markers at the last k).
+fn asr_at_k_figure(i: usize, s: &super::adaptive::SearchDoc) -> Figure {
+    let c = &s.curve;
+    let link = Link {
+        suite: Some(c.suite.clone()),
+        attack: None,
+        defense: Some(c.defense.clone()),
+        model: Some(c.model.clone()),
+    };
+    let last = c.points.last().map_or(0.0, |p| p.k as f64);
+    let mut series = vec![
+        plots::Series {
+            name: "ASR@k (dev)".into(),
+            points: c
+                .points
+                .iter()
+                .map(|p| (p.k as f64, p.asr, link.clone()))
+                .collect(),
+        },
+        plots::Series {
+            name: "static ASR (dev)".into(),
+            points: [0.0, last]
+                .into_iter()
+                .map(|k| (k, c.static_asr, link.clone()))
+                .collect(),
+        },
+    ];
+    if let (Some(st), Some(ad)) = (c.heldout_static_asr, c.heldout_asr) {
+        series.push(plots::Series {
+            name: "held-out: static, adaptive".into(),
+            points: vec![(last, st, link.clone()), (last, ad, link.clone())],
+        });
+    }
+    let sim = if c.simulated { " (SIMULATED)" } else { "" };
+    let title = format!("ASR@k against {} on {}{sim}", c.defense, c.suite);
+    figure(
+        plots::lines(
+            &format!("plot-asr-at-k-{i}"),
+            &title,
+            &series,
+            ["Attacker queries (k)", "Attack success rate (%)"],
+        ),
+        &format!(
+            "{}Adaptive search ({}): attacker {} against {} + {}, unit {}, feedback {}; ASR@k is the best development ASR after k attacker queries; the static ASR is the best stock template's on the same cells (dashed){}. From {}.",
+            if c.simulated {
+                "SIMULATED: the attacker or a victim role is scripted. "
+            } else {
+                ""
+            },
+            c.suite,
+            c.attacker,
+            c.model,
+            c.defense,
+            c.unit,
+            c.feedback,
+            if c.heldout_asr.is_some() {
+                "; the held-out markers are the best seed and the best template scored on held-out cells (the headline)"
+            } else {
+                ""
+            },
+            s.dir.display()
+        ),
+    )
 }
 
 fn model_count(rows: &[Row]) -> usize {
@@ -626,6 +702,18 @@ pub fn render(doc: &Document) -> String {
     let page_wide = |n: &String| {
         Some(n) == doc.summary.note.as_ref() || Some(n) == doc.summary.partial.as_ref()
     };
+    if !doc.searches.is_empty() {
+        writeln!(
+            body,
+            "<p class=\"note\">Adaptive search folder(s): {}.</p>",
+            doc.searches
+                .iter()
+                .map(|d| esc(&d.dir.display().to_string()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+        .unwrap();
+    }
     writeln!(
         body,
         "<p class=\"note\">{} episode(s) from {}; {}. Click any table cell or figure mark to list its episodes (Esc closes the list). Each figure's SVG is also written on its own by `report --figures DIR`.</p>",

@@ -2,6 +2,7 @@
 //! before/after comparison CI gates on. Every report says when results are simulated.
 
 pub mod ablation;
+pub mod adaptive;
 pub mod agreement;
 pub mod columns;
 pub mod compare;
@@ -467,6 +468,8 @@ pub struct Document {
     pub episodes: Vec<runs::Episode>,
     pub runs: Vec<PathBuf>,
     pub duplicates: usize,
+    /// Adaptive search folders given beside (or instead of) the runs.
+    pub searches: Vec<adaptive::SearchDoc>,
 }
 
 pub use crate::aggregate::SCORE_BINS;
@@ -479,14 +482,29 @@ pub fn document(
     per_outcome: usize,
     reference: Option<&published::References>,
 ) -> Result<Document, ReportError> {
-    let loaded = runs::load(dirs, per_outcome)?;
+    let (search_dirs, run_dirs): (Vec<PathBuf>, Vec<PathBuf>) =
+        dirs.iter().cloned().partition(|d| adaptive::is_search(d));
+    let searches = search_dirs
+        .iter()
+        .map(|d| adaptive::load(d).map_err(ReportError::Malformed))
+        .collect::<Result<Vec<_>, _>>()?;
+    let dirs = &run_dirs[..];
+    let loaded = if dirs.is_empty() && !searches.is_empty() {
+        runs::empty()
+    } else {
+        runs::load(dirs, per_outcome)?
+    };
     let mut summary = summary_of(&loaded, true);
     summary.partial = partial_note(dirs);
     let views = tables::views(&loaded.aggregate, &summary.rows, &summary.order);
     if summary.breakdown.is_empty() {
         summary.breakdown = loaded.aggregate.breakdown();
     }
-    let mut tables = tables::paper_tables(&summary.rows, &views, &summary.breakdown);
+    let mut tables = if dirs.is_empty() {
+        Vec::new()
+    } else {
+        tables::paper_tables(&summary.rows, &views, &summary.breakdown)
+    };
     if let [dir] = dirs {
         paired_ablation(&mut tables, dir, &loaded, &summary, &views)?;
     }
@@ -524,6 +542,7 @@ pub fn document(
         episodes: loaded.episodes,
         runs: loaded.dirs,
         duplicates: loaded.duplicates,
+        searches,
     })
 }
 

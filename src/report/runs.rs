@@ -254,6 +254,21 @@ fn fold(batch: &Batch, pass: &Pass<'_>) -> Folded {
 /// drill-down (0 keeps none and skips the traces). Records are parsed and folded in
 /// parallel batches and merged in the order they were read; a key recorded more than
 /// once (a retried error, runs merged over one another) counts once, as its last record.
+/// No run at all (a report of search folders alone).
+pub fn empty() -> Loaded {
+    Loaded {
+        aggregate: Aggregate::default(),
+        records: 0,
+        errors_as: ErrorPolicy::All(ErrorsAs::Excluded),
+        malformed: 0,
+        duplicates: 0,
+        order: Order::default(),
+        price: None,
+        dirs: Vec::new(),
+        episodes: Vec::new(),
+    }
+}
+
 pub fn load(dirs: &[PathBuf], per_outcome: usize) -> Result<Loaded, ReportError> {
     if dirs.is_empty() {
         return Err(ReportError::NoRun);
@@ -267,17 +282,8 @@ pub fn load(dirs: &[PathBuf], per_outcome: usize) -> Result<Loaded, ReportError>
         }
     }
     check_identities(dirs)?;
-    let mut loaded = Loaded {
-        aggregate: Aggregate::default(),
-        records: 0,
-        errors_as: ErrorPolicy::All(ErrorsAs::Excluded),
-        malformed: 0,
-        duplicates: 0,
-        order: Order::default(),
-        price: None,
-        dirs: dirs.to_vec(),
-        episodes: Vec::new(),
-    };
+    let mut loaded = empty();
+    loaded.dirs = dirs.to_vec();
     for dir in dirs {
         if let Some(info) = read_info(dir) {
             loaded.errors_as = ErrorPolicy::from_name(info["errors_as"].as_str().unwrap_or(""));

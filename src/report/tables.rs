@@ -489,36 +489,61 @@ pub fn cell_id(suite: &str, attack: &str, defense: &str, model: &str) -> String 
     id
 }
 
+/// The cost columns of each component in `present`: `tokens_<component>` and
+/// `calls_<component>`, the figures `per` some unit (`per episode`, `over the search`),
+/// calls shown with `calls_decimals` places.
+/// Every table that shows a component's cost builds its columns here; a token figure
+/// is `~N` where `estimated` says some of it was counted locally.
+pub fn component_columns<'a, R: 'a>(
+    present: &[Component],
+    per: &'a str,
+    calls_decimals: usize,
+    tokens: fn(&R, &str) -> Option<f64>,
+    calls: fn(&R, &str) -> Option<f64>,
+    estimated: fn(&R, &str) -> bool,
+) -> Vec<Column<'a, R>> {
+    let mut columns = Vec::new();
+    for comp in present {
+        let name = comp.as_str();
+        columns.push(
+            Column::figure(
+                format!("tokens_{name}"),
+                format!("{name} tok"),
+                format!("Tokens {per} spent by the {name}."),
+                Show::Default,
+                move |r: &R| Value::tokens(tokens(r, name), estimated(r, name)),
+            )
+            .better(Better::Lower),
+        );
+        columns.push(Column::figure(
+            format!("calls_{name}"),
+            format!("{name} calls"),
+            format!("API calls {per} made by the {name}."),
+            Show::Default,
+            move |r: &R| Value::num(calls(r, name), calls_decimals),
+        ));
+    }
+    columns
+}
+
 /// Efficiency by role: tokens and calls per episode of each component.
 pub fn efficiency(rows: &[Row]) -> Grid {
     let mut columns = keys(&["defense", "model"]);
-    for comp in Component::ALL {
-        let name = comp.as_str();
-        if rows.iter().any(|r| r.calls_by_component.contains_key(name)) {
-            columns.push(
-                Column::figure(
-                    format!("tokens_{name}"),
-                    format!("{name} tok"),
-                    format!("Tokens per episode spent by the {name}."),
-                    Show::Default,
-                    move |r: &Row| {
-                        Value::tokens(
-                            r.tokens_by_component.get(name).copied(),
-                            r.usage_estimated > 0,
-                        )
-                    },
-                )
-                .better(Better::Lower),
-            );
-            columns.push(Column::figure(
-                format!("calls_{name}"),
-                format!("{name} calls"),
-                format!("API calls per episode made by the {name}."),
-                Show::Default,
-                move |r: &Row| Value::num(r.calls_by_component.get(name).copied(), 2),
-            ));
-        }
-    }
+    let present: Vec<Component> = Component::ALL
+        .into_iter()
+        .filter(|c| {
+            rows.iter()
+                .any(|r| r.calls_by_component.contains_key(c.as_str()))
+        })
+        .collect();
+    columns.extend(component_columns(
+        &present,
+        "per episode",
+        2,
+        |r: &Row, name| r.tokens_by_component.get(name).copied(),
+        |r: &Row, name| r.calls_by_component.get(name).copied(),
+        |r: &Row, _| r.usage_estimated > 0,
+    ));
     columns.push(Column::figure(
         "token_overhead_vs_none",
         "×none",

@@ -1,28 +1,41 @@
 //! The attacker role: who proposes the next template.
 //!
 //! - `sim-attacker` (the default): the seeded mutation grammar of
-//!   [`crate::attack::mutate`]; no model, no tokens; its proposals are labelled simulated.
+//!   [`crate::attack::mutate`]; no model. Its proposals are labelled simulated, and each
+//!   is metered as one call of the `attacker` component with the tokens an attacker model
+//!   in its place would spend on the same exchange: the prompt the model would be shown
+//!   and the proposal between `<template>` tags, counted with the tool's token counter
+//!   (estimated, as the scripted agent's tokens are).
 //! - `--attacker MODEL`: any chat model the factory builds (an OpenAI-compatible endpoint,
 //!   a named endpoint with its own rate limits, the response cache and `--replay` as for
 //!   every role). It is shown the parent template, the best templates so far with their
 //!   scores, and the feedback of the run's tier, and answers with one new template
-//!   between `<template>` tags. Its calls and tokens are metered as the `attacker`
-//!   component of the search's cost. A reply without a usable template (no tags, no goal
-//!   field, an unknown field) keeps the parent and is counted as a query.
+//!   between `<template>` tags. Its calls and tokens, as the endpoint reports them, are
+//!   metered as the `attacker` component of the search's cost. A reply without a usable
+//!   template (no tags, no goal field, an unknown field) keeps the parent and is counted
+//!   as a query.
 
 use crate::attack::mutate::{Candidate, SimAttacker, carries_goal};
-use crate::model::{ChatModel, ChatRequest, Component, CostTotals, Message};
+use crate::model::tokens::TokenCounter;
+use crate::model::{ChatModel, ChatRequest, Component, CostMeter, CostTotals, Message, Usage};
 use std::fmt::Write;
 use std::sync::Arc;
 
 use super::Scored;
 
+/// The scripted attacker's name on the command line and in a search's identity.
+pub const SIM_ATTACKER: &str = "sim-attacker";
+
 /// The attacker of a search.
 pub enum Proposer {
-    Sim(Box<SimAttacker>),
+    Sim {
+        attacker: Box<SimAttacker>,
+        tokens: Arc<TokenCounter>,
+        cost: CostMeter,
+    },
     Model {
         model: Arc<dyn ChatModel>,
-        cost: CostTotals,
+        cost: CostMeter,
         /// Replies that held no usable template.
         unusable: usize,
     },
@@ -37,14 +50,18 @@ name) and {goal_base64} (the goal base64-encoded). The goal must stay readable t
 template between <template> and </template> and nothing else.";
 
 impl Proposer {
-    pub fn sim(seed: u64) -> Proposer {
-        Proposer::Sim(Box::new(SimAttacker::new(seed)))
+    pub fn sim(seed: u64, tokens: Arc<TokenCounter>) -> Proposer {
+        Proposer::Sim {
+            attacker: Box::new(SimAttacker::new(seed)),
+            tokens,
+            cost: CostMeter::default(),
+        }
     }
 
     pub fn model(model: Arc<dyn ChatModel>) -> Proposer {
         Proposer::Model {
             model,
-            cost: CostTotals::default(),
+            cost: CostMeter::default(),
             unusable: 0,
         }
     }
@@ -52,7 +69,7 @@ impl Proposer {
     /// The attacker's name in the search's identity.
     pub fn name(&self) -> String {
         match self {
-            Proposer::Sim(_) => "sim-attacker".into(),
+            Proposer::Sim { .. } => SIM_ATTACKER.into(),
             Proposer::Model { model, .. } => model.name().to_string(),
         }
     }
@@ -60,24 +77,30 @@ impl Proposer {
     /// Whether the proposals are scripted.
     pub fn simulated(&self) -> bool {
         match self {
-            Proposer::Sim(_) => true,
+            Proposer::Sim { .. } => true,
             Proposer::Model { model, .. } => model.simulated(),
+        }
+    }
+
+    /// The attacker's cost so far: calls and tokens of the `attacker` component.
+    pub fn cost(&self) -> CostTotals {
+        match self {
+            Proposer::Sim { cost, .. } | Proposer::Model { cost, .. } => {
+                cost.get(Component::Attacker)
+            }
         }
     }
 
     /// Attacker tokens spent.
     pub fn tokens(&self) -> u64 {
-        match self {
-            Proposer::Sim(_) => 0,
-            Proposer::Model { cost, .. } => cost.tokens(),
-        }
+        self.cost().tokens()
     }
 
-    /// Attacker calls and replies without a usable template.
-    pub fn calls(&self) -> (u64, usize) {
+    /// Replies without a usable template (the scripted attacker always proposes one).
+    pub fn unusable(&self) -> usize {
         match self {
-            Proposer::Sim(_) => (0, 0),
-            Proposer::Model { cost, unusable, .. } => (cost.calls, *unusable),
+            Proposer::Sim { .. } => 0,
+            Proposer::Model { unusable, .. } => *unusable,
         }
     }
 
@@ -89,19 +112,38 @@ impl Proposer {
         other: &Candidate,
         history: &[(&Candidate, &Scored)],
     ) -> Result<Candidate, String> {
+        let messages = vec![
+            Message::system(SYSTEM),
+            Message::user(prompt(parent, history)),
+        ];
         match self {
-            Proposer::Sim(a) => Ok(a.mutate(parent, other)),
+            Proposer::Sim {
+                attacker,
+                tokens,
+                cost,
+            } => {
+                let child = attacker.mutate(parent, other);
+                let reply =
+                    Message::assistant(format!("<template>\n{}\n</template>", child.template));
+                cost.record_usage(
+                    Component::Attacker,
+                    1,
+                    Usage {
+                        prompt_tokens: tokens.prompt(&messages, &[]),
+                        completion_tokens: tokens.message(&reply).saturating_sub(4),
+                        reasoning_tokens: 0,
+                        estimated: true,
+                    },
+                );
+                Ok(child)
+            }
             Proposer::Model {
                 model,
                 cost,
                 unusable,
             } => {
-                let messages = vec![
-                    Message::system(SYSTEM),
-                    Message::user(prompt(parent, history)),
-                ];
                 let req = ChatRequest {
-                    component: Component::Planner,
+                    component: Component::Attacker,
                     messages: &messages,
                     tools: &[],
                     json: false,
@@ -112,12 +154,7 @@ impl Proposer {
                     .chat(&req)
                     .await
                     .map_err(|e| format!("attacker {}: {e}", model.name()))?;
-                cost.add(&CostTotals {
-                    calls: 1,
-                    prompt_tokens: reply.usage.prompt_tokens,
-                    completion_tokens: reply.usage.completion_tokens,
-                    ..CostTotals::default()
-                });
+                cost.record(Component::Attacker, &reply);
                 match template_in(&reply.message.content) {
                     Some(t) => {
                         let mut ops = parent.ops.clone();

@@ -18,10 +18,12 @@
 pub mod attacker;
 pub mod output;
 pub mod score;
+pub mod targets;
 
 use crate::attack::Attack;
 use crate::attack::library::{self, Library};
 use crate::attack::mutate::Candidate;
+use crate::model::{Component, CostMeter};
 use attacker::Proposer;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
@@ -127,7 +129,8 @@ pub struct Settings {
     pub feedback: Feedback,
     /// Victim episodes the search may run (seeds included; held-out scoring apart).
     pub budget_episodes: usize,
-    /// Attacker tokens the search may spend (0: no cap; the sim-attacker spends none).
+    /// Attacker tokens the search may spend (0: no cap); the scripted attacker's are
+    /// counted as an attacker model's would be (see [`attacker`]).
     pub budget_attacker_tokens: u64,
     pub seed: u64,
     pub seeds_from: Vec<String>,
@@ -182,8 +185,9 @@ pub struct Outcomes {
     pub queries: usize,
     pub episodes: usize,
     pub heldout_episodes: usize,
-    pub attacker_tokens: u64,
-    pub victim_tokens: u64,
+    /// Calls and tokens per component: the victim's (agent and defense roles, over every
+    /// episode scored, held-out included) and the `attacker`'s.
+    pub cost: CostMeter,
     pub stopped_by: String,
     pub diversity: library::Diversity,
 }
@@ -334,7 +338,7 @@ struct State<'v, 'a> {
     cache: Cache,
     log: output::CellLog,
     episodes: usize,
-    victim_tokens: u64,
+    victim_cost: CostMeter,
 }
 
 impl State<'_, '_> {
@@ -369,7 +373,7 @@ impl State<'_, '_> {
             if count && r.ran {
                 self.episodes += 1;
             }
-            self.victim_tokens += r.victim_tokens;
+            self.victim_cost.add(&r.cost);
             out.push(r);
         }
         Ok(out)
@@ -517,7 +521,7 @@ pub async fn search(
         cache,
         log,
         episodes: 0,
-        victim_tokens: 0,
+        victim_cost: CostMeter::default(),
     };
     let mut pool: Vec<(Candidate, Scored)> = Vec::new();
     let mut static_by_template = Vec::new();
@@ -590,8 +594,11 @@ pub async fn search(
         queries,
         episodes: st.episodes,
         heldout_episodes,
-        attacker_tokens: proposer.tokens(),
-        victim_tokens: st.victim_tokens,
+        cost: {
+            let mut c = st.victim_cost.clone();
+            c.by_component.insert(Component::Attacker, proposer.cost());
+            c
+        },
         stopped_by,
         diversity: lib.diversity(None),
         settings,

@@ -4,8 +4,9 @@
 //! payloads, see [`crate::attack::library`]).
 
 use super::score::CellResult;
-use super::{Cache, Candidate, Outcomes, Scored, SearchError, Settings};
+use super::{Cache, Candidate, Outcomes, Point, Scored, SearchError, Settings};
 use crate::attack::library::{self, Library};
+use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::Path;
 
@@ -14,6 +15,43 @@ pub const RESULT: &str = "search.json";
 pub const CELLS: &str = "cells.jsonl";
 pub const CURVE_CSV: &str = "asr_at_k.csv";
 pub const CURVE_JSON: &str = "asr_at_k.json";
+/// A search over several targets: one folder per target under this one.
+pub const TARGETS: &str = "targets";
+
+/// `asr_at_k.json`: the curve beside the static ASR, with what the search ran against;
+/// what `report` reads to draw it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CurveFile {
+    pub simulated: bool,
+    pub suite: String,
+    pub defense: String,
+    pub model: String,
+    pub attacker: String,
+    pub unit: String,
+    pub feedback: String,
+    pub static_asr: f64,
+    pub heldout_static_asr: Option<f64>,
+    pub heldout_asr: Option<f64>,
+    pub points: Vec<Point>,
+}
+
+impl CurveFile {
+    pub fn write(&self, out: &Path) -> std::io::Result<()> {
+        std::fs::write(
+            out.join(CURVE_JSON),
+            serde_json::to_string_pretty(self).expect("curve serialises") + "\n",
+        )
+    }
+
+    /// Reads a folder's `asr_at_k.json`.
+    pub fn read(dir: &Path) -> Result<CurveFile, String> {
+        let path = dir.join(CURVE_JSON);
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        serde_json::from_str(&text)
+            .map_err(|e| format!("{}: not an ASR@k curve: {e}", path.display()))
+    }
+}
 
 /// Appends scored cells to `cells.jsonl`.
 pub struct CellLog {
@@ -135,30 +173,8 @@ pub fn library(
     lib
 }
 
-/// Writes the results, the curve and the library.
-pub fn write(out: &Path, o: &Outcomes, lib: &Library) -> std::io::Result<()> {
-    std::fs::write(
-        out.join(RESULT),
-        serde_json::to_string_pretty(o).expect("outcomes serialise") + "\n",
-    )?;
-    std::fs::write(
-        out.join(CURVE_JSON),
-        serde_json::to_string_pretty(&serde_json::json!({
-            "simulated": o.simulated,
-            "suite": o.settings.suite,
-            "defense": o.settings.defense,
-            "model": o.settings.model,
-            "attacker": o.settings.attacker,
-            "unit": o.settings.unit.label(),
-            "feedback": o.settings.feedback.label(),
-            "static_asr": o.static_asr,
-            "heldout_static_asr": o.heldout_static_asr,
-            "heldout_asr": o.heldout_asr,
-            "points": o.curve,
-        }))
-        .expect("curve serialises")
-            + "\n",
-    )?;
+/// Writes `asr_at_k.csv`: one line per point of the curve.
+pub fn write_curve_csv(out: &Path, curve: &[Point], simulated: bool) -> std::io::Result<()> {
     let mut w = csv::Writer::from_path(out.join(CURVE_CSV))?;
     w.write_record([
         "k",
@@ -169,7 +185,7 @@ pub fn write(out: &Path, o: &Outcomes, lib: &Library) -> std::io::Result<()> {
         "best",
         "simulated",
     ])?;
-    for p in &o.curve {
+    for p in curve {
         w.write_record([
             p.k.to_string(),
             p.episodes.to_string(),
@@ -177,9 +193,32 @@ pub fn write(out: &Path, o: &Outcomes, lib: &Library) -> std::io::Result<()> {
             format!("{:.4}", p.asr),
             format!("{:.4}", p.static_asr),
             p.best.clone(),
-            o.simulated.to_string(),
+            simulated.to_string(),
         ])?;
     }
-    w.flush()?;
+    w.flush()
+}
+
+/// Writes the results, the curve and the library.
+pub fn write(out: &Path, o: &Outcomes, lib: &Library) -> std::io::Result<()> {
+    std::fs::write(
+        out.join(RESULT),
+        serde_json::to_string_pretty(o).expect("outcomes serialise") + "\n",
+    )?;
+    let curve = CurveFile {
+        simulated: o.simulated,
+        suite: o.settings.suite.clone(),
+        defense: o.settings.defense.clone(),
+        model: o.settings.model.clone(),
+        attacker: o.settings.attacker.clone(),
+        unit: o.settings.unit.label(),
+        feedback: o.settings.feedback.label().into(),
+        static_asr: o.static_asr,
+        heldout_static_asr: o.heldout_static_asr,
+        heldout_asr: o.heldout_asr,
+        points: o.curve.clone(),
+    };
+    curve.write(out)?;
+    write_curve_csv(out, &o.curve, o.simulated)?;
     lib.save(&out.join(library::FILE))
 }

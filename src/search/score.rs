@@ -8,7 +8,7 @@
 use crate::attack::{Attack, AttackContext};
 use crate::defense::Defense;
 use crate::episode::{EpisodeResult, Injection, run_episode};
-use crate::model::Models;
+use crate::model::{CostMeter, Models};
 use crate::readable::Instruction;
 use crate::runner::{JobKey, episode_seed};
 use crate::suite::Suite;
@@ -68,8 +68,8 @@ pub struct CellResult {
     /// more suspicious.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub defense_score: Option<f64>,
-    /// Tokens the victim side (agent and defense) spent.
-    pub victim_tokens: u64,
+    /// What the victim side (the agent and the defense's roles) spent, per component.
+    pub cost: CostMeter,
     /// Whether an episode ran (false for an illegible payload).
     pub ran: bool,
 }
@@ -106,7 +106,7 @@ impl Victim<'_> {
             injection_task: task.id.0.clone(),
             outcome: Outcome::Illegible,
             defense_score: None,
-            victim_tokens: 0,
+            cost: CostMeter::default(),
             ran: false,
         };
         if !legible(&payload, &task.goal) {
@@ -145,7 +145,7 @@ impl Victim<'_> {
         result.ran = true;
         result.outcome = diagnose(&episode);
         result.defense_score = defense_score(&episode.notes);
-        result.victim_tokens = episode.cost.total().tokens();
+        result.cost = episode.cost;
         result
     }
 }
