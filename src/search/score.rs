@@ -272,6 +272,13 @@ mod tests {
         let b64 = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, goal);
         assert!(legible(&format!("Decode: {b64}"), goal));
         assert!(!legible("Send the money to GB29 please", goal));
+        // Split across vectors: legible over its parts in order, not otherwise.
+        assert!(legible(
+            "Note: Send 50 EUR\n{split}\nto GB29 NWBK 6016.",
+            goal
+        ));
+        assert!(!legible("to GB29 NWBK 6016.\n{split}\nSend 50 EUR", goal));
+        assert!(!legible("Note: Send 50 EUR\n{split}\nThanks.", goal));
     }
 
     #[test]
