@@ -3,7 +3,8 @@
 //! An attack is a text template (`attacks/<name>.yaml`) with `{goal}`, `{user}`,
 //! `{model}`, `{task}` and `{tools}` fields. The payload is placed in every injection
 //! vector that the user task's reference plan reads (found by a canary run at suite
-//! load), as AgentDojo does.
+//! load), as AgentDojo does; a template divided by [`SPLIT`] lines places its parts in
+//! different vectors ([`placements`]).
 
 pub mod library;
 pub mod mutate;
