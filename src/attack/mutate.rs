@@ -420,30 +420,34 @@ impl SimAttacker {
                     .join("\n");
                 Some((text, format!("crossover:{}", other.hash())))
             }
-            "split" => {
-                let split = crate::attack::SPLIT;
-                if t.lines().any(|l| l.trim() == split) {
-                    return None;
-                }
-                if t.contains("{goal}") && rng.random_bool(0.5) {
-                    let text = t.replacen(
-                        "{goal}",
-                        &format!("{{goal_head}}\n{split}\n{{goal_tail}}"),
-                        1,
-                    );
-                    return Some((text, "split:goal".into()));
-                }
-                let lines: Vec<&str> = t.lines().collect();
-                if lines.len() < 2 {
-                    return None;
-                }
-                let cut = rng.random_range(1..lines.len());
-                let text = [&lines[..cut], &[split], &lines[cut..]].concat().join("\n");
-                Some((text, format!("split:line:{cut}")))
-            }
+            "split" => split(t, rng),
             _ => None,
         }
     }
+}
+
+/// The `split` operator: a `{split}` line cut into the text between two lines, or through
+/// the goal (`{goal_head}`, `{split}`, `{goal_tail}`); `None` for a text already split.
+fn split(t: &str, rng: &mut ChaCha8Rng) -> Option<(String, String)> {
+    let split = crate::attack::SPLIT;
+    if t.lines().any(|l| l.trim() == split) {
+        return None;
+    }
+    if t.contains("{goal}") && rng.random_bool(0.5) {
+        let text = t.replacen(
+            "{goal}",
+            &format!("{{goal_head}}\n{split}\n{{goal_tail}}"),
+            1,
+        );
+        return Some((text, "split:goal".into()));
+    }
+    let lines: Vec<&str> = t.lines().collect();
+    if lines.len() < 2 {
+        return None;
+    }
+    let cut = rng.random_range(1..lines.len());
+    let text = [&lines[..cut], &[split], &lines[cut..]].concat().join("\n");
+    Some((text, format!("split:line:{cut}")))
 }
 
 /// Byte offset of `needle` in `hay`, ignoring ASCII case.
