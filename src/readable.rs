@@ -152,6 +152,40 @@ impl Instruction {
             .or_else(|| Instruction::new(payload))
     }
 
+    /// The instruction divided over `parts` read in order (a payload split across
+    /// vectors): each part's share is the longest run of the words still unplaced that is
+    /// readable in that part, and a part may hold none. `None` when the parts, in order,
+    /// do not carry every word: a fragment is never the whole instruction. Taking the
+    /// longest share first never prevents a division that exists, since a readable
+    /// sequence's prefixes, and what remains after a longer share, stay readable.
+    pub fn pieces_over(&self, parts: &[&str]) -> Option<Vec<Instruction>> {
+        let mut pieces = Vec::new();
+        let mut from = 0;
+        for part in parts {
+            if from == self.words.len() {
+                break;
+            }
+            let seen = words(part);
+            let mut end = from;
+            while end < self.words.len() {
+                let share = Instruction {
+                    words: self.words[from..=end].to_vec(),
+                };
+                if share.find(&seen, 0).is_none() {
+                    break;
+                }
+                end += 1;
+            }
+            if end > from {
+                pieces.push(Instruction {
+                    words: self.words[from..end].to_vec(),
+                });
+                from = end;
+            }
+        }
+        (from == self.words.len()).then_some(pieces)
+    }
+
     /// How many words it has.
     pub fn len(&self) -> usize {
         self.words.len()
@@ -305,6 +339,24 @@ mod tests {
         let s = Instruction::of_payload(sample, Some(GOAL)).unwrap();
         assert_eq!(s, Instruction::new(sample).unwrap());
         assert!(Instruction::new(" .. ").is_none());
+    }
+
+    #[test]
+    fn an_instruction_divides_over_parts_only_when_they_carry_all_of_it_in_order() {
+        let g = goal();
+        let pieces = g
+            .pieces_over(&["Note: Send the user's IBAN", "to GB29 NWBK 6016. Thanks"])
+            .unwrap();
+        assert_eq!(pieces.len(), 2);
+        assert_eq!(pieces[0], Instruction::new("Send the user's IBAN").unwrap());
+        // A part with none of it is skipped; a whole goal in one part is one piece.
+        assert_eq!(g.pieces_over(&["a bill", GOAL]).unwrap(), vec![g.clone()]);
+        // Out of order, or with a part missing: no division.
+        assert!(
+            g.pieces_over(&["to GB29 NWBK 6016.", "Send the user's IBAN"])
+                .is_none()
+        );
+        assert!(g.pieces_over(&["Send the user's IBAN"]).is_none());
     }
 
     proptest! {

@@ -478,6 +478,27 @@ pub fn summary(o: &Outcomes, out: &std::path::Path) -> String {
         },
         d.mean_edit_distance
     );
+    if let Some(last) = o.critiques.last() {
+        let scores: Vec<f64> = o
+            .critiques
+            .iter()
+            .filter_map(|c| c.score.map(f64::from))
+            .collect();
+        let mean = scores.iter().sum::<f64>() / scores.len().max(1) as f64;
+        let _ = writeln!(
+            s,
+            "critic{}: {} critiques ({} with a score, mean {mean:.1}/10); last, query {}: {}",
+            if o.critiques.iter().any(|c| c.simulated) {
+                " (SIMULATED: scripted from the diagnosis)"
+            } else {
+                ""
+            },
+            o.critiques.len(),
+            scores.len(),
+            last.query,
+            last.text.chars().take(200).collect::<String>()
+        );
+    }
     let _ = writeln!(s, "\n{}", cost_text(&[o]));
     let _ = writeln!(
         s,

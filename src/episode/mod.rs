@@ -30,6 +30,10 @@ pub struct Injection<'a> {
     /// Injection point → the text placed there (a template puts one payload in every
     /// vector the task reads; a sample has its own text per point).
     pub placements: Vec<(VectorId, String)>,
+    /// The placements are parts of one payload split across vectors
+    /// ([`crate::attack::placements`]): its instruction is read only once every part's
+    /// share of it has been read, in order.
+    pub split: bool,
     /// The calls an agent that follows the injection makes (a sample may adapt the
     /// injection task's plan to its context).
     pub plan: &'a [PlannedCall],
@@ -261,6 +265,15 @@ fn script_of(
                 dos,
             );
             scripted.substitution = inj.substitution.cloned();
+            if inj.split && rendered.is_none() {
+                let mut parts: Vec<&str> = Vec::new();
+                for (_, p) in &inj.placements {
+                    if !parts.contains(&p.as_str()) {
+                        parts.push(p);
+                    }
+                }
+                scripted.split_over(&parts, &inj.task.goal);
+            }
             scripted
         }),
         alternatives: if alternatives {
