@@ -3,6 +3,7 @@
 //! HTML report and of `--figures`) and its cost table, in the cost columns every table
 //! uses. See docs/adaptive-attacks.md.
 
+use super::ReportError;
 use super::columns::{Column, Grid, Show, Value};
 use crate::model::{Component, CostMeter, CostTotals};
 use crate::search::Outcomes;
@@ -23,20 +24,34 @@ pub fn is_search(dir: &Path) -> bool {
     dir.join(CURVE_JSON).is_file() && !dir.join(crate::record::EPISODES).is_file()
 }
 
-fn outcomes(path: &Path) -> Result<Outcomes, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_json::from_str(&text)
-        .map_err(|e| format!("{}: not a search's results: {e}", path.display()))
+/// A file of the search folder, as text: failing to read it is a read failure, as for a
+/// run's files.
+fn read(path: &Path) -> Result<String, ReportError> {
+    std::fs::read_to_string(path).map_err(|source| ReportError::Read {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn outcomes(path: &Path) -> Result<Outcomes, ReportError> {
+    serde_json::from_str(&read(path)?).map_err(|e| {
+        ReportError::Malformed(format!("{}: not a search's results: {e}", path.display()))
+    })
 }
 
 /// Reads a search folder: its curve and each target's results.
-pub fn load(dir: &Path) -> Result<SearchDoc, String> {
-    let curve = CurveFile::read(dir)?;
+pub fn load(dir: &Path) -> Result<SearchDoc, ReportError> {
+    let curve_path = dir.join(CURVE_JSON);
+    let curve =
+        CurveFile::parse(&read(&curve_path)?, &curve_path).map_err(ReportError::Malformed)?;
     let mut searches = Vec::new();
     let targets = dir.join(TARGETS);
     if targets.is_dir() {
         let mut dirs: Vec<PathBuf> = std::fs::read_dir(&targets)
-            .map_err(|e| format!("{}: {e}", targets.display()))?
+            .map_err(|source| ReportError::Read {
+                path: targets.clone(),
+                source,
+            })?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.join(RESULT).is_file())
             .collect();
@@ -133,4 +148,23 @@ pub fn cost_grid(searches: &[&Outcomes]) -> Grid {
         );
     }
     g
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A search folder's file that cannot be read is a read failure (exit 1, as a run's
+    /// unreadable file); one that reads but is not a curve is malformed content.
+    #[test]
+    fn an_unreadable_search_file_is_a_read_failure_and_a_bad_one_malformed() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join(CURVE_JSON)).unwrap();
+        assert!(matches!(load(tmp.path()), Err(ReportError::Read { .. })));
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join(CURVE_JSON), "[1, 2]").unwrap();
+        let e = load(tmp.path()).unwrap_err();
+        assert!(matches!(e, ReportError::Malformed(_)), "{e:?}");
+        assert!(e.to_string().contains("not an ASR@k curve"), "{e}");
+    }
 }

@@ -486,7 +486,7 @@ pub fn document(
         dirs.iter().cloned().partition(|d| adaptive::is_search(d));
     let searches = search_dirs
         .iter()
-        .map(|d| adaptive::load(d).map_err(ReportError::Malformed))
+        .map(|d| adaptive::load(d))
         .collect::<Result<Vec<_>, _>>()?;
     let dirs = &run_dirs[..];
     let loaded = if dirs.is_empty() && !searches.is_empty() {

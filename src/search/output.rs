@@ -48,7 +48,12 @@ impl CurveFile {
         let path = dir.join(CURVE_JSON);
         let text =
             std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        serde_json::from_str(&text)
+        CurveFile::parse(&text, &path)
+    }
+
+    /// An `asr_at_k.json`'s text, read from `path`.
+    pub fn parse(text: &str, path: &Path) -> Result<CurveFile, String> {
+        serde_json::from_str(text)
             .map_err(|e| format!("{}: not an ASR@k curve: {e}", path.display()))
     }
 }
