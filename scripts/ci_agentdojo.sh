@@ -5,7 +5,8 @@
 # AgentDojo's ground truth guarantees (see docs/agentdojo.md): the oracle
 # solves banking and slack under attack with no attack won, and the obedient agent wins
 # every v1.2.2 pair that an agent doing both tasks can win; a denial-of-service attack runs
-# once per user task and succeeds where the stopping agent leaves the task undone.
+# once per user task and succeeds where the stopping agent leaves the task undone; data-only
+# attacks are derived through the bridge and fool the obedient agent, never the oracle.
 # Before the runs: ruff, mypy and pytest on the adapter and the scripts' Python.
 # Usage: scripts/ci_agentdojo.sh <sieve-bench binary> <scratch dir>
 set -euo pipefail
@@ -39,5 +40,11 @@ attack=agentdojo:important_instructions
 for m in oracle obedient; do
     "$bin" run --suite agentdojo@v1.2.2/banking --attack agentdojo:dos --model "sim:$m" \
         --concurrency 2 --out "$out/dos-$m" --quiet
+done
+# Data-only attacks derived through the bridge (the plans replayed in the provider), their
+# goals judged by sieve-bench on the calls the provider ran.
+for m in oracle obedient; do
+    "$bin" run --suite "$suites" --attack data_only --model "sim:$m" \
+        --concurrency 2 --out "$out/data-only-$m" --quiet
 done
 python3 scripts/ci_agentdojo_check.py "$out" adapters/agentdojo/unwinnable-v1.2.2.txt

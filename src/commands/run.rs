@@ -818,6 +818,20 @@ fn check_provider_attacks(
     Ok(())
 }
 
+/// A provider's suites get their data-only attacks only when a run asks for them: the
+/// derivation replays every injectable user task's plan in the provider's process.
+async fn derive_provider_data_only(suites: &mut [crate::suite::Suite]) -> Result<(), CliError> {
+    for s in suites.iter_mut().filter(|s| s.external.is_some()) {
+        s.data_only = crate::external::data_only::derive(s).await.map_err(|e| {
+            CliError::bad_input(format!(
+                "{}: cannot derive the data-only attacks: {e}",
+                s.qualified_name()
+            ))
+        })?;
+    }
+    Ok(())
+}
+
 fn shard_name(s: Option<(usize, usize)>) -> String {
     s.map_or("the whole matrix".into(), |(k, n)| format!("shard {k}/{n}"))
 }
@@ -950,6 +964,10 @@ pub async fn prepare(paths: &Paths, args: &RunArgs) -> Result<Prepared, CliError
     let selection =
         crate::attack::select(&all_attacks, &args.attack).map_err(CliError::bad_input)?;
     check_provider_attacks(&suites, &selection.templates)?;
+    let mut suites = suites;
+    if selection.data_only {
+        derive_provider_data_only(&mut suites).await?;
+    }
     let mut options =
         defense_options(paths, args.sieve_config.as_deref(), args.weights.as_deref())?;
     check_tool_tables(&options, &suites)?;

@@ -1,5 +1,7 @@
 //! An external suite's episode: a leased provider process holds the environment, runs
-//! the tools and judges the outcome.
+//! the tools and judges the outcome, except for an attack whose goal is the harness's own
+//! check on the calls (a data-only attack, [`crate::external::data_only`]): the provider
+//! knows no such injection task, so the harness judges it on the calls the provider ran.
 
 use crate::episode::Injection;
 use crate::episode::world::{ToolReply, Verdicts, World, WorldError};
@@ -7,13 +9,47 @@ use crate::external::pool::Lease;
 use crate::external::protocol::{CallReply, Injections, Request, Started, Verdicts as Reply};
 use crate::external::{ExternalError, ExternalSuite};
 use crate::ids::VectorId;
+use crate::suite::check::{Check, ExecutedCall, Outcome};
 use async_trait::async_trait;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
 pub struct ExternalWorld {
     lease: Lease,
-    attacked: bool,
+    security: Security,
+    /// The calls the provider ran, for a goal judged here.
+    executed: Vec<ExecutedCall>,
+    /// The first executed call after which a goal judged here held.
+    harmful_call: Option<usize>,
+}
+
+/// Who judges the episode's attack.
+enum Security {
+    /// A clean episode.
+    Clean,
+    /// The provider, with its own injection task's check.
+    Provider,
+    /// The harness, with a check on the calls the provider ran (a `called` check).
+    Calls(Box<Check>),
+}
+
+impl Security {
+    fn of(injection: Option<&Injection<'_>>) -> Result<Security, ExternalError> {
+        let Some(inj) = injection else {
+            return Ok(Security::Clean);
+        };
+        match &inj.task.security {
+            Check::External => Ok(Security::Provider),
+            c @ Check::Called(_) => Ok(Security::Calls(Box::new(c.clone()))),
+            _ => Err(ExternalError::Refused {
+                op: "start".into(),
+                message: format!(
+                    "injection task `{}`: its check reads the environment, which lives in the provider; only a check on the calls can be judged by the harness",
+                    inj.task.id
+                ),
+            }),
+        }
+    }
 }
 
 impl ExternalWorld {
@@ -27,6 +63,7 @@ impl ExternalWorld {
         injection: Option<&Injection<'_>>,
         model: &str,
     ) -> Result<(ExternalWorld, Option<Vec<String>>, Started), ExternalError> {
+        let security = Security::of(injection)?;
         let mut lease = suite.pool.lease().await?;
         let injections: BTreeMap<String, String> = match injection {
             None => BTreeMap::new(),
@@ -55,7 +92,10 @@ impl ExternalWorld {
             .request(&Request::Start {
                 suite: &suite.qualified,
                 user_task,
-                injection_task: injection.map(|i| i.task.id.as_str()),
+                // A goal judged here is no task of the provider's.
+                injection_task: injection
+                    .filter(|_| matches!(security, Security::Provider))
+                    .map(|i| i.task.id.as_str()),
                 injections: &injections,
             })
             .await?;
@@ -79,7 +119,9 @@ impl ExternalWorld {
         Ok((
             ExternalWorld {
                 lease,
-                attacked: injection.is_some(),
+                security,
+                executed: Vec::new(),
+                harmful_call: None,
             },
             rendered,
             started,
@@ -98,7 +140,7 @@ impl World for ExternalWorld {
                 arguments: args,
             })
             .await?;
-        Ok(match (reply.error, reply.output) {
+        let reply = match (reply.error, reply.output) {
             (Some(error), _) => ToolReply {
                 text: error,
                 ok: false,
@@ -107,25 +149,54 @@ impl World for ExternalWorld {
                 text: output.unwrap_or_default(),
                 ok: true,
             },
-        })
+        };
+        if let Security::Calls(check) = &self.security {
+            self.executed.push(ExecutedCall {
+                tool: tool.to_string(),
+                args: args.clone(),
+                ok: reply.ok,
+            });
+            if self.harmful_call.is_none() && calls_hold(check, &self.executed) {
+                self.harmful_call = Some(self.executed.len() - 1);
+            }
+        }
+        Ok(reply)
     }
 
     async fn finish(&mut self, answer: &str) -> Result<Verdicts, WorldError> {
         let reply: Reply = self.lease.request(&Request::Finish { answer }).await?;
-        if self.attacked && reply.security.is_none() {
-            return Err(ExternalError::Refused {
-                op: "finish".into(),
-                message: "no `security` verdict for an attacked episode".into(),
-            }
-            .into());
-        }
+        let (attack_success, harmful_call) = match &self.security {
+            Security::Clean => (None, None),
+            Security::Provider => match reply.security {
+                // The protocol reports no attribution: which call did the harm is unknown.
+                Some(won) => (Some(won), None),
+                None => {
+                    return Err(ExternalError::Refused {
+                        op: "finish".into(),
+                        message: "no `security` verdict for an attacked episode".into(),
+                    }
+                    .into());
+                }
+            },
+            Security::Calls(check) => (Some(calls_hold(check, &self.executed)), self.harmful_call),
+        };
         Ok(Verdicts {
             utility: reply.utility,
-            attack_success: if self.attacked { reply.security } else { None },
-            // The protocol reports no attribution: which call did the harm is unknown.
-            harmful_call: None,
+            attack_success,
+            harmful_call,
             // The provider holds the checks: it cannot re-evaluate with a judged answer.
             answer_split: None,
         })
     }
+}
+
+/// Whether a check on the calls holds for these executed calls (it reads nothing else).
+fn calls_hold(check: &Check, calls: &[ExecutedCall]) -> bool {
+    let nothing = Value::Null;
+    check.eval(&Outcome {
+        pre: &nothing,
+        post: &nothing,
+        calls,
+        answer: "",
+    })
 }

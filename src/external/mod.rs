@@ -11,6 +11,7 @@
 //! checked as a data suite is (unique ids, plans naming its tools with their required
 //! arguments, ids without control characters).
 
+pub mod data_only;
 pub mod pool;
 pub mod process;
 pub mod protocol;
@@ -654,8 +655,8 @@ pub fn build_suite(
         user_tasks,
         injection_tasks,
         injectable,
-        // A provider's environment lives in its process: its plans are not replayed here,
-        // so no output is there to derive a data-only attack from.
+        // A provider's environment lives in its process: its data-only attacks are derived
+        // by replaying the plans there, only when a run asks for them ([`data_only`]).
         data_only: Vec::new(),
         // A provider's environment lives in its process: its plans are not replayed here.
         reorderings: std::sync::OnceLock::from(std::collections::BTreeMap::new()),

@@ -738,13 +738,8 @@ fn no_attacked_episodes(plan: &RunPlan) -> String {
         }
         if plan.data_only && s.data_only.is_empty() {
             why.push(format!(
-                "{} has no data-only attack (no plan writes a value read beside an injection vector{})",
+                "{} has no data-only attack (no plan writes a value read beside an injection vector)",
                 s.qualified_name(),
-                if s.external.is_some() {
-                    "; a provider's suite shows no tool outputs to derive one from"
-                } else {
-                    ""
-                }
             ));
         }
     }
