@@ -81,6 +81,10 @@ pub const RUN_FILES: &[&str] = &[
     LOCK,
 ];
 
+/// The name prefix of [`write_atomic`]'s temporary files: one seen in a folder is a write
+/// of a run in progress (or one a crash cut short), never a file of the user's.
+pub const TEMP_PREFIX: &str = ".sieve-bench-write-";
+
 /// What a folder holds, before a command writes a run into it.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Folder {
@@ -108,7 +112,7 @@ pub fn inspect(dir: &Path) -> std::io::Result<Folder> {
         let is_dir = e.file_type()?.is_dir();
         if name == crate::record::RUN_INFO && !is_dir {
             run = true;
-        } else if is_dir || !RUN_FILES.contains(&name.as_str()) {
+        } else if is_dir || !(RUN_FILES.contains(&name.as_str()) || name.starts_with(TEMP_PREFIX)) {
             foreign.push(if is_dir { format!("{name}/") } else { name });
         }
     }
@@ -140,7 +144,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(TEMP_PREFIX)
+        .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
@@ -172,6 +178,9 @@ mod tests {
         assert_eq!(inspect(&d).unwrap(), Folder::Ours);
         std::fs::write(d.join(LOCK), "").unwrap();
         std::fs::write(d.join("summary.md"), "").unwrap();
+        assert_eq!(inspect(&d).unwrap(), Folder::Ours);
+        // A concurrent run's write in progress is no file of the user's.
+        std::fs::write(d.join(format!("{TEMP_PREFIX}a1b2c3")), "").unwrap();
         assert_eq!(inspect(&d).unwrap(), Folder::Ours);
         std::fs::create_dir(d.join("run-b")).unwrap();
         std::fs::write(d.join("thesis.tex"), "").unwrap();
