@@ -448,7 +448,18 @@ fn injection_of<'a>(
     }
 }
 
-async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, bool) {
+/// A finished episode, with what its episode and its answer judge said about stopping
+/// the run; [`Execution::classify`] decides.
+struct Finished {
+    record: EpisodeRecord,
+    trace: TraceRecord,
+    /// The episode's error would fail every episode (bad credentials).
+    episode_fatal: bool,
+    /// The answer judge's error would fail every episode.
+    judge_fatal: bool,
+}
+
+async fn run_job(shared: Arc<Shared>, job: Job) -> Finished {
     let plan = &shared.plan;
     let suite = &plan.suites[job.suite];
     let ut = &suite.user_tasks[job.user_task];
@@ -499,7 +510,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         max_steps: plan.max_steps,
     };
     let mut result = run_episode(spec, &plan.models, episode_defense.as_mut()).await;
-    let answer_judge = judge_answer(plan, ut, injection_task, &mut result).await;
+    let (answer_judge, judge_fatal) = judge_answer(plan, ut, injection_task, &mut result).await;
     let served_models = std::mem::take(&mut result.cost.served)
         .into_iter()
         .map(|(c, ids)| (c, ids.into_iter().collect()))
@@ -554,34 +565,41 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         answer: result.answer,
         payload: result.payload.or(payload),
     };
-    (record, trace, result.fatal)
+    Finished {
+        record,
+        trace,
+        episode_fatal: result.fatal,
+        judge_fatal,
+    }
 }
 
 /// Runs the answer judge on a finished episode that did not error; a judge that fails or
-/// replies no verdict makes the episode an error (a model error), never a verdict.
+/// replies no verdict makes the episode an error (a model error), never a verdict. The
+/// flag says whether the judge's failure would fail every episode.
 async fn judge_answer(
     plan: &RunPlan,
     ut: &crate::suite::UserTask,
     injection: Option<&crate::suite::InjectionTask>,
     result: &mut crate::episode::EpisodeResult,
-) -> Option<crate::model::answer_judge::JudgedAnswer> {
-    let judge = plan.answer_judge.as_ref()?;
+) -> (Option<crate::model::answer_judge::JudgedAnswer>, bool) {
+    let Some(judge) = plan.answer_judge.as_ref() else {
+        return (None, false);
+    };
     if result.error.is_some() {
-        return Some(judge.unjudged());
+        return (Some(judge.unjudged()), false);
     }
     let split = result.answer_split.map(|s| (s.utility, s.attack_success));
     match judge
         .judge_episode(ut, injection, &result.answer, split, &mut result.cost)
         .await
     {
-        Ok(judged) => Some(judged),
+        Ok(judged) => (Some(judged), false),
         Err(e) => {
-            result.fatal |= e.fatal();
             result.error = Some(crate::episode::EpisodeError {
                 kind: crate::record::ErrorKind::Model,
                 message: e.to_string(),
             });
-            Some(judge.unjudged())
+            (Some(judge.unjudged()), e.fatal())
         }
     }
 }
@@ -813,111 +831,221 @@ fn progress_for(total: usize) -> (ProgressBar, usize) {
     (progress, log_every)
 }
 
+/// What the run does with a finished episode, decided once by [`Execution::classify`].
+#[derive(Debug, PartialEq)]
+enum Verdict {
+    /// Record it (an error is its own outcome) and go on.
+    Record,
+    /// Record it, then admit no more episodes: the breaker tripped.
+    RecordThenStop(String),
+    /// Do not record it (the episode did not really run, so a resume reruns it) and
+    /// admit no more episodes: its failure would fail every episode.
+    Stop(String),
+}
+
+/// The run loop's state: the jobs still to launch under the budget, the episodes in
+/// flight, the breaker, the outcome so far and the record writer.
+struct Execution {
+    shared: Arc<Shared>,
+    budget: budget::Budget,
+    pending: std::iter::Peekable<std::vec::IntoIter<Job>>,
+    tasks: tokio::task::JoinSet<Finished>,
+    /// Each task's job key, to name an episode that panics.
+    in_flight: HashMap<tokio::task::Id, String>,
+    concurrency: usize,
+    stop_launching: bool,
+    interrupts: u32,
+    breaker: Breaker,
+    outcome: RunOutcome,
+    writer: RecordWriter,
+    progress: ProgressBar,
+    log_every: usize,
+    total: usize,
+    started: std::time::Instant,
+}
+
+/// What the loop does after a Ctrl-C.
+#[derive(Debug, PartialEq)]
+enum AfterInterrupt {
+    /// Finish the episodes in flight, then end.
+    Drain,
+    /// The second Ctrl-C: end now (what is in flight reruns on resume).
+    Stop,
+}
+
+/// The one place that decides whether a finished episode's failure stops the run: an
+/// error that would fail every episode (the episode's or the answer judge's: bad
+/// credentials) stops it unrecorded; the breaker stops it after recording an error that
+/// ran [`BREAKER_RUN`] times in a row; any other error is the episode's own outcome.
+fn classify(breaker: &mut Breaker, f: &Finished) -> Verdict {
+    let error = f.record.error.as_deref();
+    if f.episode_fatal || f.judge_fatal {
+        return Verdict::Stop(error.unwrap_or_default().to_string());
+    }
+    match breaker.see(error) {
+        Some(why) => Verdict::RecordThenStop(why),
+        None => Verdict::Record,
+    }
+}
+
+impl Execution {
+    /// Launches pending jobs while there is room and the budget admits them.
+    fn launch(&mut self) {
+        while !self.stop_launching && self.tasks.len() < self.concurrency {
+            let Some(next) = self.pending.peek() else {
+                break;
+            };
+            let cell = budget::cell_key(&next.key);
+            match self.budget.admit(&cell) {
+                budget::Admission::Admit => {}
+                budget::Admission::Wait => break,
+                budget::Admission::Stop(why) => {
+                    self.outcome.budget_stop = Some(why);
+                    self.stop_launching = true;
+                    break;
+                }
+            }
+            let Some(job) = self.pending.next() else {
+                break;
+            };
+            self.budget.started(&cell);
+            let key = job.key.to_string();
+            let handle = self.tasks.spawn(run_job(self.shared.clone(), job));
+            self.in_flight.insert(handle.id(), key);
+        }
+    }
+
+    /// Takes in a joined task: a panic is the run's error; an episode is paid for,
+    /// classified, and recorded unless its failure stops the run unrecorded.
+    fn on_joined(
+        &mut self,
+        joined: Result<(tokio::task::Id, Finished), tokio::task::JoinError>,
+    ) -> Result<(), RunError> {
+        let finished = match joined {
+            Ok((id, done)) => {
+                self.in_flight.remove(&id);
+                done
+            }
+            Err(e) => {
+                let key = self.in_flight.remove(&e.id()).unwrap_or_default();
+                return Err(RunError::Panicked {
+                    key,
+                    message: panic_message(e),
+                });
+            }
+        };
+        let rec = &finished.record;
+        // Whatever ran was paid for, recorded or not.
+        self.budget
+            .finished(&budget::cell_key(&rec_key(rec)), &rec.cost);
+        for (c, ids) in &rec.served_models {
+            self.outcome
+                .served
+                .entry(*c)
+                .or_default()
+                .extend(ids.iter().cloned());
+        }
+        match classify(&mut self.breaker, &finished) {
+            Verdict::Stop(why) => {
+                self.outcome.fatal = Some(why);
+                self.stop_launching = true;
+                return Ok(());
+            }
+            Verdict::RecordThenStop(why) => {
+                self.outcome.fatal = Some(why);
+                self.stop_launching = true;
+            }
+            Verdict::Record => {}
+        }
+        if finished.record.error.is_some() {
+            self.outcome.errored += 1;
+        }
+        self.writer.write(&finished.record, &finished.trace)?;
+        self.outcome.ran += 1;
+        self.progress.inc(1);
+        if self.outcome.ran % self.log_every == 0 {
+            let rate = self.outcome.ran as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
+            eprintln!(
+                "progress: {}/{} episodes ({rate:.0}/s)",
+                self.outcome.ran, self.total
+            );
+        }
+        Ok(())
+    }
+
+    /// A Ctrl-C: the first stops launching and drains; the second drops what is in
+    /// flight.
+    fn on_interrupt(&mut self) -> AfterInterrupt {
+        self.interrupts += 1;
+        self.stop_launching = true;
+        self.outcome.interrupted = true;
+        if self.interrupts == 1 {
+            self.progress.println("interrupted: finishing episodes in flight (Ctrl-C again to stop at once); rerun the same command to resume");
+            AfterInterrupt::Drain
+        } else {
+            self.tasks.abort_all();
+            self.progress.println(
+                "stopped at once; episodes in flight were dropped and run again on resume",
+            );
+            AfterInterrupt::Stop
+        }
+    }
+
+    /// The outcome, with the budget's ledger.
+    fn finish(self) -> RunOutcome {
+        self.progress.finish_and_clear();
+        let mut outcome = self.outcome;
+        outcome.ledger = self.budget.ledger;
+        outcome
+    }
+}
+
 /// Runs the plan's jobs not yet recorded in `plan.out`, appending each as it finishes.
 pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
     std::fs::create_dir_all(&plan.out)?;
     let mut outcome = RunOutcome::default();
     let todo = pending_jobs(&plan, &mut outcome)?;
-
-    let mut writer = RecordWriter::open(&plan.out)?;
+    let writer = RecordWriter::open(&plan.out)?;
     let (progress, log_every) = progress_for(todo.len());
-    let total = todo.len();
-    let started = std::time::Instant::now();
-
     let schemas = plan.suites.iter().map(|s| s.tools.schemas()).collect();
-    let concurrency = plan.concurrency.max(1);
-    let mut budget = plan.budget.clone();
-    let shared = Arc::new(Shared { plan, schemas });
-    let mut tasks = tokio::task::JoinSet::new();
-    // Each task's job key, to name an episode that panics.
-    let mut in_flight: HashMap<tokio::task::Id, String> = HashMap::new();
-    let mut pending = todo.into_iter().peekable();
-    let mut stop_launching = false;
+    let mut run = Execution {
+        concurrency: plan.concurrency.max(1),
+        budget: plan.budget.clone(),
+        shared: Arc::new(Shared { plan, schemas }),
+        total: todo.len(),
+        pending: todo.into_iter().peekable(),
+        tasks: tokio::task::JoinSet::new(),
+        in_flight: HashMap::new(),
+        stop_launching: false,
+        interrupts: 0,
+        breaker: Breaker::default(),
+        outcome,
+        writer,
+        progress,
+        log_every,
+        started: std::time::Instant::now(),
+    };
     let ctrl_c = tokio::signal::ctrl_c();
     tokio::pin!(ctrl_c);
-    let mut interrupts = 0u32;
-    let mut breaker = Breaker::default();
-
     loop {
-        while !stop_launching && tasks.len() < concurrency && pending.peek().is_some() {
-            let Some(next) = pending.peek() else { break };
-            let cell = budget::cell_key(&next.key);
-            match budget.admit(&cell) {
-                budget::Admission::Admit => {}
-                budget::Admission::Wait => break,
-                budget::Admission::Stop(why) => {
-                    outcome.budget_stop = Some(why);
-                    stop_launching = true;
-                    break;
-                }
-            }
-            let Some(job) = pending.next() else { break };
-            budget.started(&cell);
-            let key = job.key.to_string();
-            let handle = tasks.spawn(run_job(shared.clone(), job));
-            in_flight.insert(handle.id(), key);
-        }
-        if tasks.is_empty() {
+        run.launch();
+        if run.tasks.is_empty() {
             break;
         }
         tokio::select! {
-            joined = tasks.join_next_with_id() => {
+            joined = run.tasks.join_next_with_id() => {
                 let Some(joined) = joined else { break };
-                let (rec, trace, fatal) = match joined {
-                    Ok((id, done)) => {
-                        in_flight.remove(&id);
-                        done
-                    }
-                    Err(e) => {
-                        let key = in_flight.remove(&e.id()).unwrap_or_default();
-                        return Err(RunError::Panicked { key, message: panic_message(e) });
-                    }
-                };
-                // Whatever ran was paid for, recorded or not.
-                budget.finished(&budget::cell_key(&rec_key(&rec)), &rec.cost);
-                for (c, ids) in &rec.served_models {
-                    outcome.served.entry(*c).or_default().extend(ids.iter().cloned());
-                }
-                if fatal {
-                    // Not recorded: the episode did not really run, and reruns it on resume.
-                    outcome.fatal = rec.error.clone();
-                    stop_launching = true;
-                    continue;
-                }
-                if rec.error.is_some() {
-                    outcome.errored += 1;
-                }
-                if let Some(why) = breaker.see(rec.error.as_deref()) {
-                    outcome.fatal = Some(why);
-                    stop_launching = true;
-                }
-                writer.write(&rec, &trace)?;
-                outcome.ran += 1;
-                progress.inc(1);
-                if outcome.ran % log_every == 0 {
-                    let rate = outcome.ran as f64 / started.elapsed().as_secs_f64().max(1e-9);
-                    eprintln!("progress: {}/{total} episodes ({rate:.0}/s)", outcome.ran);
-                }
+                run.on_joined(joined)?;
             }
-            _ = &mut ctrl_c, if interrupts < 2 => {
-                interrupts += 1;
-                stop_launching = true;
-                outcome.interrupted = true;
-                if interrupts == 1 {
-                    progress.println("interrupted: finishing episodes in flight (Ctrl-C again to stop at once); rerun the same command to resume");
-                    ctrl_c.set(tokio::signal::ctrl_c());
-                } else {
-                    // The second Ctrl-C: drop what is in flight (it reruns on resume).
-                    tasks.abort_all();
-                    progress.println("stopped at once; episodes in flight were dropped and run again on resume");
-                    break;
+            _ = &mut ctrl_c, if run.interrupts < 2 => {
+                match run.on_interrupt() {
+                    AfterInterrupt::Drain => ctrl_c.set(tokio::signal::ctrl_c()),
+                    AfterInterrupt::Stop => break,
                 }
             }
         }
     }
-    progress.finish_and_clear();
-    outcome.ledger = budget.ledger;
-    Ok(outcome)
+    Ok(run.finish())
 }
 
 #[cfg(test)]
@@ -941,6 +1069,64 @@ mod tests {
         assert!(text.contains("episode s/t|u1|- panicked"), "{text}");
         assert!(text.contains("index out of bounds"), "{text}");
         assert!(!text.contains("writing results"), "{text}");
+    }
+
+    fn finished(error: Option<&str>, episode_fatal: bool, judge_fatal: bool) -> Finished {
+        let record: EpisodeRecord = serde_json::from_value(serde_json::json!({
+            "run_id": "r", "key": "k", "suite": "dojo-style/banking",
+            "user_task": "user_task_0", "injection_task": null, "attack": null,
+            "defense": "none", "model": "m", "simulated": false, "seed": 0,
+            "utility": false, "attack_success": false, "severity": null, "steps": 1,
+            "hit_step_limit": false, "proposed_calls": 0, "blocked": 0, "asked_user": 0,
+            "faked": 0, "escalated": 0, "approved": 0, "cost": {}, "latency_ms": 0.0,
+            "error": error, "version": "t"
+        }))
+        .unwrap();
+        Finished {
+            trace: TraceRecord {
+                key: record.key.clone(),
+                messages: Vec::new(),
+                calls: Vec::new(),
+                answer: String::new(),
+                payload: None,
+            },
+            record,
+            episode_fatal,
+            judge_fatal,
+        }
+    }
+
+    #[test]
+    fn one_place_decides_what_stops_the_run() {
+        let mut b = Breaker::default();
+        assert_eq!(
+            classify(&mut b, &finished(None, false, false)),
+            Verdict::Record
+        );
+        assert_eq!(
+            classify(&mut b, &finished(Some("HTTP 401"), true, false)),
+            Verdict::Stop("HTTP 401".into()),
+            "the episode's fatal error stops the run unrecorded"
+        );
+        assert_eq!(
+            classify(
+                &mut b,
+                &finished(Some("answer judge: HTTP 401"), false, true)
+            ),
+            Verdict::Stop("answer judge: HTTP 401".into()),
+            "so does the answer judge's"
+        );
+        for _ in 0..BREAKER_RUN - 1 {
+            assert_eq!(
+                classify(&mut b, &finished(Some("HTTP 500"), false, false)),
+                Verdict::Record,
+                "an error is the episode's own outcome"
+            );
+        }
+        match classify(&mut b, &finished(Some("HTTP 500"), false, false)) {
+            Verdict::RecordThenStop(why) => assert!(why.contains("HTTP 500"), "{why}"),
+            other => panic!("the breaker did not trip: {other:?}"),
+        }
     }
 
     #[test]
