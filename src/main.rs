@@ -239,10 +239,11 @@ fn finish(report: &commands::run::RunReport) -> Result<(), CliError> {
 
 fn ablate_command(paths: &Paths, args: AblateArgs, table: &TableFlags) -> Result<(), CliError> {
     if args.run.dry_run {
-        return dry_run(
-            paths,
-            &commands::ablate::ablation_run_args(paths, &args)?.run_args,
-        );
+        let rt = runtime()?;
+        let ablation = rt.block_on(commands::ablate::resolve(paths, &args))?;
+        let est = rt.block_on(commands::estimate::estimate(&ablation.config))?;
+        print!("{}", commands::estimate::render(&est));
+        return Ok(());
     }
     let quiet = args.run.quiet;
     let report = runtime()?.block_on(commands::ablate::ablate(paths, args))?;
