@@ -963,7 +963,7 @@ impl Execution {
         self.writer.write(&finished.record, &finished.trace)?;
         self.outcome.ran += 1;
         self.progress.inc(1);
-        if self.outcome.ran % self.log_every == 0 {
+        if self.outcome.ran.is_multiple_of(self.log_every) {
             let rate = self.outcome.ran as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
             eprintln!(
                 "progress: {}/{} episodes ({rate:.0}/s)",
