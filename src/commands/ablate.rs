@@ -5,7 +5,7 @@
 //!
 //! It is one `run` with several defenses, so it resumes like `run` does.
 
-use super::run::{RunArgs, RunConfig, RunReport};
+use super::run::{args::RunArgs, config::RunConfig, summary::RunReport};
 use super::{CliError, Paths};
 use crate::report::formats;
 use crate::report::text::TextOptions;
@@ -385,7 +385,7 @@ pub fn defenses(
 
 /// Default output directory: a function of the command line, so reruns resume.
 pub fn default_out(a: &AblateArgs) -> PathBuf {
-    let mut id = super::run::default_run_id(&RunArgs {
+    let mut id = super::run::args::default_run_id(&RunArgs {
         defense: "ablate".into(),
         ..a.run.clone()
     });
@@ -423,7 +423,7 @@ pub async fn resolve(paths: &Paths, args: &AblateArgs) -> Result<AblationConfig,
         .map(|s| Sweep::parse(s))
         .collect::<Result<_, _>>()
         .map_err(|e| CliError::bad_input(e.to_string()))?;
-    let config = super::run::resolve(paths, &args.run).await?;
+    let config = super::run::config::resolve(paths, &args.run).await?;
     let sieve = config.options.sieve_config.clone().expect("always set");
     let mut order = defenses(&sieve, args.variants.as_deref())?;
     for s in &sweeps {

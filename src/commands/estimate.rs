@@ -11,7 +11,7 @@
 //! (`sim:obedient`), so attacked episodes are priced at their longest: a robust model
 //! spends less on them, a model that wanders or retries spends more.
 
-use super::run::{RunArgs, RunConfig};
+use super::run::{args::RunArgs, config::RunConfig};
 use super::{CliError, Paths};
 use crate::model::config::NamedEndpoint;
 use crate::model::{ChatModel, Component, Models};
@@ -205,10 +205,12 @@ pub async fn stand_in_records(
         answer_judge: None,
         ..config.plan()
     };
-    let outcome = runner::execute(plan).await.map_err(|e| match e {
-        runner::RunError::NothingToRun(m) => CliError::NothingToRun(m),
-        other => CliError::failed(format!("dry run: {other}")),
-    })?;
+    let outcome = runner::execution::execute(plan)
+        .await
+        .map_err(|e| match e {
+            runner::RunError::NothingToRun(m) => CliError::NothingToRun(m),
+            other => CliError::failed(format!("dry run: {other}")),
+        })?;
     if outcome.interrupted {
         return Err(CliError::Interrupted);
     }
@@ -256,7 +258,7 @@ pub fn expected_costs(
 /// `--dry-run`: the estimate of what `args` would run, sending nothing.
 pub async fn dry_run(paths: &Paths, args: &RunArgs) -> Result<Estimate, CliError> {
     refuse_answer_judge(args)?;
-    estimate(&super::run::resolve(paths, args).await?).await
+    estimate(&super::run::config::resolve(paths, args).await?).await
 }
 
 /// `--dry-run` does not price the answer judge.

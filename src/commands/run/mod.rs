@@ -12,16 +12,11 @@ mod folder;
 pub mod models;
 pub mod summary;
 
-pub use args::{
-    ErrorPolicy, ErrorsAs, FlagError, MAX_CONCURRENCY, MAX_SEEDS, PLUGIN_MAX_REPLY_MIB, RunArgs,
-    default_run_id, parse_percent, parse_shard,
-};
-pub use config::{RunConfig, defense_options, resolve};
-pub use models::{Roles, build_answer_judge, build_models, build_models_with};
-pub use summary::{RunReport, summary_text, tables_text};
-
 use super::{CliError, Paths};
 use crate::runner;
+use args::RunArgs;
+use config::{RunConfig, resolve};
+use summary::RunReport;
 
 /// Runs (or resumes) the run `args` describe, and summarises it.
 pub async fn run(paths: &Paths, args: RunArgs) -> Result<RunReport, CliError> {
@@ -55,7 +50,7 @@ pub async fn execute(config: RunConfig) -> Result<RunReport, CliError> {
     plan.budget = budget(&config, &manifest).await?;
     let requested = super::estimate::requested_models(&config.models);
     folder::write_manifest(&out, &manifest)?;
-    let result = runner::execute(plan).await;
+    let result = runner::execution::execute(plan).await;
     folder::finish_manifest(&mut manifest, &result, &requested);
     folder::write_manifest(&out, &manifest)?;
     let outcome = result.map_err(|e| match e {
