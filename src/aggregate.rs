@@ -726,7 +726,7 @@ pub(crate) mod reference;
 mod tests {
     use super::*;
     use crate::commands::Paths;
-    use crate::commands::run::{RunArgs, run};
+    use crate::commands::run::{args::RunArgs, run};
     use crate::record::{EPISODES, RUN_INFO, for_each_record};
     use std::path::{Path, PathBuf};
 

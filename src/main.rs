@@ -1,7 +1,7 @@
 //! Command-line entry point: parses arguments and dispatches to `sieve_bench::commands`.
 
 use clap::{Parser, Subcommand, ValueEnum};
-use sieve_bench::commands::{self, CliError, Paths, ablate::AblateArgs, run::RunArgs};
+use sieve_bench::commands::{self, CliError, Paths, ablate::AblateArgs, run::args::RunArgs};
 use sieve_bench::escape;
 use sieve_bench::report::compare::Thresholds;
 use sieve_bench::report::text::TableFlags;
@@ -112,7 +112,7 @@ enum Command {
         #[arg(long)]
         partial: bool,
         /// Mark rows whose error rate exceeds this percentage (`!`), as `run` does.
-        #[arg(long, value_name = "PCT", default_value_t = 5.0, value_parser = commands::run::parse_percent)]
+        #[arg(long, value_name = "PCT", default_value_t = 5.0, value_parser = commands::run::args::parse_percent)]
         max_error_rate: f64,
         #[command(flatten)]
         table: TableFlags,
@@ -208,7 +208,10 @@ fn run_command(paths: &Paths, args: RunArgs, table: &TableFlags) -> Result<(), C
     let quiet = args.quiet;
     let report = runtime()?.block_on(commands::run::run(paths, args))?;
     if !quiet {
-        show(&commands::run::summary_text(&report, &table.options())?);
+        show(&commands::run::summary::summary_text(
+            &report,
+            &table.options(),
+        )?);
     }
     finish(&report)
 }
@@ -232,17 +235,18 @@ fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
 }
 
 /// Reports how a run ended; fatal, interrupted and error-ridden runs exit non-zero.
-fn finish(report: &commands::run::RunReport) -> Result<(), CliError> {
+fn finish(report: &commands::run::summary::RunReport) -> Result<(), CliError> {
     eprintln!("{}", escape::terminal(&report.status()));
     report.verdict()
 }
 
 fn ablate_command(paths: &Paths, args: AblateArgs, table: &TableFlags) -> Result<(), CliError> {
     if args.run.dry_run {
-        return dry_run(
-            paths,
-            &commands::ablate::ablation_run_args(paths, &args)?.run_args,
-        );
+        let rt = runtime()?;
+        let ablation = rt.block_on(commands::ablate::resolve(paths, &args))?;
+        let est = rt.block_on(commands::estimate::estimate(&ablation.config))?;
+        print!("{}", commands::estimate::render(&est));
+        return Ok(());
     }
     let quiet = args.run.quiet;
     let report = runtime()?.block_on(commands::ablate::ablate(paths, args))?;

@@ -7,7 +7,7 @@ mod fake_llm;
 use fake_llm::{paths, read_jsonl, repo, run_args};
 use serde_json::{Value, json};
 use sieve_bench::commands::calibrate::{CalibrateArgs, Corpus, Set, calibrate};
-use sieve_bench::commands::run::{RunArgs, run};
+use sieve_bench::commands::run::{args::RunArgs, run};
 use sieve_bench::model::answer_judge::UtilityFrom;
 use sieve_bench::model::config::ModelOptions;
 use wiremock::matchers::{method, path};

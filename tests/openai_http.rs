@@ -352,7 +352,7 @@ async fn bad_requests_and_malformed_bodies_fail_the_episode_with_details() {
     let fatal = report.outcome.fatal.clone().expect("the breaker tripped");
     assert!(fatal.contains("in a row"), "{fatal}");
     assert_eq!(report.outcome.errored, report.outcome.ran);
-    assert!(report.outcome.ran >= sieve_bench::runner::BREAKER_RUN);
+    assert!(report.outcome.ran >= sieve_bench::runner::execution::BREAKER_RUN);
     assert!(report.outcome.ran < report.outcome.planned);
     let recs = read_jsonl(&dir.path().join("episodes.jsonl"));
     assert!(
@@ -705,7 +705,7 @@ async fn openai_embedder_posts_batches_and_replays_from_cache() {
             Arc::new(TokenCounter::new().unwrap()),
         )
         .unwrap();
-        sieve_bench::commands::run::build_models_with(&f, "sim:oracle", None, None)
+        sieve_bench::commands::run::models::build_models_with(&f, "sim:oracle", None, None)
             .unwrap()
             .embedder
             .name()

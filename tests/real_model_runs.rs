@@ -9,7 +9,7 @@ mod fake_llm;
 
 use assert_cmd::Command;
 use fake_llm::{PlanFollower, banking, paths, read_jsonl, run_args};
-use sieve_bench::commands::run::RunArgs;
+use sieve_bench::commands::run::args::RunArgs;
 use sieve_bench::model::Component;
 use sieve_bench::model::config::ModelOptions;
 use sieve_bench::runner::manifest::{Found, read};
@@ -207,7 +207,7 @@ async fn a_reply_without_usage_is_counted_as_estimated_in_every_table() {
         assert_eq!(r["cost"]["agent"]["estimated"], true, "{r}");
         assert!(r["cost"]["agent"]["prompt_tokens"].as_u64().unwrap() > 0);
     }
-    let text = sieve_bench::commands::run::summary_text(&report, &wide()).unwrap();
+    let text = sieve_bench::commands::run::summary::summary_text(&report, &wide()).unwrap();
     assert!(
         text.contains(&format!("~{:.0}", row.tokens_per_episode)),
         "{text}"
@@ -252,7 +252,7 @@ async fn a_served_model_differing_from_the_request_is_recorded_and_shown() {
     let l = &m.served_models[&Component::Agent];
     assert_eq!(l.requested, "test-model");
     assert!(l.differs());
-    let text = sieve_bench::commands::run::summary_text(&report, &wide()).unwrap();
+    let text = sieve_bench::commands::run::summary::summary_text(&report, &wide()).unwrap();
     assert!(text.contains("test-model-2026-01-01"), "{text}");
 
     // A run served by the requested model: same lineage as asked, and compare warns.

@@ -13,7 +13,7 @@ mod fake_llm;
 
 use fake_llm::PlanFollower;
 use sieve_bench::commands::Paths;
-use sieve_bench::commands::run::{RunArgs, run};
+use sieve_bench::commands::run::{args::RunArgs, run};
 use sieve_bench::model::config::ModelOptions;
 use std::path::{Path, PathBuf};
 use wiremock::matchers::method;

@@ -6,7 +6,7 @@
 mod fake_llm;
 
 use fake_llm::{PlanFollower, banking, paths, run_args};
-use sieve_bench::commands::run::{RunArgs, run};
+use sieve_bench::commands::run::{args::RunArgs, run};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer};
 

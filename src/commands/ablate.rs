@@ -5,7 +5,7 @@
 //!
 //! It is one `run` with several defenses, so it resumes like `run` does.
 
-use super::run::{RunArgs, RunReport, run};
+use super::run::{args::RunArgs, config::RunConfig, summary::RunReport};
 use super::{CliError, Paths};
 use crate::report::formats;
 use crate::report::text::TextOptions;
@@ -30,6 +30,22 @@ pub struct AblateArgs {
     pub sweep: Vec<String>,
 }
 
+/// A `--sweep` that does not parse.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    #[error("--sweep `{0}`: expected <setting>=<from>:<to>:<step>")]
+    Form(String),
+    #[error("--sweep `{0}`: needs from <= to and step > 0")]
+    Range(String),
+    #[error("--sweep `{0}`: {1} points; at most 101")]
+    TooMany(String, usize),
+    #[error("--sweep `{spec}`: {why}")]
+    Setting {
+        spec: String,
+        why: crate::defense::sieve::config::SieveConfigError,
+    },
+}
+
 /// One sweep: a setting and its points, in order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Sweep {
@@ -40,8 +56,8 @@ pub struct Sweep {
 impl Sweep {
     /// Parses `threshold=0.3:0.7:0.05` (inclusive; the last point is kept when float
     /// steps land within 1e-9 of it).
-    pub fn parse(spec: &str) -> Result<Sweep, String> {
-        let bad = || format!("--sweep `{spec}`: expected <setting>=<from>:<to>:<step>");
+    pub fn parse(spec: &str) -> Result<Sweep, SweepError> {
+        let bad = || SweepError::Form(spec.to_string());
         let (setting, range) = spec.split_once('=').ok_or_else(bad)?;
         let nums: Vec<f64> = range
             .split(':')
@@ -51,11 +67,11 @@ impl Sweep {
             return Err(bad());
         };
         if step.is_nan() || step <= 0.0 || to < from {
-            return Err(format!("--sweep `{spec}`: needs from <= to and step > 0"));
+            return Err(SweepError::Range(spec.to_string()));
         }
         let n = ((to - from) / step + 1e-9).floor() as usize;
         if n > 100 {
-            return Err(format!("--sweep `{spec}`: {} points; at most 101", n + 1));
+            return Err(SweepError::TooMany(spec.to_string(), n + 1));
         }
         let points: Vec<f64> = (0..=n)
             .map(|k| ((from + k as f64 * step) * 1e6).round() / 1e6)
@@ -63,8 +79,12 @@ impl Sweep {
         let setting = setting.trim().to_string();
         // Validates the setting and the range through the defense's own parser.
         for p in &points {
-            crate::defense::sieve::config::Override::parse(&format!("{setting}={p}"))
-                .map_err(|e| format!("--sweep `{spec}`: {e}"))?;
+            crate::defense::sieve::config::Override::parse(&format!("{setting}={p}")).map_err(
+                |why| SweepError::Setting {
+                    spec: spec.to_string(),
+                    why,
+                },
+            )?;
         }
         Ok(Sweep { setting, points })
     }
@@ -365,7 +385,7 @@ pub fn defenses(
 
 /// Default output directory: a function of the command line, so reruns resume.
 pub fn default_out(a: &AblateArgs) -> PathBuf {
-    let mut id = super::run::default_run_id(&RunArgs {
+    let mut id = super::run::args::default_run_id(&RunArgs {
         defense: "ablate".into(),
         ..a.run.clone()
     });
@@ -375,18 +395,18 @@ pub fn default_out(a: &AblateArgs) -> PathBuf {
     a.run.results_dir.join(id)
 }
 
-/// Runs the ablation and writes `ablation.{csv,json,md}` next to the run's files.
-/// What an ablation runs: its `run` arguments, folder, defense order and sweeps.
-pub struct AblationPlan {
-    pub run_args: RunArgs,
-    pub out: PathBuf,
+/// What an ablation runs: the run resolved with its defenses and folder, the defense
+/// order and the sweeps.
+pub struct AblationConfig {
+    pub config: RunConfig,
     pub order: Vec<String>,
     pub sweeps: Vec<Sweep>,
 }
 
-/// The `run` arguments an ablation runs with (its defenses, its folder), and the folder
-/// and defense order: what `ablate` runs and `ablate --dry-run` estimates.
-pub fn ablation_run_args(paths: &Paths, args: &AblateArgs) -> Result<AblationPlan, CliError> {
+/// Resolves an ablation: its flags into one [`RunConfig`] (through `run`'s one
+/// resolution), then the defenses it compares, named from the resolved SIEVE config,
+/// and its folder: what `ablate` executes and `ablate --dry-run` estimates.
+pub async fn resolve(paths: &Paths, args: &AblateArgs) -> Result<AblationConfig, CliError> {
     if args.run.defense != RunArgs::default().defense {
         return Err(CliError::bad_input(
             "ablate chooses its defenses (none, audit, sieve and its variants); use --variants to pick variants, or `run --defense` for others",
@@ -397,19 +417,15 @@ pub fn ablation_run_args(paths: &Paths, args: &AblateArgs) -> Result<AblationPla
             "ablate compares the configured weight sets; --weights would rename the reference row. Add a variant to the SIEVE config instead",
         ));
     }
-    let options = super::run::defense_options(
-        paths,
-        args.run.sieve_config.as_deref(),
-        args.run.weights.as_deref(),
-    )?;
-    let config = options.sieve_config.clone().expect("always set");
-    let mut order = defenses(&config, args.variants.as_deref())?;
     let sweeps: Vec<Sweep> = args
         .sweep
         .iter()
         .map(|s| Sweep::parse(s))
         .collect::<Result<_, _>>()
-        .map_err(CliError::bad_input)?;
+        .map_err(|e| CliError::bad_input(e.to_string()))?;
+    let config = super::run::config::resolve(paths, &args.run).await?;
+    let sieve = config.options.sieve_config.clone().expect("always set");
+    let mut order = defenses(&sieve, args.variants.as_deref())?;
     for s in &sweeps {
         for d in s.defenses() {
             if !order.contains(&d) {
@@ -417,26 +433,24 @@ pub fn ablation_run_args(paths: &Paths, args: &AblateArgs) -> Result<AblationPla
             }
         }
     }
-    let out = args.run.out.clone().unwrap_or_else(|| default_out(args));
-    let mut run_args = args.run.clone();
-    run_args.defense = order.join(",");
-    run_args.out = Some(out.clone());
-    Ok(AblationPlan {
-        run_args,
-        out,
+    let mut config = config.with_defenses(&order.join(","))?;
+    config.out = args.run.out.clone().unwrap_or_else(|| default_out(args));
+    Ok(AblationConfig {
+        config,
         order,
         sweeps,
     })
 }
 
+/// Runs the ablation and writes `ablation.{csv,json,md}` next to the run's files.
 pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, CliError> {
-    let AblationPlan {
-        run_args,
-        out,
+    let AblationConfig {
+        config,
         order,
         sweeps,
-    } = ablation_run_args(paths, &args)?;
-    let report = run(paths, run_args).await?;
+    } = resolve(paths, &args).await?;
+    let out = config.out.clone();
+    let report = super::run::execute(config).await?;
     let simulated = report.summary.simulated;
     let mut ablation_rows = rows(&report.summary.rows, &order);
     let records = crate::aggregate::pairs::PairTable::read(&out.join(crate::record::EPISODES))

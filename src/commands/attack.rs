@@ -45,7 +45,7 @@ pub struct SearchArgs {
     pub unit: String,
     /// Search only the targets of shard k of n (`k/n`, 0-based; targets whose index is k
     /// modulo n) of `--unit pairs` or `vectors`; `attack merge` joins the shards.
-    #[arg(long, value_name = "K/N", value_parser = super::run::parse_shard)]
+    #[arg(long, value_name = "K/N", value_parser = super::run::args::parse_shard)]
     pub shard: Option<(usize, usize)>,
     /// The feedback tier.
     #[arg(long, value_enum, default_value = "binary")]
@@ -145,7 +145,7 @@ async fn victim_parts(
     let named = crate::model::config::load_named(&paths.configs).map_err(CliError::bad_input)?;
     let tokens = paths.token_counter()?;
     let factory = ModelFactory::new(options.clone(), named, tokens).map_err(CliError::bad_input)?;
-    let models = super::run::build_models_with(&factory, model, planner, judge)?;
+    let models = super::run::models::build_models_with(&factory, model, planner, judge)?;
     Ok((suites.remove(0), models, factory))
 }
 
@@ -189,7 +189,7 @@ pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Searched, PathBu
         args.judge_model.as_deref(),
     )
     .await?;
-    let options = super::run::defense_options(paths, None, None)?;
+    let options = super::run::config::defense_options(paths, None, None)?;
     let defense = crate::defense::build_with(&args.defense, &options)?;
     let all =
         crate::attack::load_all(&paths.attacks).map_err(|e| CliError::bad_input(e.to_string()))?;
@@ -566,7 +566,7 @@ pub async fn transfer(
         None,
     )
     .await?;
-    let options = super::run::defense_options(paths, None, None)?;
+    let options = super::run::config::defense_options(paths, None, None)?;
     let settings = Settings {
         suite: suite.qualified_name(),
         defense: String::new(),

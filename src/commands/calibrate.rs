@@ -408,7 +408,7 @@ pub async fn calibrate(paths: &Paths, args: CalibrateArgs) -> Result<Calibration
     let tokens = paths.token_counter()?;
     let factory = ModelFactory::new(args.model_options.clone(), named, tokens)
         .map_err(CliError::bad_input)?;
-    let judge = super::run::build_answer_judge(
+    let judge = super::run::models::build_answer_judge(
         &factory,
         Some(&args.answer_judge),
         args.answer_judge_format,

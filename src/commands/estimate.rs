@@ -11,7 +11,7 @@
 //! (`sim:obedient`), so attacked episodes are priced at their longest: a robust model
 //! spends less on them, a model that wanders or retries spends more.
 
-use super::run::{Prepared, RunArgs, prepare};
+use super::run::{args::RunArgs, config::RunConfig};
 use super::{CliError, Paths};
 use crate::model::config::NamedEndpoint;
 use crate::model::{ChatModel, Component, Models};
@@ -188,49 +188,29 @@ fn stand_ins(models: &Models) -> Result<Models, CliError> {
     })
 }
 
-/// What the stand-in run needs of a prepared run.
-pub struct StandIn<'a> {
-    pub suites: &'a [Arc<crate::suite::Suite>],
-    pub selection: &'a crate::attack::Selection,
-    pub defenses: &'a [Arc<dyn crate::defense::Defense>],
-    pub models: &'a Models,
-    pub attack_model_name: &'a str,
-    pub last_seed: u64,
-}
-
-/// Runs the matrix of `args` with scripted stand-ins for every LLM role, into a
+/// Runs the matrix of `config` with scripted stand-ins for every LLM role, into a
 /// temporary folder, and returns its records. Nothing is sent.
 pub async fn stand_in_records(
-    args: &RunArgs,
-    s: StandIn<'_>,
+    config: &RunConfig,
 ) -> Result<Vec<crate::record::EpisodeRecord>, CliError> {
     let dir = tempfile::tempdir()
         .map_err(|e| CliError::failed(format!("cannot create a temporary folder: {e}")))?;
     let plan = RunPlan {
         run_id: "dry-run".into(),
         out: dir.path().to_path_buf(),
-        suites: s.suites.to_vec(),
-        attacks: s.selection.templates.clone(),
-        context: s.selection.context,
-        data_only: s.selection.data_only,
-        clean: !args.no_clean,
-        defenses: s.defenses.to_vec(),
-        models: stand_ins(s.models)?,
-        seeds: (args.seed..=s.last_seed).collect(),
-        user_tasks: args.user_tasks.clone(),
-        injection_tasks: args.injection_tasks.clone(),
-        max_steps: args.max_steps,
+        models: stand_ins(&config.models)?,
         concurrency: std::thread::available_parallelism().map_or(2, |n| n.get() * 4),
-        shard: args.shard,
         retry_errors: true,
-        attack_model_name: s.attack_model_name.to_string(),
         budget: Default::default(),
         answer_judge: None,
+        ..config.plan()
     };
-    let outcome = runner::execute(plan).await.map_err(|e| match e {
-        runner::RunError::NothingToRun(m) => CliError::NothingToRun(m),
-        other => CliError::failed(format!("dry run: {other}")),
-    })?;
+    let outcome = runner::execution::execute(plan)
+        .await
+        .map_err(|e| match e {
+            runner::RunError::NothingToRun(m) => CliError::NothingToRun(m),
+            other => CliError::failed(format!("dry run: {other}")),
+        })?;
     if outcome.interrupted {
         return Err(CliError::Interrupted);
     }
@@ -277,12 +257,24 @@ pub fn expected_costs(
 
 /// `--dry-run`: the estimate of what `args` would run, sending nothing.
 pub async fn dry_run(paths: &Paths, args: &RunArgs) -> Result<Estimate, CliError> {
+    refuse_answer_judge(args)?;
+    estimate(&super::run::config::resolve(paths, args).await?).await
+}
+
+/// `--dry-run` does not price the answer judge.
+pub fn refuse_answer_judge(args: &RunArgs) -> Result<(), CliError> {
     if args.answer_judge.is_some() {
         return Err(CliError::bad_input(
             "--dry-run does not estimate --answer-judge yet (one judge call per episode that finishes, its prompt the request, reference, facts and answer); estimate without it",
         ));
     }
-    let p = prepare(paths, args).await?;
+    Ok(())
+}
+
+/// The estimate of a resolved run, sending nothing.
+pub async fn estimate(p: &RunConfig) -> Result<Estimate, CliError> {
+    refuse_answer_judge(&p.args)?;
+    let args = &p.args;
     let prices = prices(args, &p.named, &p.models)?;
     let roles_by: Vec<(Component, String, bool)> = Component::ALL
         .into_iter()
@@ -294,20 +286,8 @@ pub async fn dry_run(paths: &Paths, args: &RunArgs) -> Result<Estimate, CliError
             (c, who, real(&p.models, c))
         })
         .collect();
-    let limits = rate_limits(args, &p);
-    let suites: Vec<Arc<crate::suite::Suite>> = p.suites.into_iter().map(Arc::new).collect();
-    let records = stand_in_records(
-        args,
-        StandIn {
-            suites: &suites,
-            selection: &p.selection,
-            defenses: &p.defenses,
-            models: &p.models,
-            attack_model_name: &p.attack_model_name,
-            last_seed: p.last_seed,
-        },
-    )
-    .await?;
+    let limits = rate_limits(args, p);
+    let records = stand_in_records(p).await?;
     let mut est = tally(&records, &roles_by, &prices);
     est.concurrency = args.concurrency.max(1);
     est.call_seconds = args.call_seconds;
@@ -391,7 +371,7 @@ struct SpecLimits {
     tpm: Option<u32>,
 }
 
-fn rate_limits(args: &RunArgs, p: &Prepared) -> Limits {
+fn rate_limits(args: &RunArgs, p: &RunConfig) -> Limits {
     let mut by_spec: Vec<SpecLimits> = Vec::new();
     for c in Component::ALL {
         if !real(&p.models, c) {

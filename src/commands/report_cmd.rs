@@ -275,7 +275,7 @@ pub fn rerender(
     summary.mark_error_rates(max_error_rate);
     report::write_all(dir, &summary)
         .map_err(|e| CliError::failed(format!("writing summary: {e}")))?;
-    let mut out = super::run::tables_text(&summary, dir, opts)?;
+    let mut out = super::run::summary::tables_text(&summary, dir, opts)?;
     if summary.malformed_lines > 0 {
         out.push_str(&format!(
             "warning: {} malformed line(s) in episodes.jsonl were skipped\n",

@@ -1,10 +1,12 @@
-//! The run: the episode matrix, concurrent execution, resume and progress.
+//! The run: the episode matrix, each episode run and recorded, and resume; the run loop
+//! itself is `execution`.
 //!
 //! Matrix: suite × user task × (no attack + each injection task × attack) × defense ×
 //! seed. Clean episodes do not depend on the attack, so they run once per user task,
 //! defense and seed, however many attacks are selected.
 
 pub mod budget;
+pub mod execution;
 pub mod files;
 pub mod identity;
 pub mod manifest;
@@ -16,11 +18,9 @@ use crate::episode::{EpisodeSpec, Injection, run_episode};
 use crate::model::Models;
 use crate::suite::Suite;
 use crate::tools::ToolSchema;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use record::key_hash;
-use record::{EpisodeRecord, RecordWriter, TraceRecord};
+use record::{EpisodeRecord, TraceRecord};
 use std::collections::HashMap;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -294,59 +294,6 @@ impl RunPlan {
     }
 }
 
-/// The circuit breaker: this many episodes in a row failing with the same error stop the
-/// run, since the cause (a dead server, a spent quota) would fail every other one too.
-pub const BREAKER_RUN: usize = 20;
-
-/// What makes two errors the same cause for the breaker: the first line of the message
-/// (what follows quotes a process's stderr, which differs from process to process) with
-/// every number masked (a pid, a port, a line number, an exit status).
-fn cause(error: &str) -> String {
-    let first = error.lines().next().unwrap_or("");
-    let mut out = String::with_capacity(first.len());
-    for c in first.chars() {
-        if c.is_ascii_digit() {
-            if !out.ends_with('#') {
-                out.push('#');
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-#[derive(Default)]
-struct Breaker {
-    last: Option<String>,
-    count: usize,
-}
-
-impl Breaker {
-    /// Sees one finished episode's error; `Some(why)` when the breaker trips.
-    fn see(&mut self, error: Option<&str>) -> Option<String> {
-        match error {
-            None => {
-                self.last = None;
-                self.count = 0;
-                None
-            }
-            Some(e) => {
-                let cause = cause(e);
-                if self.last.as_deref() == Some(cause.as_str()) {
-                    self.count += 1;
-                } else {
-                    self.last = Some(cause);
-                    self.count = 1;
-                }
-                (self.count >= BREAKER_RUN).then(|| {
-                    format!("{BREAKER_RUN} episodes in a row failed with the same error, so the others would too: {e}")
-                })
-            }
-        }
-    }
-}
-
 /// How a run ended.
 #[derive(Debug, Default)]
 pub struct RunOutcome {
@@ -448,7 +395,18 @@ fn injection_of<'a>(
     }
 }
 
-async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, bool) {
+/// A finished episode, with what its episode and its answer judge said about stopping
+/// the run; [`Execution::classify`] decides.
+struct Finished {
+    record: EpisodeRecord,
+    trace: TraceRecord,
+    /// The episode's error would fail every episode (bad credentials).
+    episode_fatal: bool,
+    /// The answer judge's error would fail every episode.
+    judge_fatal: bool,
+}
+
+async fn run_job(shared: Arc<Shared>, job: Job) -> Finished {
     let plan = &shared.plan;
     let suite = &plan.suites[job.suite];
     let ut = &suite.user_tasks[job.user_task];
@@ -499,7 +457,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         max_steps: plan.max_steps,
     };
     let mut result = run_episode(spec, &plan.models, episode_defense.as_mut()).await;
-    let answer_judge = judge_answer(plan, ut, injection_task, &mut result).await;
+    let (answer_judge, judge_fatal) = judge_answer(plan, ut, injection_task, &mut result).await;
     let served_models = std::mem::take(&mut result.cost.served)
         .into_iter()
         .map(|(c, ids)| (c, ids.into_iter().collect()))
@@ -554,34 +512,41 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> (EpisodeRecord, TraceRecord, 
         answer: result.answer,
         payload: result.payload.or(payload),
     };
-    (record, trace, result.fatal)
+    Finished {
+        record,
+        trace,
+        episode_fatal: result.fatal,
+        judge_fatal,
+    }
 }
 
 /// Runs the answer judge on a finished episode that did not error; a judge that fails or
-/// replies no verdict makes the episode an error (a model error), never a verdict.
+/// replies no verdict makes the episode an error (a model error), never a verdict. The
+/// flag says whether the judge's failure would fail every episode.
 async fn judge_answer(
     plan: &RunPlan,
     ut: &crate::suite::UserTask,
     injection: Option<&crate::suite::InjectionTask>,
     result: &mut crate::episode::EpisodeResult,
-) -> Option<crate::model::answer_judge::JudgedAnswer> {
-    let judge = plan.answer_judge.as_ref()?;
+) -> (Option<crate::model::answer_judge::JudgedAnswer>, bool) {
+    let Some(judge) = plan.answer_judge.as_ref() else {
+        return (None, false);
+    };
     if result.error.is_some() {
-        return Some(judge.unjudged());
+        return (Some(judge.unjudged()), false);
     }
     let split = result.answer_split.map(|s| (s.utility, s.attack_success));
     match judge
         .judge_episode(ut, injection, &result.answer, split, &mut result.cost)
         .await
     {
-        Ok(judged) => Some(judged),
+        Ok(judged) => (Some(judged), false),
         Err(e) => {
-            result.fatal |= e.fatal();
             result.error = Some(crate::episode::EpisodeError {
                 kind: crate::record::ErrorKind::Model,
                 message: e.to_string(),
             });
-            Some(judge.unjudged())
+            (Some(judge.unjudged()), e.fatal())
         }
     }
 }
@@ -602,19 +567,6 @@ pub enum RunError {
     /// Episodes recorded before it are kept; it is not recorded, so a rerun retries it.
     #[error("episode {key} panicked (a bug in sieve-bench; please report it): {message}")]
     Panicked { key: String, message: String },
-}
-
-/// The message a panicking task left, for [`RunError::Panicked`].
-fn panic_message(e: tokio::task::JoinError) -> String {
-    if !e.is_panic() {
-        return e.to_string();
-    }
-    let payload = e.into_panic();
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "(no message)".into())
 }
 
 /// Sees the records already in the folder, one at a time: which jobs they finish, and
@@ -787,197 +739,9 @@ fn pending_jobs(plan: &RunPlan, outcome: &mut RunOutcome) -> Result<Vec<Job>, Ru
     Ok(todo)
 }
 
-/// The progress bar on a terminal, and how often a run without one logs a line instead.
-fn progress_for(total: usize) -> (ProgressBar, usize) {
-    let progress = ProgressBar::new(total as u64);
-    let tty = std::io::stderr().is_terminal();
-    // Without a terminal (CI logs, batch jobs) a long run reports every tenth instead.
-    let log_every = if tty || total < 500 {
-        usize::MAX
-    } else {
-        total.div_ceil(10)
-    };
-    if tty {
-        progress.set_style(
-            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} episodes ({per_sec}, eta {eta}) {msg}")
-                .expect("valid template"),
-        );
-    } else {
-        progress.set_draw_target(ProgressDrawTarget::hidden());
-    }
-    (progress, log_every)
-}
-
-/// Runs the plan's jobs not yet recorded in `plan.out`, appending each as it finishes.
-pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
-    std::fs::create_dir_all(&plan.out)?;
-    let mut outcome = RunOutcome::default();
-    let todo = pending_jobs(&plan, &mut outcome)?;
-
-    let mut writer = RecordWriter::open(&plan.out)?;
-    let (progress, log_every) = progress_for(todo.len());
-    let total = todo.len();
-    let started = std::time::Instant::now();
-
-    let schemas = plan.suites.iter().map(|s| s.tools.schemas()).collect();
-    let concurrency = plan.concurrency.max(1);
-    let mut budget = plan.budget.clone();
-    let shared = Arc::new(Shared { plan, schemas });
-    let mut tasks = tokio::task::JoinSet::new();
-    // Each task's job key, to name an episode that panics.
-    let mut in_flight: HashMap<tokio::task::Id, String> = HashMap::new();
-    let mut pending = todo.into_iter().peekable();
-    let mut stop_launching = false;
-    let ctrl_c = tokio::signal::ctrl_c();
-    tokio::pin!(ctrl_c);
-    let mut interrupts = 0u32;
-    let mut breaker = Breaker::default();
-
-    loop {
-        while !stop_launching && tasks.len() < concurrency && pending.peek().is_some() {
-            let Some(next) = pending.peek() else { break };
-            let cell = budget::cell_key(&next.key);
-            match budget.admit(&cell) {
-                budget::Admission::Admit => {}
-                budget::Admission::Wait => break,
-                budget::Admission::Stop(why) => {
-                    outcome.budget_stop = Some(why);
-                    stop_launching = true;
-                    break;
-                }
-            }
-            let Some(job) = pending.next() else { break };
-            budget.started(&cell);
-            let key = job.key.to_string();
-            let handle = tasks.spawn(run_job(shared.clone(), job));
-            in_flight.insert(handle.id(), key);
-        }
-        if tasks.is_empty() {
-            break;
-        }
-        tokio::select! {
-            joined = tasks.join_next_with_id() => {
-                let Some(joined) = joined else { break };
-                let (rec, trace, fatal) = match joined {
-                    Ok((id, done)) => {
-                        in_flight.remove(&id);
-                        done
-                    }
-                    Err(e) => {
-                        let key = in_flight.remove(&e.id()).unwrap_or_default();
-                        return Err(RunError::Panicked { key, message: panic_message(e) });
-                    }
-                };
-                // Whatever ran was paid for, recorded or not.
-                budget.finished(&budget::cell_key(&rec_key(&rec)), &rec.cost);
-                for (c, ids) in &rec.served_models {
-                    outcome.served.entry(*c).or_default().extend(ids.iter().cloned());
-                }
-                if fatal {
-                    // Not recorded: the episode did not really run, and reruns it on resume.
-                    outcome.fatal = rec.error.clone();
-                    stop_launching = true;
-                    continue;
-                }
-                if rec.error.is_some() {
-                    outcome.errored += 1;
-                }
-                if let Some(why) = breaker.see(rec.error.as_deref()) {
-                    outcome.fatal = Some(why);
-                    stop_launching = true;
-                }
-                writer.write(&rec, &trace)?;
-                outcome.ran += 1;
-                progress.inc(1);
-                if outcome.ran % log_every == 0 {
-                    let rate = outcome.ran as f64 / started.elapsed().as_secs_f64().max(1e-9);
-                    eprintln!("progress: {}/{total} episodes ({rate:.0}/s)", outcome.ran);
-                }
-            }
-            _ = &mut ctrl_c, if interrupts < 2 => {
-                interrupts += 1;
-                stop_launching = true;
-                outcome.interrupted = true;
-                if interrupts == 1 {
-                    progress.println("interrupted: finishing episodes in flight (Ctrl-C again to stop at once); rerun the same command to resume");
-                    ctrl_c.set(tokio::signal::ctrl_c());
-                } else {
-                    // The second Ctrl-C: drop what is in flight (it reruns on resume).
-                    tasks.abort_all();
-                    progress.println("stopped at once; episodes in flight were dropped and run again on resume");
-                    break;
-                }
-            }
-        }
-    }
-    progress.finish_and_clear();
-    outcome.ledger = budget.ledger;
-    Ok(outcome)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[tokio::test]
-    async fn a_panicking_episode_is_its_own_error_naming_the_episode() {
-        let mut set = tokio::task::JoinSet::new();
-        let index = 3;
-        set.spawn(async move {
-            let episodes: [u8; 2] = [0, 1];
-            assert!(index < episodes.len(), "index out of bounds: {index}");
-        });
-        let e = set.join_next().await.unwrap().unwrap_err();
-        let err = RunError::Panicked {
-            key: "s/t|u1|-".into(),
-            message: panic_message(e),
-        };
-        let text = err.to_string();
-        assert!(text.contains("episode s/t|u1|- panicked"), "{text}");
-        assert!(text.contains("index out of bounds"), "{text}");
-        assert!(!text.contains("writing results"), "{text}");
-    }
-
-    #[test]
-    fn breaker_trips_on_a_run_of_one_cause_only() {
-        let mut b = Breaker::default();
-        for _ in 0..BREAKER_RUN - 1 {
-            assert_eq!(b.see(Some("connection refused")), None);
-        }
-        assert_eq!(b.see(None), None, "a success resets it");
-        for i in 0..BREAKER_RUN * 2 {
-            let e = if i % 2 == 0 { "a" } else { "b" };
-            assert_eq!(b.see(Some(e)), None, "alternating causes do not trip it");
-        }
-        for _ in 0..BREAKER_RUN - 1 {
-            b.see(Some("HTTP 500"));
-        }
-        assert!(b.see(Some("HTTP 500")).unwrap().contains("HTTP 500"));
-    }
-
-    #[test]
-    fn breaker_sees_one_cause_through_pids_and_stderr_tails() {
-        let mut b = Breaker::default();
-        let mut tripped = None;
-        for i in 0..BREAKER_RUN {
-            let e = format!(
-                "suite provider failed: the provider exited before answering `call` (crashed) (exit status: 1)\n  its stderr ends: worker {} died at 0x{:x}",
-                4000 + i,
-                i * 977
-            );
-            tripped = b.see(Some(&e));
-        }
-        assert!(tripped.is_some(), "a pid in the text kept the breaker open");
-        let mut b = Breaker::default();
-        for i in 0..BREAKER_RUN * 2 {
-            let e = if i % 2 == 0 {
-                "HTTP 500"
-            } else {
-                "HTTP 429 Too Many Requests"
-            };
-            assert_eq!(b.see(Some(e)), None, "two causes are not one");
-        }
-    }
 
     #[test]
     fn settings_share_an_episode_seed_and_the_episode_changes_it() {

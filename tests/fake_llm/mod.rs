@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 use sieve_bench::commands::Paths;
-use sieve_bench::commands::run::RunArgs;
+use sieve_bench::commands::run::args::RunArgs;
 use sieve_bench::model::config::ModelOptions;
 use sieve_bench::model::openai::parse_prompted_calls;
 use sieve_bench::suite::{PlannedCall, Suite};

@@ -1,0 +1,176 @@
+//! The models of a run: every role's model built from its spec, the answer judge, which
+//! roles are scripted, and the preflight request to every endpoint in use.
+
+use crate::commands::CliError;
+use crate::model::answer_judge::{AnswerJudge, JudgeFormat, UtilityFrom};
+use crate::model::config::{ModelFactory, ModelOptions};
+use crate::model::{Models, tokens::TokenCounter};
+use std::sync::Arc;
+
+/// Builds the models for every role from their specs, with default settings.
+pub fn build_models(
+    model: &str,
+    planner: Option<&str>,
+    judge: Option<&str>,
+) -> Result<Models, CliError> {
+    let tokens = Arc::new(TokenCounter::new()?);
+    let factory = ModelFactory::new(ModelOptions::default(), Default::default(), tokens)
+        .map_err(CliError::bad_input)?;
+    build_models_with(&factory, model, planner, judge)
+}
+
+/// Builds the models for every role with a factory (flags, named endpoints, cache).
+/// Roles on the same endpoint share its connection pool and rate limits.
+pub fn build_models_with(
+    factory: &ModelFactory,
+    model: &str,
+    planner: Option<&str>,
+    judge: Option<&str>,
+) -> Result<Models, CliError> {
+    let make = |spec: &str| factory.chat(spec).map_err(CliError::bad_input);
+    let agent = make(model)?;
+    let planner = match planner {
+        Some(p) => make(p)?,
+        None => agent.clone(),
+    };
+    let judge = match judge {
+        Some(j) => make(j)?,
+        None => agent.clone(),
+    };
+    let embedder = factory
+        .embedder(factory.options().embedder.as_deref())
+        .map_err(CliError::bad_input)?;
+    Ok(Models {
+        agent,
+        planner,
+        judge,
+        embedder,
+        tokens: factory.tokens(),
+    })
+}
+
+/// The answer judge of `--answer-judge`, with its own request fields; `--utility-from`
+/// other than `checks` needs one.
+pub fn build_answer_judge(
+    factory: &ModelFactory,
+    spec: Option<&str>,
+    format: JudgeFormat,
+    utility_from: UtilityFrom,
+) -> Result<Option<Arc<AnswerJudge>>, CliError> {
+    let Some(spec) = spec else {
+        if utility_from != UtilityFrom::Checks {
+            return Err(CliError::bad_input(format!(
+                "--utility-from {} needs --answer-judge MODEL",
+                utility_from.as_str()
+            )));
+        }
+        return Ok(None);
+    };
+    let body = match format {
+        JudgeFormat::Schema => crate::model::answer_judge::response_format()
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+        JudgeFormat::Plain => Default::default(),
+    };
+    let model = factory
+        .chat_with(spec, body)
+        .map_err(|e| CliError::bad_input(format!("--answer-judge: {e}")))?;
+    AnswerJudge::new(model, utility_from, format)
+        .map(|j| Some(Arc::new(j)))
+        .map_err(CliError::bad_input)
+}
+
+/// One cheap request to every endpoint in use (agent, planner, judge, embedder) before
+/// the matrix: what would fail every episode stops the run now, naming the URL and role.
+pub(super) async fn preflight(
+    models: &Models,
+    tools: &[crate::tools::ToolSchema],
+) -> Result<(), CliError> {
+    let mut seen: Vec<&Arc<dyn crate::model::ChatModel>> = Vec::new();
+    for (role, m) in [
+        ("agent", &models.agent),
+        ("planner", &models.planner),
+        ("judge", &models.judge),
+    ] {
+        if seen.iter().any(|s| Arc::ptr_eq(s, m)) {
+            continue;
+        }
+        seen.push(m);
+        // Only the agent is offered tools; planners and judges answer in JSON.
+        let offered = if role == "agent" { tools } else { &[] };
+        let warnings = m
+            .preflight(offered)
+            .await
+            .map_err(|e| CliError::failed(format!("{role}: {e}")))?;
+        for w in warnings {
+            eprintln!("warning: {role} {w}");
+        }
+    }
+    models
+        .embedder
+        .preflight()
+        .await
+        .map_err(|e| CliError::failed(format!("embedder: {e}")))
+}
+
+/// Which roles are scripted. Scripted planners and judges read the answer key, so beside
+/// a real agent they are oracles and every row says so.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Roles {
+    pub agent_scripted: bool,
+    pub planner_scripted: bool,
+    pub judge_scripted: bool,
+    /// The labels rows carry for the scripted planner and judge (`oracle judge`, …).
+    pub helper_labels: Vec<String>,
+}
+
+impl Roles {
+    pub fn of(models: &Models) -> Roles {
+        use crate::model::Component;
+        Roles {
+            agent_scripted: models.agent.simulated(),
+            planner_scripted: models.planner.simulated(),
+            judge_scripted: models.judge.simulated(),
+            helper_labels: [
+                models.planner.scripted(Component::Planner),
+                models.judge.scripted(Component::Judge),
+            ]
+            .into_iter()
+            .flatten()
+            .map(|r| r.label)
+            .collect(),
+        }
+    }
+
+    pub(super) fn scripted_helpers(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if self.planner_scripted {
+            v.push("planner");
+        }
+        if self.judge_scripted {
+            v.push("judge");
+        }
+        v
+    }
+
+    /// A real agent beside a scripted planner or judge.
+    pub fn oracle_with_real_agent(&self) -> bool {
+        !self.agent_scripted && (self.planner_scripted || self.judge_scripted)
+    }
+
+    /// "oracle planner", "oracle judge": what rows of such a run say.
+    pub fn oracle_labels(&self) -> Vec<String> {
+        self.helper_labels.clone()
+    }
+
+    /// The roles that are scripted, by name (`agent`, `planner`, `judge`).
+    pub fn scripted(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if self.agent_scripted {
+            v.push("agent");
+        }
+        v.extend(self.scripted_helpers());
+        v
+    }
+}
