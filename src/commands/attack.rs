@@ -142,9 +142,9 @@ async fn victim_parts(
             suites.len()
         )));
     }
-    let named = crate::model::config::load_named(&paths.configs).map_err(CliError::bad_input)?;
+    let named = crate::model::config::load_named(&paths.configs)?;
     let tokens = paths.token_counter()?;
-    let factory = ModelFactory::new(options.clone(), named, tokens).map_err(CliError::bad_input)?;
+    let factory = ModelFactory::new(options.clone(), named, tokens)?;
     let models = super::run::build_models_with(&factory, model, planner, judge)?;
     Ok((suites.remove(0), models, factory))
 }
@@ -206,7 +206,7 @@ pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Searched, PathBu
         Ok(if args.attacker == SIM_ATTACKER {
             Proposer::sim(args.seed, factory.tokens())
         } else {
-            Proposer::model(factory.chat(&args.attacker).map_err(CliError::bad_input)?)
+            Proposer::model(factory.chat(&args.attacker)?)
         })
     };
     let settings = Settings {

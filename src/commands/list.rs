@@ -170,7 +170,7 @@ pub fn list_models(paths: &Paths) -> Result<String, CliError> {
          sim:...,planner_recall=<x>,planner_extra=<y>   as planner: keeps each reference node with probability x (default 0.9), plans one node twice with probability y (default 0.1)\n\
          openai:<model> any OpenAI-compatible endpoint (--base-url or $OPENAI_BASE_URL, key from $OPENAI_API_KEY or --api-key-env)\n",
     );
-    let named = crate::model::config::load_named(&paths.configs).map_err(CliError::bad_input)?;
+    let named = crate::model::config::load_named(&paths.configs)?;
     if !named.is_empty() {
         writeln!(
             out,
