@@ -191,11 +191,8 @@ pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Searched, PathBu
     .await?;
     let options = super::run::defense_options(paths, None, None)?;
     let defense = crate::defense::build_with(&args.defense, &options)?;
-    let all =
-        crate::attack::load_all(&paths.attacks).map_err(|e| CliError::bad_input(e.to_string()))?;
-    let seeds = crate::attack::select(&all, &args.seeds_from)
-        .map_err(CliError::bad_input)?
-        .templates;
+    let all = crate::attack::load_all(&paths.attacks)?;
+    let seeds = crate::attack::select(&all, &args.seeds_from)?.templates;
     if seeds.is_empty() || seeds.iter().any(|a| a.provider_attack.is_some()) {
         return Err(CliError::bad_input(
             "--seeds-from must select templates of attacks/ (not `none`, `context` or a provider's attack)",
@@ -551,7 +548,7 @@ pub async fn transfer(
     let libs: Vec<Library> = args
         .library
         .iter()
-        .map(|p| Library::load(p).map_err(|e| CliError::bad_input(e.to_string())))
+        .map(|p| Library::load(p).map_err(CliError::from))
         .collect::<Result<_, _>>()?;
     let suite_name = match &args.suite {
         Some(s) => s.clone(),

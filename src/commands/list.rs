@@ -88,8 +88,7 @@ fn list_external(paths: &Paths) -> Result<String, CliError> {
 
 /// Lists attack templates with their aliases.
 pub fn list_attacks(paths: &Paths) -> Result<String, CliError> {
-    let attacks =
-        crate::attack::load_all(&paths.attacks).map_err(|e| CliError::bad_input(e.to_string()))?;
+    let attacks = crate::attack::load_all(&paths.attacks)?;
     let mut out = String::new();
     for a in attacks {
         let aliases = if a.aliases.is_empty() {

@@ -144,6 +144,42 @@ impl From<crate::model::answer_judge::ScriptedJudge> for CliError {
     }
 }
 
+impl From<crate::suite::SelectError> for CliError {
+    fn from(e: crate::suite::SelectError) -> Self {
+        use crate::suite::SelectError as E;
+        let message = e.to_string();
+        match &e {
+            E::Read { source, .. } => io_failure(source, message),
+            E::NoSuites { .. } | E::NoMatch { .. } | E::NothingSelected => {
+                CliError::BadInput(message)
+            }
+        }
+    }
+}
+
+impl From<crate::attack::AttackError> for CliError {
+    fn from(e: crate::attack::AttackError) -> Self {
+        use crate::attack::AttackError as E;
+        let message = e.to_string();
+        match &e {
+            E::Read { source, .. } => io_failure(source, message),
+            E::Invalid { .. } => CliError::BadInput(message),
+        }
+    }
+}
+
+impl From<crate::attack::SelectError> for CliError {
+    fn from(e: crate::attack::SelectError) -> Self {
+        use crate::attack::SelectError as E;
+        match e {
+            E::Library(e) => e.into(),
+            e @ (E::NoneNamed | E::ProviderName(_) | E::Unknown { .. }) => {
+                CliError::BadInput(e.to_string())
+            }
+        }
+    }
+}
+
 /// Exit code for bad input (malformed suite, unknown name, bad flag value).
 pub const EXIT_BAD_INPUT: i32 = 2;
 
@@ -231,7 +267,7 @@ impl Paths {
 
 /// Loads the selected suites, failing with every located error before anything runs.
 pub fn load_suites(paths: &Paths, selector: &str) -> Result<Vec<crate::suite::Suite>, CliError> {
-    let refs = crate::suite::select(paths.suites_dir()?, selector).map_err(CliError::bad_input)?;
+    let refs = crate::suite::select(paths.suites_dir()?, selector)?;
     // Each suite loads on its own core (parsing, fingerprinting and deriving its
     // alternatives are a good part of a scripted run's start); the order stays the
     // selection's.
