@@ -172,7 +172,7 @@ pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Searched, PathBu
     let kind = Kind::parse(&args.unit);
     let unit = match kind {
         Some(_) => None,
-        None => Some(Unit::parse(&args.unit).map_err(CliError::bad_input)?),
+        None => Some(Unit::parse(&args.unit)?),
     };
     if let (Some(u), Some(_)) = (&unit, args.shard) {
         return Err(CliError::bad_input(format!(

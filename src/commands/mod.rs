@@ -180,6 +180,12 @@ impl From<crate::attack::SelectError> for CliError {
     }
 }
 
+impl From<crate::search::UnitError> for CliError {
+    fn from(e: crate::search::UnitError) -> Self {
+        CliError::BadInput(e.to_string())
+    }
+}
+
 /// Exit code for bad input (malformed suite, unknown name, bad flag value).
 pub const EXIT_BAD_INPUT: i32 = 2;
 
