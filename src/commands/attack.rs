@@ -9,7 +9,7 @@ use crate::search::attacker::Proposer;
 use crate::search::output::{CurveFile, TARGETS};
 use crate::search::score::Victim;
 use crate::search::targets::{self, Kind, TargetsManifest};
-use crate::search::{Feedback, Outcomes, SearchError, Settings, Unit};
+use crate::search::{Feedback, Outcomes, Settings, Unit};
 use std::fmt::Write;
 use std::path::PathBuf;
 
@@ -117,13 +117,6 @@ pub struct TransferArgs {
     pub csv: Option<PathBuf>,
     #[command(flatten)]
     pub model_options: ModelOptions,
-}
-
-fn search_error(e: SearchError) -> CliError {
-    match e {
-        SearchError::BadInput(m) => CliError::bad_input(m),
-        SearchError::Failed(m) => CliError::failed(m),
-    }
 }
 
 /// The victim and the factory its models came from.
@@ -251,9 +244,8 @@ pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Searched, PathBu
         attack_model_name: crate::attack::plain_model_name(models.agent.name()),
     };
     let Some(kind) = kind else {
-        let outcomes = crate::search::search(&victim, settings, &seeds, &mut proposer()?, &out)
-            .await
-            .map_err(search_error)?;
+        let outcomes =
+            crate::search::search(&victim, settings, &seeds, &mut proposer()?, &out).await?;
         write_cost(&out, &[&outcomes])?;
         return Ok((Searched::One(Box::new(outcomes)), out));
     };
@@ -288,7 +280,7 @@ async fn search_targets(
     let total = units.len();
     let mine = targets::shard_of(units, shard);
     let manifest = TargetsManifest::new(kind, settings, total, shard, &mine);
-    manifest.claim(out).map_err(search_error)?;
+    manifest.claim(out)?;
     let mut outcomes = Vec::new();
     for (i, unit) in &mine {
         let dir = out.join(TARGETS).join(targets::dir_name(*i, unit));
@@ -296,13 +288,11 @@ async fn search_targets(
             unit: unit.clone(),
             ..settings.clone()
         };
-        let o = crate::search::search(victim, s, seeds, &mut proposer()?, &dir)
-            .await
-            .map_err(search_error)?;
+        let o = crate::search::search(victim, s, seeds, &mut proposer()?, &dir).await?;
         write_cost(&dir, &[&o])?;
         outcomes.push(o);
     }
-    let curve = targets::write_combined(out, &manifest, &outcomes).map_err(search_error)?;
+    let curve = targets::write_combined(out, &manifest, &outcomes)?;
     write_cost(out, &outcomes.iter().collect::<Vec<_>>())?;
     Ok(Targets {
         manifest,
@@ -314,8 +304,8 @@ async fn search_targets(
 /// `attack merge`: the shards' targets in one folder, with the pooled files written as
 /// the unsharded search writes them.
 pub fn merge(args: &MergeArgs) -> Result<(Searched, PathBuf), CliError> {
-    let (manifest, outcomes) = targets::merge(&args.out, &args.shards).map_err(search_error)?;
-    let curve = targets::write_combined(&args.out, &manifest, &outcomes).map_err(search_error)?;
+    let (manifest, outcomes) = targets::merge(&args.out, &args.shards)?;
+    let curve = targets::write_combined(&args.out, &manifest, &outcomes)?;
     write_cost(&args.out, &outcomes.iter().collect::<Vec<_>>())?;
     Ok((
         Searched::Many(Box::new(Targets {

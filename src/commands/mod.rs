@@ -186,6 +186,18 @@ impl From<crate::search::UnitError> for CliError {
     }
 }
 
+impl From<crate::search::SearchError> for CliError {
+    fn from(e: crate::search::SearchError) -> Self {
+        use crate::search::SearchError as E;
+        match e {
+            E::BadInput(m) => CliError::BadInput(m),
+            E::Failed(m) => CliError::Failed(m),
+            // The attacker's endpoint failed: nothing the user gave was wrong.
+            e @ E::Attacker(_) => CliError::Failed(e.to_string()),
+        }
+    }
+}
+
 /// Exit code for bad input (malformed suite, unknown name, bad flag value).
 pub const EXIT_BAD_INPUT: i32 = 2;
 

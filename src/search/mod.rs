@@ -216,6 +216,9 @@ pub enum SearchError {
     BadInput(String),
     #[error("{0}")]
     Failed(String),
+    /// The attacker model's call failed.
+    #[error(transparent)]
+    Attacker(#[from] attacker::AttackerError),
 }
 
 /// The selected user tasks that read some vector and the selected injection tasks.
@@ -586,16 +589,12 @@ pub async fn search(
         let history: Vec<(&Candidate, &Scored)> = pool.iter().map(|(c, s)| (c, s)).collect();
         let child = proposer
             .propose(&parent, &other, &history, critiques.last())
-            .await
-            .map_err(SearchError::Failed)?;
+            .await?;
         if !pool.iter().any(|(c, _)| c.hash() == child.hash()) {
             let results = st.score(&child, &dev, true).await?;
             let mut critic = None;
             if settings.feedback == Feedback::Critic {
-                let c = proposer
-                    .critique(&child, &results, queries)
-                    .await
-                    .map_err(SearchError::Failed)?;
+                let c = proposer.critique(&child, &results, queries).await?;
                 critic = c.score;
                 critiques.push(c);
             }
