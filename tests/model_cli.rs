@@ -74,3 +74,42 @@ fn minilm_without_the_feature_says_how_to_get_it() {
         .code(2)
         .stderr(contains("--features minilm"));
 }
+
+/// configs/models.toml's failure is decided by its kind, the same in every command that
+/// reads it: malformed content is bad input (2) naming the file and the field; a file that
+/// is there but cannot be read is the machine's failure (1).
+#[test]
+fn a_bad_models_toml_exits_by_its_kind_naming_the_file_and_field() {
+    let home = tempfile::tempdir().unwrap();
+    let configs = home.path().join("configs");
+    std::fs::create_dir(&configs).unwrap();
+    let toml = configs.join("models.toml");
+    let list = |home: &std::path::Path| {
+        let mut c = bin();
+        c.env("SIEVE_BENCH_HOME", home).args(["list", "models"]);
+        c
+    };
+    std::fs::write(&toml, "[endpoints.local]\nbase_url = 8000\nmodel = \"m\"\n").unwrap();
+    list(home.path())
+        .assert()
+        .code(2)
+        .stderr(contains("models.toml"))
+        .stderr(contains("base_url"));
+    std::fs::write(
+        &toml,
+        "[endpoints.local]\nbase_url = \"http://localhost:8000/v1\"\nmodel = \"\"\n",
+    )
+    .unwrap();
+    list(home.path())
+        .assert()
+        .code(2)
+        .stderr(contains("models.toml: endpoint `local` has no model"));
+    // A folder where the file should be: there, but unreadable.
+    std::fs::remove_file(&toml).unwrap();
+    std::fs::create_dir(&toml).unwrap();
+    list(home.path())
+        .assert()
+        .code(1)
+        .stderr(contains("cannot read"))
+        .stderr(contains("models.toml"));
+}

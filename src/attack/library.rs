@@ -158,12 +158,18 @@ impl Library {
         } else {
             path.to_path_buf()
         };
-        let err = |message: String| AttackError {
+        let err = |message: String| AttackError::Invalid {
             file: file.clone(),
             message,
         };
-        let text = crate::bounded::read_to_string(&file, crate::bounded::MAX_INPUT_BYTES)
-            .map_err(|e| err(format!("cannot read the payload library: {e}")))?;
+        let text = crate::bounded::read_to_string(&file, crate::bounded::MAX_INPUT_BYTES).map_err(
+            |source| AttackError::Read {
+                file: file.clone(),
+                what: "cannot read the payload library: ",
+                source,
+                advice: "",
+            },
+        )?;
         let lib: Library = serde_json::from_str(&text)
             .map_err(|e| err(format!("invalid payload library: {e}")))?;
         for (i, e) in lib.entries.iter().enumerate() {
@@ -176,7 +182,7 @@ impl Library {
             }
             e.attack()
                 .validate(&file)
-                .map_err(|x| err(format!("entry {i} ({}): {}", e.hash, x.message)))?;
+                .map_err(|x| err(format!("entry {i} ({}): {}", e.hash, x.problem())))?;
         }
         if lib.entries.is_empty() {
             return Err(err("the payload library has no entry".into()));

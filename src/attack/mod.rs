@@ -191,12 +191,63 @@ pub struct AttackContext<'a> {
     pub plan: &'a [PlannedCall],
 }
 
-/// A problem with an attack file.
+/// A problem with an attack file, the attacks folder or a payload library, by kind;
+/// `commands` maps each kind to its exit code.
 #[derive(Debug, thiserror::Error)]
-#[error("{file}: {message}")]
-pub struct AttackError {
-    pub file: PathBuf,
-    pub message: String,
+pub enum AttackError {
+    /// The file or folder is there, or should be, but could not be read (`what` says
+    /// which, `advice` what to do).
+    #[error("{}: {what}{source}{advice}", file.display())]
+    Read {
+        file: PathBuf,
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+        advice: &'static str,
+    },
+    /// The content is malformed; the message names the field.
+    #[error("{}: {message}", file.display())]
+    Invalid { file: PathBuf, message: String },
+}
+
+impl AttackError {
+    /// What is wrong, without the file (for a message that names the file its own way).
+    pub fn problem(&self) -> String {
+        match self {
+            AttackError::Read {
+                what,
+                source,
+                advice,
+                ..
+            } => format!("{what}{source}{advice}"),
+            AttackError::Invalid { message, .. } => message.clone(),
+        }
+    }
+}
+
+/// Why `--attack` selects nothing usable: nothing was run.
+#[derive(Debug, thiserror::Error)]
+pub enum SelectError {
+    /// The selector is empty.
+    #[error(
+        "--attack names no attack; `none` runs clean episodes only (available: none, all, {CONTEXT}, or attack names)"
+    )]
+    NoneNamed,
+    /// `package:attack` with one side empty.
+    #[error("attack `{0}`: a provider's attack is named `package{PROVIDER_ATTACK_SEP}attack`")]
+    ProviderName(String),
+    /// A name that is no template's name or alias (`hint`: a "did you mean" or nothing).
+    #[error(
+        "unknown attack `{part}`{hint}; available: none, all, {CONTEXT} ({CONTEXT_ALIAS}), {DATA_ONLY}, {available}"
+    )]
+    Unknown {
+        part: String,
+        hint: String,
+        available: String,
+    },
+    /// A `library:` part whose library could not be loaded.
+    #[error(transparent)]
+    Library(#[from] AttackError),
 }
 
 /// Whether the attacker, who knows only what its goal says, can write this value: it
@@ -390,12 +441,12 @@ impl Attack {
 
     /// Whether the template is well formed (as [`load_all`] checks a file), with the
     /// problem when it is not.
-    pub fn check(&self) -> Result<(), String> {
-        self.validate(Path::new(&self.name)).map_err(|e| e.message)
+    pub fn check(&self) -> Result<(), AttackError> {
+        self.validate(Path::new(&self.name))
     }
 
     fn validate(&self, file: &Path) -> Result<(), AttackError> {
-        let err = |message: String| AttackError {
+        let err = |message: String| AttackError::Invalid {
             file: file.to_path_buf(),
             message,
         };
@@ -439,14 +490,11 @@ impl Attack {
 
 /// Loads every `*.yaml` in the attacks folder, sorted by name.
 pub fn load_all(dir: &Path) -> Result<Vec<Attack>, AttackError> {
-    let read_err = |message: String| AttackError {
+    let entries = std::fs::read_dir(dir).map_err(|source| AttackError::Read {
         file: dir.to_path_buf(),
-        message,
-    };
-    let entries = std::fs::read_dir(dir).map_err(|e| {
-        read_err(format!(
-            "cannot read attacks directory: {e}; run from the repository root, or pass --attacks-dir or set SIEVE_BENCH_HOME"
-        ))
+        what: "cannot read attacks directory: ",
+        source,
+        advice: "; run from the repository root, or pass --attacks-dir or set SIEVE_BENCH_HOME",
     })?;
     let mut attacks: Vec<Attack> = Vec::new();
     let mut paths: Vec<PathBuf> = entries
@@ -456,12 +504,14 @@ pub fn load_all(dir: &Path) -> Result<Vec<Attack>, AttackError> {
     paths.sort();
     for path in paths {
         let text = crate::bounded::read_to_string(&path, crate::bounded::MAX_INPUT_BYTES).map_err(
-            |e| AttackError {
+            |source| AttackError::Read {
                 file: path.clone(),
-                message: e.to_string(),
+                what: "",
+                source,
+                advice: "",
             },
         )?;
-        let attack: Attack = serde_saphyr::from_str(&text).map_err(|e| AttackError {
+        let attack: Attack = serde_saphyr::from_str(&text).map_err(|e| AttackError::Invalid {
             file: path.clone(),
             message: format!("invalid attack file: {}", crate::yaml::message(&e)),
         })?;
@@ -470,7 +520,7 @@ pub fn load_all(dir: &Path) -> Result<Vec<Attack>, AttackError> {
             .chain(&attack.aliases)
             .find(|n| *n == CONTEXT || *n == CONTEXT_ALIAS || *n == DATA_ONLY)
         {
-            return Err(AttackError {
+            return Err(AttackError::Invalid {
                 file: path.clone(),
                 message: if *reserved == DATA_ONLY {
                     format!(
@@ -486,7 +536,7 @@ pub fn load_all(dir: &Path) -> Result<Vec<Attack>, AttackError> {
         for other in &attacks {
             let names = std::iter::once(&attack.name).chain(&attack.aliases);
             if let Some(clash) = names.into_iter().find(|n| other.answers_to(n)) {
-                return Err(AttackError {
+                return Err(AttackError::Invalid {
                     file: path.clone(),
                     message: format!(
                         "name or alias `{clash}` is already used by attack `{}`",
@@ -505,11 +555,9 @@ pub fn load_all(dir: &Path) -> Result<Vec<Attack>, AttackError> {
 /// samples), `context` (alias `agentlure`: the samples), or comma-separated names,
 /// aliases, provider-rendered attacks (`package:attack`) and frozen payload libraries
 /// (`library:<file or search folder>`, see [`library`]).
-pub fn select(all: &[Attack], selector: &str) -> Result<Selection, String> {
+pub fn select(all: &[Attack], selector: &str) -> Result<Selection, SelectError> {
     if selector.split(',').all(|p| p.trim().is_empty()) {
-        return Err(format!(
-            "--attack names no attack; `none` runs clean episodes only (available: none, all, {CONTEXT}, or attack names)"
-        ));
+        return Err(SelectError::NoneNamed);
     }
     let mut out: Vec<Attack> = Vec::new();
     let mut context = false;
@@ -529,7 +577,7 @@ pub fn select(all: &[Attack], selector: &str) -> Result<Selection, String> {
             }
         }
         if let Some(path) = part.strip_prefix(library::PREFIX) {
-            let lib = library::Library::load(Path::new(path)).map_err(|e| e.to_string())?;
+            let lib = library::Library::load(Path::new(path))?;
             for a in lib.attacks() {
                 if !out.iter().any(|o| o.name == a.name) {
                     out.push(a);
@@ -539,9 +587,7 @@ pub fn select(all: &[Attack], selector: &str) -> Result<Selection, String> {
         }
         if let Some((package, name)) = part.split_once(PROVIDER_ATTACK_SEP) {
             if package.is_empty() || name.is_empty() {
-                return Err(format!(
-                    "attack `{part}`: a provider's attack is named `package{PROVIDER_ATTACK_SEP}attack`"
-                ));
+                return Err(SelectError::ProviderName(part.to_string()));
             }
             let a = Attack::provider(package, name);
             if !out.iter().any(|o| o.name == a.name) {
@@ -571,11 +617,11 @@ pub fn select(all: &[Attack], selector: &str) -> Result<Selection, String> {
                     std::iter::once(a.name.as_str()).chain(a.aliases.iter().map(String::as_str))
                 })
                 .collect();
-            return Err(format!(
-                "unknown attack `{part}`{}; available: none, all, {CONTEXT} ({CONTEXT_ALIAS}), {DATA_ONLY}, {}",
-                crate::suggest::did_you_mean(part, candidates),
-                names.join(", ")
-            ));
+            return Err(SelectError::Unknown {
+                part: part.to_string(),
+                hint: crate::suggest::did_you_mean(part, candidates),
+                available: names.join(", "),
+            });
         }
         for a in matched {
             if !out.iter().any(|o| o.name == a.name) {
@@ -779,7 +825,7 @@ mod tests {
             attack("{goal} {colour}")
                 .validate(p)
                 .unwrap_err()
-                .message
+                .problem()
                 .contains("{colour}")
         );
         assert!(attack("hello {user}").validate(p).is_err());
@@ -791,7 +837,7 @@ mod tests {
         let all = vec![attack("{goal}")];
         assert_eq!(select(&all, "tt").unwrap().templates.len(), 1);
         assert_eq!(select(&all, "none").unwrap().templates.len(), 0);
-        let e = select(&all, "zzz").unwrap_err();
+        let e = select(&all, "zzz").unwrap_err().to_string();
         assert!(e.contains("t (tt)"), "{e}");
         assert!(e.contains("context (agentlure)"), "{e}");
     }
@@ -802,7 +848,12 @@ mod tests {
         let s = select(&all, "data_only,t").unwrap();
         assert!(s.data_only && s.templates.len() == 1 && !s.context);
         assert!(!select(&all, "all").unwrap().data_only);
-        assert!(select(&all, "zzz").unwrap_err().contains("data_only"));
+        assert!(
+            select(&all, "zzz")
+                .unwrap_err()
+                .to_string()
+                .contains("data_only")
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::search::attacker::Proposer;
 use crate::search::output::{CurveFile, TARGETS};
 use crate::search::score::Victim;
 use crate::search::targets::{self, Kind, TargetsManifest};
-use crate::search::{Feedback, Outcomes, SearchError, Settings, Unit};
+use crate::search::{Feedback, Outcomes, Settings, Unit};
 use std::fmt::Write;
 use std::path::PathBuf;
 
@@ -119,13 +119,6 @@ pub struct TransferArgs {
     pub model_options: ModelOptions,
 }
 
-fn search_error(e: SearchError) -> CliError {
-    match e {
-        SearchError::BadInput(m) => CliError::bad_input(m),
-        SearchError::Failed(m) => CliError::failed(m),
-    }
-}
-
 /// The victim and the factory its models came from.
 async fn victim_parts(
     paths: &Paths,
@@ -142,9 +135,9 @@ async fn victim_parts(
             suites.len()
         )));
     }
-    let named = crate::model::config::load_named(&paths.configs).map_err(CliError::bad_input)?;
+    let named = crate::model::config::load_named(&paths.configs)?;
     let tokens = paths.token_counter()?;
-    let factory = ModelFactory::new(options.clone(), named, tokens).map_err(CliError::bad_input)?;
+    let factory = ModelFactory::new(options.clone(), named, tokens)?;
     let models = super::run::models::build_models_with(&factory, model, planner, judge)?;
     Ok((suites.remove(0), models, factory))
 }
@@ -172,7 +165,7 @@ pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Searched, PathBu
     let kind = Kind::parse(&args.unit);
     let unit = match kind {
         Some(_) => None,
-        None => Some(Unit::parse(&args.unit).map_err(CliError::bad_input)?),
+        None => Some(Unit::parse(&args.unit)?),
     };
     if let (Some(u), Some(_)) = (&unit, args.shard) {
         return Err(CliError::bad_input(format!(
@@ -191,11 +184,8 @@ pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Searched, PathBu
     .await?;
     let options = super::run::config::defense_options(paths, None, None)?;
     let defense = crate::defense::build_with(&args.defense, &options)?;
-    let all =
-        crate::attack::load_all(&paths.attacks).map_err(|e| CliError::bad_input(e.to_string()))?;
-    let seeds = crate::attack::select(&all, &args.seeds_from)
-        .map_err(CliError::bad_input)?
-        .templates;
+    let all = crate::attack::load_all(&paths.attacks)?;
+    let seeds = crate::attack::select(&all, &args.seeds_from)?.templates;
     if seeds.is_empty() || seeds.iter().any(|a| a.provider_attack.is_some()) {
         return Err(CliError::bad_input(
             "--seeds-from must select templates of attacks/ (not `none`, `context` or a provider's attack)",
@@ -206,7 +196,7 @@ pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Searched, PathBu
         Ok(if args.attacker == SIM_ATTACKER {
             Proposer::sim(args.seed, factory.tokens())
         } else {
-            Proposer::model(factory.chat(&args.attacker).map_err(CliError::bad_input)?)
+            Proposer::model(factory.chat(&args.attacker)?)
         })
     };
     let settings = Settings {
@@ -254,9 +244,8 @@ pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Searched, PathBu
         attack_model_name: crate::attack::plain_model_name(models.agent.name()),
     };
     let Some(kind) = kind else {
-        let outcomes = crate::search::search(&victim, settings, &seeds, &mut proposer()?, &out)
-            .await
-            .map_err(search_error)?;
+        let outcomes =
+            crate::search::search(&victim, settings, &seeds, &mut proposer()?, &out).await?;
         write_cost(&out, &[&outcomes])?;
         return Ok((Searched::One(Box::new(outcomes)), out));
     };
@@ -291,7 +280,7 @@ async fn search_targets(
     let total = units.len();
     let mine = targets::shard_of(units, shard);
     let manifest = TargetsManifest::new(kind, settings, total, shard, &mine);
-    manifest.claim(out).map_err(search_error)?;
+    manifest.claim(out)?;
     let mut outcomes = Vec::new();
     for (i, unit) in &mine {
         let dir = out.join(TARGETS).join(targets::dir_name(*i, unit));
@@ -299,13 +288,11 @@ async fn search_targets(
             unit: unit.clone(),
             ..settings.clone()
         };
-        let o = crate::search::search(victim, s, seeds, &mut proposer()?, &dir)
-            .await
-            .map_err(search_error)?;
+        let o = crate::search::search(victim, s, seeds, &mut proposer()?, &dir).await?;
         write_cost(&dir, &[&o])?;
         outcomes.push(o);
     }
-    let curve = targets::write_combined(out, &manifest, &outcomes).map_err(search_error)?;
+    let curve = targets::write_combined(out, &manifest, &outcomes)?;
     write_cost(out, &outcomes.iter().collect::<Vec<_>>())?;
     Ok(Targets {
         manifest,
@@ -317,8 +304,8 @@ async fn search_targets(
 /// `attack merge`: the shards' targets in one folder, with the pooled files written as
 /// the unsharded search writes them.
 pub fn merge(args: &MergeArgs) -> Result<(Searched, PathBuf), CliError> {
-    let (manifest, outcomes) = targets::merge(&args.out, &args.shards).map_err(search_error)?;
-    let curve = targets::write_combined(&args.out, &manifest, &outcomes).map_err(search_error)?;
+    let (manifest, outcomes) = targets::merge(&args.out, &args.shards)?;
+    let curve = targets::write_combined(&args.out, &manifest, &outcomes)?;
     write_cost(&args.out, &outcomes.iter().collect::<Vec<_>>())?;
     Ok((
         Searched::Many(Box::new(Targets {
@@ -551,7 +538,7 @@ pub async fn transfer(
     let libs: Vec<Library> = args
         .library
         .iter()
-        .map(|p| Library::load(p).map_err(|e| CliError::bad_input(e.to_string())))
+        .map(|p| Library::load(p).map_err(CliError::from))
         .collect::<Result<_, _>>()?;
     let suite_name = match &args.suite {
         Some(s) => s.clone(),

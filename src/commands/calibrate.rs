@@ -404,10 +404,9 @@ pub async fn calibrate(paths: &Paths, args: CalibrateArgs) -> Result<Calibration
                 .map(|it| (i, it)),
         );
     }
-    let named = crate::model::config::load_named(&paths.configs).map_err(CliError::bad_input)?;
+    let named = crate::model::config::load_named(&paths.configs)?;
     let tokens = paths.token_counter()?;
-    let factory = ModelFactory::new(args.model_options.clone(), named, tokens)
-        .map_err(CliError::bad_input)?;
+    let factory = ModelFactory::new(args.model_options.clone(), named, tokens)?;
     let judge = super::run::models::build_answer_judge(
         &factory,
         Some(&args.answer_judge),

@@ -11,7 +11,7 @@ use std::fmt::Write;
 /// Validates the suites and attacks and returns the report; any problem is an error (exit 2).
 pub fn check_suites(paths: &Paths, selector: &str) -> Result<String, CliError> {
     let suites = load_suites(paths, selector)?;
-    let attacks = load_all(&paths.attacks).map_err(|e| CliError::bad_input(e.to_string()))?;
+    let attacks = load_all(&paths.attacks)?;
     // Each suite's proofs replay every reference plan and alternative against its own
     // environment: independent CPU-bound work, so suites are checked in parallel and
     // reported in the order they were selected.

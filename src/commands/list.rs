@@ -88,8 +88,7 @@ fn list_external(paths: &Paths) -> Result<String, CliError> {
 
 /// Lists attack templates with their aliases.
 pub fn list_attacks(paths: &Paths) -> Result<String, CliError> {
-    let attacks =
-        crate::attack::load_all(&paths.attacks).map_err(|e| CliError::bad_input(e.to_string()))?;
+    let attacks = crate::attack::load_all(&paths.attacks)?;
     let mut out = String::new();
     for a in attacks {
         let aliases = if a.aliases.is_empty() {
@@ -170,7 +169,7 @@ pub fn list_models(paths: &Paths) -> Result<String, CliError> {
          sim:...,planner_recall=<x>,planner_extra=<y>   as planner: keeps each reference node with probability x (default 0.9), plans one node twice with probability y (default 0.1)\n\
          openai:<model> any OpenAI-compatible endpoint (--base-url or $OPENAI_BASE_URL, key from $OPENAI_API_KEY or --api-key-env)\n",
     );
-    let named = crate::model::config::load_named(&paths.configs).map_err(CliError::bad_input)?;
+    let named = crate::model::config::load_named(&paths.configs)?;
     if !named.is_empty() {
         writeln!(
             out,

@@ -93,6 +93,11 @@ impl From<crate::defense::BuildError> for CliError {
         use crate::defense::BuildError as E;
         match e {
             E::Sieve(e) => e.into(),
+            // The machine could not build what a variant needs (an HTTP client).
+            E::Option(e @ crate::defense::support::VariantError::Setup(_)) => {
+                CliError::Failed(e.to_string())
+            }
+            E::Option(e) => CliError::BadInput(e.to_string()),
             e @ (E::Unknown { .. } | E::Variant(_) | E::Plugin(_)) => {
                 CliError::BadInput(e.to_string())
             }
@@ -109,16 +114,103 @@ impl From<crate::model::tokens::TokenError> for CliError {
     }
 }
 
+impl From<crate::model::config::ModelConfigError> for CliError {
+    fn from(e: crate::model::config::ModelConfigError) -> Self {
+        use crate::http::cache::CacheError;
+        use crate::model::config::ModelConfigError as E;
+        let message = e.to_string();
+        match &e {
+            E::Read { source, .. } | E::Cache(CacheError::Create { source, .. }) => {
+                io_failure(source, message)
+            }
+            // The machine could not build an HTTP client: nothing the user gave was wrong.
+            E::Endpoint(crate::http::EndpointError::Client(_)) => CliError::Failed(message),
+            E::Toml { .. }
+            | E::Invalid { .. }
+            | E::Setting(_)
+            | E::NoApiKey { .. }
+            | E::Unknown(_)
+            | E::Sim(_)
+            | E::Endpoint(_)
+            | E::Cache(_)
+            | E::Embedder(_) => CliError::BadInput(message),
+        }
+    }
+}
+
+impl From<crate::model::answer_judge::ScriptedJudge> for CliError {
+    fn from(e: crate::model::answer_judge::ScriptedJudge) -> Self {
+        CliError::BadInput(e.to_string())
+    }
+}
+
+impl From<crate::suite::SelectError> for CliError {
+    fn from(e: crate::suite::SelectError) -> Self {
+        use crate::suite::SelectError as E;
+        let message = e.to_string();
+        match &e {
+            E::Read { source, .. } => io_failure(source, message),
+            E::NoSuites { .. } | E::NoMatch { .. } | E::NothingSelected => {
+                CliError::BadInput(message)
+            }
+        }
+    }
+}
+
+impl From<crate::attack::AttackError> for CliError {
+    fn from(e: crate::attack::AttackError) -> Self {
+        use crate::attack::AttackError as E;
+        let message = e.to_string();
+        match &e {
+            E::Read { source, .. } => io_failure(source, message),
+            E::Invalid { .. } => CliError::BadInput(message),
+        }
+    }
+}
+
+impl From<crate::attack::SelectError> for CliError {
+    fn from(e: crate::attack::SelectError) -> Self {
+        use crate::attack::SelectError as E;
+        match e {
+            E::Library(e) => e.into(),
+            e @ (E::NoneNamed | E::ProviderName(_) | E::Unknown { .. }) => {
+                CliError::BadInput(e.to_string())
+            }
+        }
+    }
+}
+
+impl From<crate::search::UnitError> for CliError {
+    fn from(e: crate::search::UnitError) -> Self {
+        CliError::BadInput(e.to_string())
+    }
+}
+
+impl From<crate::search::SearchError> for CliError {
+    fn from(e: crate::search::SearchError) -> Self {
+        use crate::search::SearchError as E;
+        match e {
+            E::BadInput(m) => CliError::BadInput(m),
+            E::Failed(m) => CliError::Failed(m),
+            // The attacker's endpoint failed: nothing the user gave was wrong.
+            e @ E::Attacker(_) => CliError::Failed(e.to_string()),
+        }
+    }
+}
+
 /// Exit code for bad input (malformed suite, unknown name, bad flag value).
 pub const EXIT_BAD_INPUT: i32 = 2;
 
 impl CliError {
-    pub fn bad_input(message: impl Into<String>) -> Self {
-        CliError::BadInput(message.into())
+    /// Bad input with this message. It takes any message (a typed error too) so that a
+    /// caller not yet on `?` keeps compiling; a typed error should go through its `From`
+    /// impl above, where its kind picks the code.
+    pub fn bad_input(message: impl std::fmt::Display) -> Self {
+        CliError::BadInput(message.to_string())
     }
 
-    pub fn failed(message: impl Into<String>) -> Self {
-        CliError::Failed(message.into())
+    pub fn failed(message: impl std::fmt::Display) -> Self {
+        CliError::Failed(message.to_string())
     }
 
     /// The process exit code: the one table of them.
@@ -193,7 +285,7 @@ impl Paths {
 
 /// Loads the selected suites, failing with every located error before anything runs.
 pub fn load_suites(paths: &Paths, selector: &str) -> Result<Vec<crate::suite::Suite>, CliError> {
-    let refs = crate::suite::select(paths.suites_dir()?, selector).map_err(CliError::bad_input)?;
+    let refs = crate::suite::select(paths.suites_dir()?, selector)?;
     // Each suite loads on its own core (parsing, fingerprinting and deriving its
     // alternatives are a good part of a scripted run's start); the order stays the
     // selection's.
@@ -324,5 +416,34 @@ mod tests {
             e.to_string(),
             "x has neither episodes.jsonl nor summary.json: not a run directory"
         );
+    }
+
+    /// A model's set-up failure: a cache folder that cannot be created is the machine's,
+    /// a missing replay folder or a bad spec is the user's.
+    #[test]
+    fn a_model_setup_failure_exits_by_its_kind() {
+        use crate::http::cache::CacheError;
+        use crate::model::config::ModelConfigError;
+        let code = |e: ModelConfigError| CliError::from(e).exit_code();
+        let create = CacheError::Create {
+            dir: "c".into(),
+            source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+        };
+        assert_eq!(code(create.into()), 1);
+        assert_eq!(
+            code(CacheError::NoReplay("c".into()).into()),
+            EXIT_BAD_INPUT
+        );
+        let sim = crate::model::sim::SimProfile::parse("p=2").unwrap_err();
+        assert_eq!(sim.to_string(), "`p` must be a number in [0,1], got `2`");
+        assert_eq!(code(sim.into()), EXIT_BAD_INPUT);
+        let key = ModelConfigError::NoApiKey {
+            var: "OPENAI_API_KEY".into(),
+        };
+        assert_eq!(
+            key.to_string(),
+            "no API key: set $OPENAI_API_KEY (or name another variable with --api-key-env)"
+        );
+        assert_eq!(code(key), EXIT_BAD_INPUT);
     }
 }

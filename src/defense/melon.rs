@@ -21,7 +21,7 @@
 //! readable instruction, and proposes nothing from clean content, so at `judge_auc = 0.5`
 //! MELON stops nothing and scores as `none`.
 
-use super::support::{call_text, number, options};
+use super::support::{VariantError, call_text, number, options};
 use super::{
     Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall, Verdict,
 };
@@ -45,7 +45,7 @@ pub struct Melon {
 }
 
 impl Melon {
-    pub fn build(variant: Option<&str>) -> Result<Melon, String> {
+    pub fn build(variant: Option<&str>) -> Result<Melon, VariantError> {
         let opts = options("melon", variant, &["threshold"])?;
         let threshold = number("melon", &opts, "threshold", DEFAULT_THRESHOLD, 0.0, 1.0)?;
         let name = if threshold == DEFAULT_THRESHOLD {

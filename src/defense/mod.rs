@@ -284,15 +284,11 @@ fn build_sieve(variant: Option<&str>, opts: &BuildOptions) -> Result<Arc<dyn Def
 }
 
 fn build_spotlight(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
-    Ok(Arc::new(
-        spotlight::Spotlight::build(v).map_err(BuildError::Variant)?,
-    ))
+    Ok(Arc::new(spotlight::Spotlight::build(v)?))
 }
 
 fn build_sandwich(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
-    Ok(Arc::new(
-        sandwich::Sandwich::build(v).map_err(BuildError::Variant)?,
-    ))
+    Ok(Arc::new(sandwich::Sandwich::build(v)?))
 }
 
 fn build_tool_filter(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
@@ -301,7 +297,7 @@ fn build_tool_filter(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defens
 }
 
 fn build_pi_detector(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
-    pi_detector::shared(v).map_err(BuildError::Variant)
+    Ok(pi_detector::shared(v)?)
 }
 
 fn build_keyword_filter(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
@@ -318,9 +314,7 @@ fn build_plan_then_execute(
 }
 
 fn build_melon(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
-    Ok(Arc::new(
-        melon::Melon::build(v).map_err(BuildError::Variant)?,
-    ))
+    Ok(Arc::new(melon::Melon::build(v)?))
 }
 
 fn build_ipiguard(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
@@ -329,9 +323,7 @@ fn build_ipiguard(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>,
 }
 
 fn build_task_shield(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
-    Ok(Arc::new(
-        task_shield::TaskShield::build(v).map_err(BuildError::Variant)?,
-    ))
+    Ok(Arc::new(task_shield::TaskShield::build(v)?))
 }
 
 fn build_drift(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
@@ -372,12 +364,15 @@ pub enum BuildError {
     /// The variant or setting after the name is not one the defense takes.
     #[error("{0}")]
     Variant(String),
+    /// A baseline's variant or option refused (`support::VariantError`).
+    #[error(transparent)]
+    Option(#[from] support::VariantError),
     /// SIEVE's configuration refused the variant or the setting.
     #[error(transparent)]
     Sieve(#[from] sieve::config::SieveConfigError),
     /// An `exec:` plugin given without a command.
-    #[error("{0}")]
-    Plugin(String),
+    #[error(transparent)]
+    Plugin(#[from] plugin::NoCommand),
 }
 
 /// Every defense `--defense` accepts besides `exec:<command>`, in the order of the main
@@ -612,15 +607,12 @@ pub fn build(spec: &str) -> Result<Arc<dyn Defense>, BuildError> {
 pub fn build_with(spec: &str, opts: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
     let spec = spec.trim();
     if let Some(cmd) = spec.strip_prefix("exec:") {
-        return Ok(Arc::new(
-            plugin::PluginDefense::with_limits(
-                cmd,
-                opts.plugin_timeout.unwrap_or(plugin::DEFAULT_TIMEOUT),
-                opts.plugin_max_reply
-                    .unwrap_or(crate::child::DEFAULT_MAX_REPLY),
-            )
-            .map_err(BuildError::Plugin)?,
-        ));
+        return Ok(Arc::new(plugin::PluginDefense::with_limits(
+            cmd,
+            opts.plugin_timeout.unwrap_or(plugin::DEFAULT_TIMEOUT),
+            opts.plugin_max_reply
+                .unwrap_or(crate::child::DEFAULT_MAX_REPLY),
+        )?));
     }
     // `sieve[:variant]@setting=value`: one setting moved, a point of a sweep.
     let (spec, tweak) = match spec.split_once('@') {

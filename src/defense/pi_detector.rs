@@ -20,7 +20,7 @@
 //! Fail-closed: a judge reply without a score in [0,1] counts as flagged; an HTTP error
 //! or an unreadable classifier answer errors the episode (the classifier is not there).
 
-use super::support::{carries_payload, number, options, scored, unit_number};
+use super::support::{VariantError, carries_payload, number, options, scored, unit_number};
 use super::{Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall};
 use crate::model::{Component, Message, Usage};
 use async_trait::async_trait;
@@ -93,7 +93,7 @@ pub struct PiDetector {
 }
 
 impl PiDetector {
-    pub fn build(variant: Option<&str>) -> Result<PiDetector, String> {
+    pub fn build(variant: Option<&str>) -> Result<PiDetector, VariantError> {
         // A URL holds `:` and `/` but no `,`, so splitting the options on `,` is safe.
         let opts = options(
             "pi_detector",
@@ -113,16 +113,19 @@ impl PiDetector {
             .filter_map(|k| opts.get_key_value(*k).map(|(k, _)| k))
             .collect();
         if chosen.len() > 1 {
-            return Err("pi_detector takes one backend: keywords, judge or http=<url>".into());
+            return Err(VariantError::Invalid(
+                "pi_detector takes one backend: keywords, judge or http=<url>".into(),
+            ));
         }
         let (backend, label) = match opts.get("http") {
             Some(url) => {
-                reqwest::Url::parse(url)
-                    .map_err(|e| format!("pi_detector: bad classifier URL `{url}`: {e}"))?;
+                reqwest::Url::parse(url).map_err(|e| {
+                    VariantError::Invalid(format!("pi_detector: bad classifier URL `{url}`: {e}"))
+                })?;
                 let client = reqwest::Client::builder()
                     .timeout(Duration::from_secs(60))
                     .build()
-                    .map_err(|e| format!("pi_detector: {e}"))?;
+                    .map_err(|e| VariantError::Setup(format!("pi_detector: {e}")))?;
                 (
                     Backend::Http {
                         url: url.clone(),
@@ -306,7 +309,7 @@ impl Defense for PiDetector {
 }
 
 /// Keeps the client shared across episodes (one connection pool per run).
-pub fn shared(variant: Option<&str>) -> Result<Arc<dyn Defense>, String> {
+pub fn shared(variant: Option<&str>) -> Result<Arc<dyn Defense>, VariantError> {
     Ok(Arc::new(PiDetector::build(variant)?))
 }
 

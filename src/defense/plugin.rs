@@ -38,8 +38,13 @@ pub struct PluginDefense {
     max_reply: usize,
 }
 
+/// `exec:` given without a command: nothing to start.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("`exec:` needs a command, e.g. `exec:python3 examples/keyword_plugin.py`")]
+pub struct NoCommand;
+
 impl PluginDefense {
-    pub fn new(command: &str) -> Result<PluginDefense, String> {
+    pub fn new(command: &str) -> Result<PluginDefense, NoCommand> {
         Self::with_limits(command, DEFAULT_TIMEOUT, child::DEFAULT_MAX_REPLY)
     }
 
@@ -47,12 +52,10 @@ impl PluginDefense {
         command: &str,
         timeout: Duration,
         max_reply: usize,
-    ) -> Result<PluginDefense, String> {
+    ) -> Result<PluginDefense, NoCommand> {
         let command = command.trim();
         if command.is_empty() {
-            return Err(
-                "`exec:` needs a command, e.g. `exec:python3 examples/keyword_plugin.py`".into(),
-            );
+            return Err(NoCommand);
         }
         Ok(PluginDefense {
             name: format!("exec:{command}"),

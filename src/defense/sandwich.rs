@@ -14,6 +14,7 @@
 //! can read whatever follows it, so `sim` rows show the extra prompt tokens but not the
 //! effect on attacks, and are labelled so.
 
+use super::support::VariantError;
 use super::{Defense, DefenseCtx, DefenseError, EpisodeDefense};
 use crate::model::{Message, Role};
 use async_trait::async_trait;
@@ -23,13 +24,15 @@ pub struct Sandwich {
 }
 
 impl Sandwich {
-    pub fn build(variant: Option<&str>) -> Result<Sandwich, String> {
+    pub fn build(variant: Option<&str>) -> Result<Sandwich, VariantError> {
         match variant {
             None => Ok(Sandwich { reminder: false }),
             Some("reminder") => Ok(Sandwich { reminder: true }),
-            Some(v) => Err(format!(
-                "defense `sandwich` has no variant `{v}`; it takes reminder (none: AgentDojo's repeated request)"
-            )),
+            Some(v) => Err(VariantError::UnknownVariant {
+                defense: "sandwich".into(),
+                variant: v.to_string(),
+                takes: "reminder (none: AgentDojo's repeated request)",
+            }),
         }
     }
 }

@@ -20,6 +20,7 @@
 //! encoding leave it readable, so `sim` rows show the cost, not the effect, and are
 //! labelled so.
 
+use super::support::VariantError;
 use super::{Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall};
 use async_trait::async_trait;
 use base64::Engine;
@@ -61,16 +62,18 @@ pub struct Spotlight {
 }
 
 impl Spotlight {
-    pub fn build(variant: Option<&str>) -> Result<Spotlight, String> {
+    pub fn build(variant: Option<&str>) -> Result<Spotlight, VariantError> {
         let kind = match variant {
             None => Kind::AgentDojo,
             Some("tagged") => Kind::Tagged,
             Some("datamark") => Kind::Datamark,
             Some("base64") => Kind::Base64,
             Some(v) => {
-                return Err(format!(
-                    "defense `spotlight` has no variant `{v}`; it takes tagged, datamark or base64 (none: AgentDojo's delimiting)"
-                ));
+                return Err(VariantError::UnknownVariant {
+                    defense: "spotlight".into(),
+                    variant: v.to_string(),
+                    takes: "tagged, datamark or base64 (none: AgentDojo's delimiting)",
+                });
             }
         };
         let name = variant.map_or("spotlight".to_string(), |v| format!("spotlight:{v}"));

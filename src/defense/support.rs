@@ -13,13 +13,48 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+/// Why a defense's variant (the part after `name:`) was refused: nothing was run.
+#[derive(Debug, thiserror::Error)]
+pub enum VariantError {
+    /// A variant the defense does not have (`takes`: the ones it has).
+    #[error("defense `{defense}` has no variant `{variant}`; it takes {takes}")]
+    UnknownVariant {
+        defense: String,
+        variant: String,
+        takes: &'static str,
+    },
+    /// An option key the defense does not have.
+    #[error("defense `{defense}` has no option `{key}`; it takes {allowed}")]
+    UnknownOption {
+        defense: String,
+        key: String,
+        allowed: String,
+    },
+    /// A number option outside its range, or no number.
+    #[error("defense `{defense}`: `{key}` must be a number in [{lo}, {hi}], got `{got}`")]
+    OutOfRange {
+        defense: String,
+        key: String,
+        lo: f64,
+        hi: f64,
+        got: String,
+    },
+    /// Options that cannot go together, or an option's value that is not usable (a URL
+    /// that does not parse).
+    #[error("{0}")]
+    Invalid(String),
+    /// The machine could not build what the variant needs (an HTTP client).
+    #[error("{0}")]
+    Setup(String),
+}
+
 /// Parses a variant such as `judge,threshold=0.7` into flags and `key=value` pairs,
 /// refusing keys not in `allowed`.
 pub fn options(
     defense: &str,
     variant: Option<&str>,
     allowed: &[&str],
-) -> Result<BTreeMap<String, String>, String> {
+) -> Result<BTreeMap<String, String>, VariantError> {
     let mut out = BTreeMap::new();
     for part in variant
         .unwrap_or("")
@@ -29,10 +64,11 @@ pub fn options(
     {
         let (k, v) = part.split_once('=').unwrap_or((part, ""));
         if !allowed.contains(&k) {
-            return Err(format!(
-                "defense `{defense}` has no option `{k}`; it takes {}",
-                allowed.join(", ")
-            ));
+            return Err(VariantError::UnknownOption {
+                defense: defense.to_string(),
+                key: k.to_string(),
+                allowed: allowed.join(", "),
+            });
         }
         out.insert(k.to_string(), v.to_string());
     }
@@ -47,15 +83,19 @@ pub fn number(
     default: f64,
     lo: f64,
     hi: f64,
-) -> Result<f64, String> {
+) -> Result<f64, VariantError> {
     match opts.get(key) {
         None => Ok(default),
         Some(v) => v
             .parse::<f64>()
             .ok()
             .filter(|x| (lo..=hi).contains(x))
-            .ok_or_else(|| {
-                format!("defense `{defense}`: `{key}` must be a number in [{lo}, {hi}], got `{v}`")
+            .ok_or_else(|| VariantError::OutOfRange {
+                defense: defense.to_string(),
+                key: key.to_string(),
+                lo,
+                hi,
+                got: v.clone(),
             }),
     }
 }

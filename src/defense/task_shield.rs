@@ -37,8 +37,8 @@
 
 use super::scripted_plan;
 use super::support::{
-    call_text, carries_payload, injected_call, json_object, number, options, quoting_hint,
-    request_block, scored, string_list,
+    VariantError, call_text, carries_payload, injected_call, json_object, number, options,
+    quoting_hint, request_block, scored, string_list,
 };
 use super::{
     Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall, Verdict,
@@ -69,7 +69,7 @@ pub struct TaskShield {
 }
 
 impl TaskShield {
-    pub fn build(variant: Option<&str>) -> Result<TaskShield, String> {
+    pub fn build(variant: Option<&str>) -> Result<TaskShield, VariantError> {
         let opts = options("task_shield", variant, &["epsilon"])?;
         let epsilon = number("task_shield", &opts, "epsilon", 0.0, 0.0, 1.0)?;
         let name = if epsilon == 0.0 {

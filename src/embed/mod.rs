@@ -16,6 +16,10 @@ use async_trait::async_trait;
 pub enum EmbedError {
     #[error("embedding failed: {0}")]
     Model(#[from] crate::http::ModelError),
+    /// The endpoint's reply breaks the protocol.
+    #[error("embedding failed: {0}")]
+    Reply(#[from] openai::ReplyError),
+    /// A local embedder's failure (the message says which step).
     #[error("embedding failed: {0}")]
     Other(String),
 }

@@ -47,22 +47,42 @@ struct WireEmbedding {
     embedding: Vec<f32>,
 }
 
+/// An `/embeddings` reply that breaks the protocol.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ReplyError {
+    /// Not the shape of an embeddings reply (`first`: its first bytes).
+    #[error("malformed embeddings reply ({why}), first bytes: {first:?}")]
+    Malformed { why: String, first: String },
+    /// Another number of vectors than inputs.
+    #[error("asked for {asked} embeddings, got {got}")]
+    Count { asked: usize, got: usize },
+    /// An index out of range or given twice.
+    #[error("embeddings reply has a bad index {0}")]
+    Index(usize),
+}
+
 /// Parses an `/embeddings` reply into one L2-normalised vector per input, in input order.
-pub fn parse_embeddings(body: &Value, n: usize) -> Result<Vec<Vec<f32>>, String> {
+pub fn parse_embeddings(body: &Value, n: usize) -> Result<Vec<Vec<f32>>, ReplyError> {
     let w: WireEmbeddings = serde_json::from_value(body.clone()).map_err(|e| {
         let mut first = body.to_string();
         // At a character boundary: a byte count can fall inside a character.
         first.truncate(first.floor_char_boundary(200));
-        format!("malformed embeddings reply ({e}), first bytes: {first:?}")
+        ReplyError::Malformed {
+            why: e.to_string(),
+            first,
+        }
     })?;
     if w.data.len() != n {
-        return Err(format!("asked for {n} embeddings, got {}", w.data.len()));
+        return Err(ReplyError::Count {
+            asked: n,
+            got: w.data.len(),
+        });
     }
     let mut out: Vec<Option<Vec<f32>>> = vec![None; n];
     for (i, d) in w.data.into_iter().enumerate() {
         let at = d.index.unwrap_or(i);
         if at >= n || out[at].is_some() {
-            return Err(format!("embeddings reply has a bad index {at}"));
+            return Err(ReplyError::Index(at));
         }
         let mut v = d.embedding;
         let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
@@ -110,7 +130,7 @@ impl Embedder for OpenAiEmbedder {
             )
             .await
             .map_err(EmbedError::Model)?;
-        let vectors = parse_embeddings(&posted.body, texts.len()).map_err(EmbedError::Other)?;
+        let vectors = parse_embeddings(&posted.body, texts.len())?;
         Ok(vectors)
     }
 }
@@ -138,7 +158,7 @@ mod tests {
         // of these paddings put byte 200 inside a `€`.
         for pad in 185..195 {
             let body = json!({"oops": format!("{}€€€", "a".repeat(pad))});
-            let e = parse_embeddings(&body, 1).unwrap_err();
+            let e = parse_embeddings(&body, 1).unwrap_err().to_string();
             assert!(e.starts_with("malformed embeddings reply"), "{e}");
         }
     }

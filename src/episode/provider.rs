@@ -105,10 +105,10 @@ impl ExternalWorld {
             ("the recomputed `injection_plan`", &started.injection_plan),
         ] {
             if let Some(plan) = plan {
-                crate::external::check_plan(&suite.tools, what, plan).map_err(|message| {
+                crate::external::check_plan(&suite.tools, what, plan).map_err(|e| {
                     ExternalError::Refused {
                         op: "start".into(),
-                        message,
+                        message: e.to_string(),
                     }
                 })?;
             }

@@ -270,13 +270,14 @@ impl Provider {
             qualified: qualified.to_string(),
             error_convention: self.spec.error_convention,
         };
-        build_suite(self.pool.clone(), hello, desc, &files, origin).map_err(refused)
+        build_suite(self.pool.clone(), hello, desc, &files, origin)
+            .map_err(|e| refused(e.to_string()))
     }
 }
 
 /// A name a provider lists, rebuilt as `<package>@<version>/<suite>` when it is one of
 /// `package`'s, with a version and a suite name of letters, digits, `.`, `_` and `-`.
-pub fn qualified(package: &str, listed: &str) -> Result<String, String> {
+pub fn qualified(package: &str, listed: &str) -> Result<String, DescriptionError> {
     let token = |s: &str| {
         !s.is_empty()
             && s.len() <= 64
@@ -285,19 +286,15 @@ pub fn qualified(package: &str, listed: &str) -> Result<String, String> {
     };
     let (family, suite) = listed
         .split_once('/')
-        .ok_or("not `<package>@<version>/<suite>`")?;
+        .ok_or(DescriptionError::NotQualified)?;
     let (pkg, version) = family
         .split_once('@')
-        .ok_or("not `<package>@<version>/<suite>`")?;
+        .ok_or(DescriptionError::NotQualified)?;
     if pkg != package {
-        return Err(format!(
-            "the provider of `{package}` may serve `{package}@<version>/<suite>` only"
-        ));
+        return Err(DescriptionError::OtherPackage(package.to_string()));
     }
     if !token(version) || !token(suite) {
-        return Err(
-            "a version and a suite name are letters, digits, `.`, `_` and `-` (at most 64)".into(),
-        );
+        return Err(DescriptionError::BadToken);
     }
     Ok(format!("{package}@{version}/{suite}"))
 }
@@ -413,8 +410,34 @@ fn default_risk(kind: ToolKind) -> f64 {
 }
 
 /// A name the harness puts in keys, tables and messages ([`crate::ids::check_name`]).
-fn check_name(what: &str, name: &str) -> Result<(), String> {
-    crate::ids::check_name(name).map_err(|why| format!("{what}: {why}"))
+fn check_name(what: &str, name: &str) -> Result<(), DescriptionError> {
+    crate::ids::check_name(name).map_err(|why| DescriptionError::Name {
+        what: what.to_string(),
+        why,
+    })
+}
+
+/// What a provider's listing or description gets wrong, checked as a data suite's files
+/// are; the provider's error (`ExternalError::Refused`) adds the operation and the suite.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DescriptionError {
+    #[error("not `<package>@<version>/<suite>`")]
+    NotQualified,
+    #[error("the provider of `{0}` may serve `{0}@<version>/<suite>` only")]
+    OtherPackage(String),
+    #[error("a version and a suite name are letters, digits, `.`, `_` and `-` (at most 64)")]
+    BadToken,
+    /// A name the harness cannot put in keys and tables.
+    #[error("{what}: {why}")]
+    Name {
+        what: String,
+        why: crate::ids::NameError,
+    },
+    #[error("{what} `{name}` is described twice")]
+    Twice { what: String, name: String },
+    /// A field of a tool, task or plan (`at` names it) out of range or naming nothing.
+    #[error("{at}: {problem}")]
+    Field { at: String, problem: String },
 }
 
 /// Checks a plan as a data suite's is checked: each call names a described tool, its
@@ -424,36 +447,39 @@ pub fn check_plan(
     tools: &[protocol::ToolDesc],
     where_: &str,
     plan: &[protocol::CallDesc],
-) -> Result<(), String> {
+) -> Result<(), DescriptionError> {
     for (i, c) in plan.iter().enumerate() {
-        let at = format!("{where_}: field `plan[{i}]`");
+        let field = |problem: String| DescriptionError::Field {
+            at: format!("{where_}: field `plan[{i}]`"),
+            problem,
+        };
         let Some(tool) = tools.iter().find(|t| t.name == c.tool) else {
-            return Err(format!(
-                "{at}: unknown tool `{}`",
+            return Err(field(format!(
+                "unknown tool `{}`",
                 crate::escape::terminal_cell(&c.tool)
-            ));
+            )));
         };
         let args = match &c.args {
             Value::Null => &serde_json::Map::new(),
             Value::Object(m) => m,
-            _ => return Err(format!("{at}: `args` must be an object")),
+            _ => return Err(field("`args` must be an object".into())),
         };
         let params = &tool.parameters;
         if let Some(required) = params.get("required").and_then(Value::as_array) {
             for r in required.iter().filter_map(Value::as_str) {
                 if !args.contains_key(r) {
-                    return Err(format!("{at}: `{}` lacks required argument `{r}`", c.tool));
+                    return Err(field(format!("`{}` lacks required argument `{r}`", c.tool)));
                 }
             }
         }
         if let Some(props) = params.get("properties").and_then(Value::as_object)
             && let Some(extra) = args.keys().find(|k| !props.contains_key(*k))
         {
-            return Err(format!(
-                "{at}: `{}` has no parameter `{}`",
+            return Err(field(format!(
+                "`{}` has no parameter `{}`",
                 c.tool,
                 crate::escape::terminal_cell(extra)
-            ));
+            )));
         }
     }
     Ok(())
@@ -461,17 +487,21 @@ pub fn check_plan(
 
 /// What the harness relies on in a description, checked as a data suite's: unique
 /// tools, vectors and task ids, usable names, plans that fit their tools, rates in range.
-fn check_description(desc: &Description) -> Result<(), String> {
-    let unique = |what: &str, names: &mut dyn Iterator<Item = &String>| -> Result<(), String> {
-        let mut seen = std::collections::BTreeSet::new();
-        for n in names {
-            check_name(what, n)?;
-            if !seen.insert(n) {
-                return Err(format!("{what} `{n}` is described twice"));
+fn check_description(desc: &Description) -> Result<(), DescriptionError> {
+    let unique =
+        |what: &str, names: &mut dyn Iterator<Item = &String>| -> Result<(), DescriptionError> {
+            let mut seen = std::collections::BTreeSet::new();
+            for n in names {
+                check_name(what, n)?;
+                if !seen.insert(n) {
+                    return Err(DescriptionError::Twice {
+                        what: what.to_string(),
+                        name: n.clone(),
+                    });
+                }
             }
-        }
-        Ok(())
-    };
+            Ok(())
+        };
     unique("tool", &mut desc.tools.iter().map(|t| &t.name))?;
     unique("vector", &mut desc.vectors.iter().map(|v| &v.id))?;
     unique("user task", &mut desc.user_tasks.iter().map(|t| &t.id))?;
@@ -484,21 +514,20 @@ fn check_description(desc: &Description) -> Result<(), String> {
         if let Some(r) = t.risk
             && !(0.0..=1.0).contains(&r)
         {
-            return Err(format!(
-                "tool `{}`: field `risk`: must be in [0, 1], got {r}",
-                t.name
-            ));
+            return Err(DescriptionError::Field {
+                at: format!("tool `{}`: field `risk`", t.name),
+                problem: format!("must be in [0, 1], got {r}"),
+            });
         }
     }
     for t in &desc.user_tasks {
         check_plan(&desc.tools, &format!("user task `{}`", t.id), &t.plan)?;
         for v in &t.vectors {
             if !desc.vectors.iter().any(|x| &x.id == v) {
-                return Err(format!(
-                    "user task `{}`: field `vectors`: unknown vector `{}`",
-                    t.id,
-                    crate::escape::terminal_cell(v)
-                ));
+                return Err(DescriptionError::Field {
+                    at: format!("user task `{}`: field `vectors`", t.id),
+                    problem: format!("unknown vector `{}`", crate::escape::terminal_cell(v)),
+                });
             }
         }
     }
@@ -506,10 +535,10 @@ fn check_description(desc: &Description) -> Result<(), String> {
         check_plan(&desc.tools, &format!("injection task `{}`", t.id), &t.plan)?;
         let severity = t.severity.unwrap_or(1.0);
         if !(severity > 0.0 && severity <= 1.0) {
-            return Err(format!(
-                "injection task `{}`: field `severity`: must be in (0, 1], got {severity}",
-                t.id
-            ));
+            return Err(DescriptionError::Field {
+                at: format!("injection task `{}`: field `severity`", t.id),
+                problem: format!("must be in (0, 1], got {severity}"),
+            });
         }
     }
     Ok(())
@@ -564,7 +593,7 @@ pub fn build_suite(
     desc: Description,
     command_files: &[Vec<u8>],
     origin: Origin,
-) -> Result<Suite, String> {
+) -> Result<Suite, DescriptionError> {
     check_description(&desc)?;
     let fingerprint = fingerprint_of(&hello, &desc, command_files, origin.error_convention);
 
@@ -618,9 +647,10 @@ pub fn build_suite(
         });
     }
     if let Some(a) = desc.dos_attacks.iter().find(|a| !desc.attacks.contains(a)) {
-        return Err(format!(
-            "field `dos_attacks`: `{a}` is not one of the suite's `attacks`"
-        ));
+        return Err(DescriptionError::Field {
+            at: "field `dos_attacks`".into(),
+            problem: format!("`{a}` is not one of the suite's `attacks`"),
+        });
     }
     let meta = SuiteMeta {
         name: name.to_string(),

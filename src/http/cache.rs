@@ -83,19 +83,33 @@ pub fn key(path: &str, request: &Value) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Why a cache directory could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// `--replay` names a directory that is not there: nothing recorded to replay.
+    #[error("--replay: cache directory {} does not exist", .0.display())]
+    NoReplay(PathBuf),
+    /// The directory could not be created (an I/O failure).
+    #[error("cannot create cache directory {}: {source}", dir.display())]
+    Create {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 impl Cache {
     /// Opens (and creates) a cache directory. In replay mode the directory must exist.
-    pub fn open(dir: &Path, replay: bool) -> Result<Self, String> {
+    pub fn open(dir: &Path, replay: bool) -> Result<Self, CacheError> {
         if replay {
             if !dir.is_dir() {
-                return Err(format!(
-                    "--replay: cache directory {} does not exist",
-                    dir.display()
-                ));
+                return Err(CacheError::NoReplay(dir.to_path_buf()));
             }
         } else {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create cache directory {}: {e}", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(|source| CacheError::Create {
+                dir: dir.to_path_buf(),
+                source,
+            })?;
         }
         Ok(Cache {
             dir: dir.to_path_buf(),

@@ -48,6 +48,20 @@ pub enum ModelError {
     MaxNewTokens(String),
 }
 
+/// Why an endpoint could not be set up: nothing was sent.
+#[derive(Debug, thiserror::Error)]
+pub enum EndpointError {
+    /// The base URL is not a URL.
+    #[error("bad base URL `{url}`: {reason}")]
+    BadUrl { url: String, reason: String },
+    /// The base URL is a URL of another scheme.
+    #[error("base URL `{0}` must be http or https")]
+    Scheme(String),
+    /// The HTTP client could not be built (TLS back end, system resources).
+    #[error("cannot build the HTTP client: {0}")]
+    Client(#[source] reqwest::Error),
+}
+
 /// A secret string (an API key). `Debug` never shows it.
 #[derive(Clone)]
 pub struct Secret(String);
@@ -264,11 +278,13 @@ fn describe(e: &reqwest::Error) -> String {
 }
 
 impl Endpoint {
-    pub fn new(cfg: EndpointConfig) -> Result<Self, String> {
-        let url = reqwest::Url::parse(&cfg.base_url)
-            .map_err(|e| format!("bad base URL `{}`: {e}", cfg.base_url))?;
+    pub fn new(cfg: EndpointConfig) -> Result<Self, EndpointError> {
+        let url = reqwest::Url::parse(&cfg.base_url).map_err(|e| EndpointError::BadUrl {
+            url: cfg.base_url.clone(),
+            reason: e.to_string(),
+        })?;
         if !matches!(url.scheme(), "http" | "https") {
-            return Err(format!("base URL `{}` must be http or https", cfg.base_url));
+            return Err(EndpointError::Scheme(cfg.base_url.clone()));
         }
         let client = reqwest::Client::builder()
             .timeout(cfg.request_timeout)
@@ -276,7 +292,7 @@ impl Endpoint {
             .pool_idle_timeout(Duration::from_secs(90))
             .user_agent(concat!("sieve-bench/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+            .map_err(EndpointError::Client)?;
         let quota = |n: u32| Quota::per_minute(NonZeroU32::new(n).expect("checked non-zero"));
         let rpm = cfg
             .rpm

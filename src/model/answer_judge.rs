@@ -286,6 +286,13 @@ pub fn parse_reply(question: &Question<'_>, text: &str) -> Result<Verdict, Judge
     })
 }
 
+/// A scripted model named as the answer judge (it would read the answer key): bad input.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "--answer-judge {0}: the answer judge must be an LLM endpoint (openai:<model> or a named endpoint); the deterministic checks are always recorded beside it"
+)]
+pub struct ScriptedJudge(pub String);
+
 /// The answer judge of a run or a calibration.
 pub struct AnswerJudge {
     model: Arc<dyn ChatModel>,
@@ -300,12 +307,9 @@ impl AnswerJudge {
         model: Arc<dyn ChatModel>,
         utility_from: UtilityFrom,
         format: JudgeFormat,
-    ) -> Result<AnswerJudge, String> {
+    ) -> Result<AnswerJudge, ScriptedJudge> {
         if model.simulated() {
-            return Err(format!(
-                "--answer-judge {}: the answer judge must be an LLM endpoint (openai:<model> or a named endpoint); the deterministic checks are always recorded beside it",
-                model.name()
-            ));
+            return Err(ScriptedJudge(model.name().to_string()));
         }
         Ok(AnswerJudge {
             model,

@@ -116,13 +116,13 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
 pub const MAX_REQUEST_TIMEOUT_SECS: f64 = 86_400.0;
 
 /// A request timeout in seconds, checked: positive, finite, at most a day.
-fn request_timeout(what: &str, t: f64) -> Result<Duration, String> {
+fn request_timeout(what: &str, t: f64) -> Result<Duration, ModelConfigError> {
     if t.is_finite() && t > 0.0 && t <= MAX_REQUEST_TIMEOUT_SECS {
         Ok(Duration::from_secs_f64(t))
     } else {
-        Err(format!(
+        Err(ModelConfigError::Setting(format!(
             "{what} must be a number of seconds above 0 and at most {MAX_REQUEST_TIMEOUT_SECS}, got {t}"
-        ))
+        )))
     }
 }
 
@@ -191,37 +191,85 @@ struct ModelsFile {
 }
 
 /// Reads `configs/models.toml`; a missing file means no named endpoints.
-pub fn load_named(configs: &Path) -> Result<BTreeMap<String, NamedEndpoint>, String> {
+pub fn load_named(configs: &Path) -> Result<BTreeMap<String, NamedEndpoint>, ModelConfigError> {
     let path = configs.join(MODELS_TOML);
     let text = match crate::bounded::read_to_string(&path, crate::bounded::MAX_INPUT_BYTES) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Err(source) => return Err(ModelConfigError::Read { path, source }),
     };
-    let f: ModelsFile = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let f: ModelsFile = match toml::from_str(&text) {
+        Ok(f) => f,
+        Err(source) => return Err(ModelConfigError::Toml { path, source }),
+    };
+    let invalid = |problem: String| ModelConfigError::Invalid {
+        path: path.clone(),
+        problem,
+    };
     for (name, ep) in &f.endpoints {
         if name.contains(':') {
-            return Err(format!(
-                "{}: endpoint name `{name}` must not contain `:`",
-                path.display()
-            ));
+            return Err(invalid(format!(
+                "endpoint name `{name}` must not contain `:`"
+            )));
         }
         if let Some(p) = ep.price_per_mtok
             && !p.iter().all(|x| x.is_finite() && *x >= 0.0)
         {
-            return Err(format!(
-                "{}: endpoint `{name}`: price_per_mtok must be two prices >= 0, got {p:?}",
-                path.display()
-            ));
+            return Err(invalid(format!(
+                "endpoint `{name}`: price_per_mtok must be two prices >= 0, got {p:?}"
+            )));
         }
         if ep.model.is_empty() {
-            return Err(format!(
-                "{}: endpoint `{name}` has no model",
-                path.display()
-            ));
+            return Err(invalid(format!("endpoint `{name}` has no model")));
         }
     }
     Ok(f.endpoints)
+}
+
+/// Why a model, an embedder or `configs/models.toml` could not be set up: nothing was
+/// run. `commands` maps each kind to its exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelConfigError {
+    /// `configs/models.toml` exists but could not be read (an I/O failure).
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `configs/models.toml` is not valid TOML of the endpoints' shape (the message
+    /// names the line and the field).
+    #[error("{}: {source}", path.display())]
+    Toml {
+        path: PathBuf,
+        #[source]
+        source: toml::de::Error,
+    },
+    /// An endpoint entry of `configs/models.toml` is malformed (the problem names the
+    /// endpoint and the field).
+    #[error("{}: {problem}", path.display())]
+    Invalid { path: PathBuf, problem: String },
+    /// A flag, or a setting of a named endpoint, out of its range or missing its partner.
+    #[error("{0}")]
+    Setting(String),
+    /// The default endpoint needs a key and the variable naming it is empty.
+    #[error("no API key: set ${var} (or name another variable with --api-key-env)")]
+    NoApiKey { var: String },
+    /// A model or embedder spec that names nothing known.
+    #[error("{0}")]
+    Unknown(String),
+    /// A `sim:` spec that does not parse.
+    #[error(transparent)]
+    Sim(#[from] sim::SimSpecError),
+    /// The endpoint's base URL or HTTP client.
+    #[error(transparent)]
+    Endpoint(#[from] crate::http::EndpointError),
+    /// The `--cache` directory.
+    #[error(transparent)]
+    Cache(#[from] crate::http::cache::CacheError),
+    /// The local MiniLM embedder is not built in, or its files could not be loaded.
+    #[error("{0}")]
+    Embedder(String),
 }
 
 /// How environment variables are read.
@@ -258,9 +306,10 @@ impl ModelFactory {
         opts: ModelOptions,
         named: BTreeMap<String, NamedEndpoint>,
         tokens: Arc<TokenCounter>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ModelConfigError> {
+        let setting = |m: String| Err(ModelConfigError::Setting(m));
         if opts.replay && opts.cache.is_none() {
-            return Err("--replay needs --cache DIR (the recorded transcripts)".into());
+            return setting("--replay needs --cache DIR (the recorded transcripts)".into());
         }
         if let Some(t) = opts.request_timeout {
             request_timeout("--request-timeout", t)?;
@@ -268,10 +317,10 @@ impl ModelFactory {
         if let Some(t) = opts.temperature
             && !(t.is_finite() && t >= 0.0)
         {
-            return Err(format!("--temperature must be >= 0, got {t}"));
+            return setting(format!("--temperature must be >= 0, got {t}"));
         }
         if opts.max_tokens == Some(0) {
-            return Err("--max-tokens must be at least 1".into());
+            return setting("--max-tokens must be at least 1".into());
         }
         let cache = match &opts.cache {
             Some(dir) => Some(Arc::new(Cache::open(dir, opts.replay)?)),
@@ -304,7 +353,7 @@ impl ModelFactory {
         &self.opts
     }
 
-    fn endpoint(&self, named: Named<'_>) -> Result<Arc<Endpoint>, String> {
+    fn endpoint(&self, named: Named<'_>) -> Result<Arc<Endpoint>, ModelConfigError> {
         let o = &self.opts;
         let (label, base_url, key_env) = match named {
             Some((name, ep)) => (
@@ -332,9 +381,7 @@ impl ModelFactory {
         }
         let key = non_empty((self.env)(&key_env)).map(Secret::new);
         if key.is_none() && !o.replay && base_url.trim_end_matches('/') == DEFAULT_BASE_URL {
-            return Err(format!(
-                "no API key: set ${key_env} (or name another variable with --api-key-env)"
-            ));
+            return Err(ModelConfigError::NoApiKey { var: key_env });
         }
         let ep = named.map(|(_, e)| e);
         let mut cfg = EndpointConfig::new(base_url);
@@ -362,10 +409,10 @@ impl ModelFactory {
         cfg.tpm = o.tpm.or(ep.and_then(|e| e.tpm));
         for (what, v) in [("rpm", cfg.rpm), ("tpm", cfg.tpm)] {
             if v == Some(0) {
-                return Err(format!(
+                return Err(ModelConfigError::Setting(format!(
                     "{MODELS_TOML}: endpoint `{}`: {what} = 0 would mean no limit; leave it out for no limit, or give at least 1",
                     cfg.name
-                ));
+                )));
             }
         }
         let e = Arc::new(Endpoint::new(cfg)?);
@@ -375,10 +422,12 @@ impl ModelFactory {
 
     /// What a non-sim spec names: the endpoint entry (if named), the model id and the
     /// report name.
-    fn resolve<'a>(&'a self, spec: &str) -> Result<Option<(Named<'a>, String)>, String> {
+    fn resolve<'a>(&'a self, spec: &str) -> Result<Option<(Named<'a>, String)>, ModelConfigError> {
         if let Some(m) = spec.strip_prefix("openai:") {
             if m.trim().is_empty() {
-                return Err("`openai:` needs a model id, e.g. openai:gpt-4o-mini".into());
+                return Err(ModelConfigError::Unknown(
+                    "`openai:` needs a model id, e.g. openai:gpt-4o-mini".into(),
+                ));
             }
             return Ok(Some((None, m.to_string())));
         }
@@ -400,7 +449,7 @@ impl ModelFactory {
     }
 
     /// A chat model for `spec`.
-    pub fn chat(&self, spec: &str) -> Result<Arc<dyn ChatModel>, String> {
+    pub fn chat(&self, spec: &str) -> Result<Arc<dyn ChatModel>, ModelConfigError> {
         self.chat_with(spec, Map::new())
     }
 
@@ -411,7 +460,7 @@ impl ModelFactory {
         &self,
         spec: &str,
         role_body: Map<String, Value>,
-    ) -> Result<Arc<dyn ChatModel>, String> {
+    ) -> Result<Arc<dyn ChatModel>, ModelConfigError> {
         let (backend, rest) = spec.split_once(':').unwrap_or((spec, ""));
         if backend == "sim" {
             return Ok(Arc::new(sim::SimModel::new(
@@ -422,11 +471,11 @@ impl ModelFactory {
         let Some((named, model)) = self.resolve(spec)? else {
             let mut candidates: Vec<&str> = vec!["sim", "sim:oracle", "sim:obedient", "openai"];
             candidates.extend(self.named.keys().map(String::as_str));
-            return Err(format!(
+            return Err(ModelConfigError::Unknown(format!(
                 "unknown model `{spec}`{}; available: {} (named endpoints come from configs/{MODELS_TOML})",
                 crate::suggest::did_you_mean(spec, candidates),
                 self.known()
-            ));
+            )));
         };
         let o = &self.opts;
         let ep = named.map(|(_, e)| e);
@@ -466,7 +515,7 @@ impl ModelFactory {
     }
 
     /// The embedder for `--embedder` (`lexical` when not given).
-    pub fn embedder(&self, spec: Option<&str>) -> Result<Arc<dyn Embedder>, String> {
+    pub fn embedder(&self, spec: Option<&str>) -> Result<Arc<dyn Embedder>, ModelConfigError> {
         let spec = spec.unwrap_or("lexical");
         if spec == "lexical" {
             return Ok(Arc::new(crate::embed::Lexical));
@@ -478,23 +527,25 @@ impl ModelFactory {
                     .strip_prefix("minilm:")
                     .map(std::path::PathBuf::from)
                     .unwrap_or_else(crate::embed::minilm::default_dir);
-                return Ok(Arc::new(crate::embed::minilm::MiniLm::load(&dir)?));
+                return Ok(Arc::new(
+                    crate::embed::minilm::MiniLm::load(&dir).map_err(ModelConfigError::Embedder)?,
+                ));
             }
             #[cfg(not(feature = "minilm"))]
-            return Err(
+            return Err(ModelConfigError::Embedder(
                 "the minilm embedder is not part of this build: rebuild with `--features minilm` \
                  (see docs/models.md), or use lexical or openai:<model>"
                     .into(),
-            );
+            ));
         }
         let Some((named, model)) = self.resolve(spec)? else {
-            return Err(format!(
+            return Err(ModelConfigError::Unknown(format!(
                 "unknown embedder `{spec}`; available: lexical, openai:<model>{}",
                 self.named
                     .keys()
                     .map(|n| format!(", {n}"))
                     .collect::<String>()
-            ));
+            )));
         };
         let endpoint = self.endpoint(named)?;
         let name = match named {
@@ -514,7 +565,7 @@ impl ModelFactory {
 mod tests {
     use super::*;
 
-    fn factory(opts: ModelOptions, named: &str) -> Result<ModelFactory, String> {
+    fn factory(opts: ModelOptions, named: &str) -> Result<ModelFactory, ModelConfigError> {
         let named = if named.is_empty() {
             BTreeMap::new()
         } else {
@@ -561,7 +612,7 @@ mod tests {
         let _ = f.embedder(Some("openai:emb")).unwrap();
         // Two endpoints: the --base-url one (shared by three specs) and local-qwen.
         assert_eq!(f.endpoints.lock().unwrap().len(), 2);
-        let err = f.chat("nope").err().unwrap();
+        let err = f.chat("nope").err().unwrap().to_string();
         assert!(err.contains("local-qwen"), "{err}");
         assert!(f.chat("openai:").is_err());
         assert_eq!(f.embedder(None).unwrap().name(), "lexical");
@@ -570,7 +621,7 @@ mod tests {
     #[test]
     fn default_endpoint_without_key_is_refused_unless_replaying() {
         let f = factory(ModelOptions::default(), "").unwrap();
-        let err = f.chat("openai:gpt-4o").err().unwrap();
+        let err = f.chat("openai:gpt-4o").err().unwrap().to_string();
         assert!(err.contains("OPENAI_API_KEY"), "{err}");
         assert!(
             factory(
@@ -597,7 +648,7 @@ mod tests {
                 ),
             )
             .unwrap();
-            let err = f.chat("slow").err().expect(bad);
+            let err = f.chat("slow").err().expect(bad).to_string();
             assert!(err.contains("request_timeout"), "{bad}: {err}");
             assert!(err.contains("slow"), "{bad}: {err}");
         }

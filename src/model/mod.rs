@@ -232,7 +232,7 @@ pub trait ChatModel: Send + Sync {
 pub fn parse_model_spec(
     spec: &str,
     tokens: Arc<tokens::TokenCounter>,
-) -> Result<Arc<dyn ChatModel>, String> {
+) -> Result<Arc<dyn ChatModel>, config::ModelConfigError> {
     config::ModelFactory::new(config::ModelOptions::default(), Default::default(), tokens)?
         .chat(spec)
 }

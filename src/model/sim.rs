@@ -273,11 +273,29 @@ pub struct SimProfile {
     label: String,
 }
 
+/// Why a `sim:` spec could not be parsed: nothing was run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SimSpecError {
+    /// A part's number is outside its range.
+    #[error("`{part}` must be {range}, got `{got}`")]
+    OutOfRange {
+        part: &'static str,
+        range: &'static str,
+        got: String,
+    },
+    /// A part that is no sim setting (`hint`: a "did you mean" or nothing).
+    #[error(
+        "unknown sim profile part `{part}`{hint}; use oracle, obedient, p=<x>, substitute, \
+         varied, judge_auc=<x>, planner_recall=<x>, planner_extra=<x>"
+    )]
+    UnknownPart { part: String, hint: String },
+}
+
 impl SimProfile {
     /// Parses `oracle`, `obedient`, `p=0.3`, optionally with `substitute`,
     /// `judge_auc=<x>`, `planner_recall=<x>`, `planner_extra=<x>`, comma-separated; empty
     /// means `obedient` with the default role qualities.
-    pub fn parse(spec: &str) -> Result<Self, String> {
+    pub fn parse(spec: &str) -> Result<Self, SimSpecError> {
         let mut obedience = Obedience::Always;
         let mut placement = Placement::Insert;
         let mut varied = false;
@@ -287,11 +305,15 @@ impl SimProfile {
             extra: DEFAULT_PLANNER_EXTRA,
         };
         for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let prob = |v: &str, what: &str| -> Result<f64, String> {
+            let prob = |v: &str, what: &'static str| -> Result<f64, SimSpecError> {
                 v.parse::<f64>()
                     .ok()
                     .filter(|x| (0.0..=1.0).contains(x))
-                    .ok_or_else(|| format!("`{what}` must be a number in [0,1], got `{v}`"))
+                    .ok_or_else(|| SimSpecError::OutOfRange {
+                        part: what,
+                        range: "a number in [0,1]",
+                        got: v.to_string(),
+                    })
             };
             match part.split_once('=') {
                 None if part == "oracle" => obedience = Obedience::Never,
@@ -302,19 +324,20 @@ impl SimProfile {
                 Some(("judge_auc", v)) => {
                     judge_auc = prob(v, "judge_auc")?;
                     if judge_auc < 0.5 {
-                        return Err(format!(
-                            "`judge_auc` must be in [0.5,1] (0.5 = a coin), got `{v}`"
-                        ));
+                        return Err(SimSpecError::OutOfRange {
+                            part: "judge_auc",
+                            range: "in [0.5,1] (0.5 = a coin)",
+                            got: v.to_string(),
+                        });
                     }
                 }
                 Some(("planner_recall", v)) => planner.recall = prob(v, "planner_recall")?,
                 Some(("planner_extra", v)) => planner.extra = prob(v, "planner_extra")?,
                 _ => {
                     let name = part.split('=').next().unwrap_or(part);
-                    return Err(format!(
-                        "unknown sim profile part `{part}`{}; use oracle, obedient, p=<x>, substitute, \
-                         varied, judge_auc=<x>, planner_recall=<x>, planner_extra=<x>",
-                        crate::suggest::did_you_mean(
+                    return Err(SimSpecError::UnknownPart {
+                        part: part.to_string(),
+                        hint: crate::suggest::did_you_mean(
                             name,
                             [
                                 "oracle",
@@ -323,10 +346,10 @@ impl SimProfile {
                                 "varied",
                                 "judge_auc",
                                 "planner_recall",
-                                "planner_extra"
-                            ]
-                        )
-                    ));
+                                "planner_extra",
+                            ],
+                        ),
+                    });
                 }
             }
         }
@@ -1376,9 +1399,11 @@ mod tests {
         assert!(!SimProfile::parse("oracle").unwrap().varied);
         assert!(SimProfile::parse("p=2").is_err());
         assert!(SimProfile::parse("sneaky").is_err());
-        let e = SimProfile::parse("obediant").unwrap_err();
+        let e = SimProfile::parse("obediant").unwrap_err().to_string();
         assert!(e.contains("did you mean `obedient`"), "{e}");
-        let e = SimProfile::parse("oracle,judge_acu=0.8").unwrap_err();
+        let e = SimProfile::parse("oracle,judge_acu=0.8")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("did you mean `judge_auc`"), "{e}");
     }
 

@@ -42,8 +42,8 @@ fn outcomes(path: &Path) -> Result<Outcomes, ReportError> {
 /// Reads a search folder: its curve and each target's results.
 pub fn load(dir: &Path) -> Result<SearchDoc, ReportError> {
     let curve_path = dir.join(CURVE_JSON);
-    let curve =
-        CurveFile::parse(&read(&curve_path)?, &curve_path).map_err(ReportError::Malformed)?;
+    let curve = CurveFile::parse(&read(&curve_path)?, &curve_path)
+        .map_err(|e| ReportError::Malformed(e.to_string()))?;
     let mut searches = Vec::new();
     let targets = dir.join(TARGETS);
     if targets.is_dir() {

@@ -182,12 +182,22 @@ pub fn critique_in(reply: &str) -> (Option<u8>, String) {
     (score, text)
 }
 
+/// The attacker model's call failed: the search stops (an I/O failure of the machine's
+/// or the endpoint's, not the user's input).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("attacker {model}: {source}")]
+pub struct AttackerError {
+    pub model: String,
+    #[source]
+    pub source: crate::http::ModelError,
+}
+
 /// One metered chat call of the attacker model.
 async fn ask(
     model: &Arc<dyn ChatModel>,
     cost: &mut CostMeter,
     messages: &[Message],
-) -> Result<String, String> {
+) -> Result<String, AttackerError> {
     let req = ChatRequest {
         component: Component::Attacker,
         messages,
@@ -196,10 +206,10 @@ async fn ask(
         seed: None,
         sim: None,
     };
-    let reply = model
-        .chat(&req)
-        .await
-        .map_err(|e| format!("attacker {}: {e}", model.name()))?;
+    let reply = model.chat(&req).await.map_err(|source| AttackerError {
+        model: model.name().to_string(),
+        source,
+    })?;
     cost.record(Component::Attacker, &reply);
     Ok(reply.message.content)
 }
@@ -252,7 +262,7 @@ impl Proposer {
         cand: &Candidate,
         results: &[CellResult],
         query: usize,
-    ) -> Result<Critique, String> {
+    ) -> Result<Critique, AttackerError> {
         let (score, text, simulated) = match self {
             Proposer::Sim { tokens, cost, .. } => {
                 let (score, text) = scripted_critique(results);
@@ -346,7 +356,7 @@ impl Proposer {
         other: &Candidate,
         history: &[(&Candidate, &Scored)],
         critique: Option<&Critique>,
-    ) -> Result<Candidate, String> {
+    ) -> Result<Candidate, AttackerError> {
         let messages = vec![
             Message::system(SYSTEM),
             Message::user(prompt(parent, history, critique)),

@@ -48,7 +48,11 @@ pub enum Unit {
 
 impl Unit {
     /// Parses `pair:<user>,<injection>`, `vector:<id>` or `universal[:<held-out share>]`.
-    pub fn parse(s: &str) -> Result<Unit, String> {
+    pub fn parse(s: &str) -> Result<Unit, UnitError> {
+        let bad = |problem| UnitError {
+            spec: s.to_string(),
+            problem,
+        };
         let (kind, rest) = s.split_once(':').unwrap_or((s, ""));
         match kind {
             "pair" => match rest.split_once(',') {
@@ -56,9 +60,7 @@ impl Unit {
                     user_task: u.trim().into(),
                     injection_task: i.trim().into(),
                 }),
-                _ => Err(format!(
-                    "--unit `{s}`: a pair is `pair:<user task>,<injection task>`"
-                )),
+                _ => Err(bad("a pair is `pair:<user task>,<injection task>`")),
             },
             "vector" if !rest.trim().is_empty() => Ok(Unit::Vector {
                 vector: rest.trim().into(),
@@ -70,14 +72,12 @@ impl Unit {
                     rest.parse::<f64>()
                         .ok()
                         .filter(|h| *h > 0.0 && *h < 1.0)
-                        .ok_or_else(|| {
-                            format!("--unit `{s}`: the held-out share must be in (0, 1)")
-                        })?
+                        .ok_or_else(|| bad("the held-out share must be in (0, 1)"))?
                 };
                 Ok(Unit::Universal { heldout })
             }
-            _ => Err(format!(
-                "--unit `{s}`: expected pair:<user task>,<injection task>, vector:<id> or universal[:<held-out share>]"
+            _ => Err(bad(
+                "expected pair:<user task>,<injection task>, vector:<id> or universal[:<held-out share>]",
             )),
         }
     }
@@ -201,6 +201,14 @@ pub struct Outcomes {
     pub critiques: Vec<attacker::Critique>,
 }
 
+/// A `--unit` that does not parse (`problem` says what a unit looks like): bad input.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("--unit `{spec}`: {problem}")]
+pub struct UnitError {
+    pub spec: String,
+    pub problem: &'static str,
+}
+
 /// Why a search could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum SearchError {
@@ -208,6 +216,9 @@ pub enum SearchError {
     BadInput(String),
     #[error("{0}")]
     Failed(String),
+    /// The attacker model's call failed.
+    #[error(transparent)]
+    Attacker(#[from] attacker::AttackerError),
 }
 
 /// The selected user tasks that read some vector and the selected injection tasks.
@@ -578,16 +589,12 @@ pub async fn search(
         let history: Vec<(&Candidate, &Scored)> = pool.iter().map(|(c, s)| (c, s)).collect();
         let child = proposer
             .propose(&parent, &other, &history, critiques.last())
-            .await
-            .map_err(SearchError::Failed)?;
+            .await?;
         if !pool.iter().any(|(c, _)| c.hash() == child.hash()) {
             let results = st.score(&child, &dev, true).await?;
             let mut critic = None;
             if settings.feedback == Feedback::Critic {
-                let c = proposer
-                    .critique(&child, &results, queries)
-                    .await
-                    .map_err(SearchError::Failed)?;
+                let c = proposer.critique(&child, &results, queries).await?;
                 critic = c.score;
                 critiques.push(c);
             }

@@ -8,7 +8,7 @@ use super::{Cache, Candidate, Outcomes, Point, Scored, SearchError, Settings};
 use crate::attack::library::{self, Library};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub const SETTINGS: &str = "settings.json";
 pub const RESULT: &str = "search.json";
@@ -44,18 +44,41 @@ impl CurveFile {
     }
 
     /// Reads a folder's `asr_at_k.json`.
-    pub fn read(dir: &Path) -> Result<CurveFile, String> {
+    pub fn read(dir: &Path) -> Result<CurveFile, CurveError> {
         let path = dir.join(CURVE_JSON);
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(&path).map_err(|source| CurveError::Read {
+            path: path.clone(),
+            source,
+        })?;
         CurveFile::parse(&text, &path)
     }
 
     /// An `asr_at_k.json`'s text, read from `path`.
-    pub fn parse(text: &str, path: &Path) -> Result<CurveFile, String> {
-        serde_json::from_str(text)
-            .map_err(|e| format!("{}: not an ASR@k curve: {e}", path.display()))
+    pub fn parse(text: &str, path: &Path) -> Result<CurveFile, CurveError> {
+        serde_json::from_str(text).map_err(|source| CurveError::Malformed {
+            path: path.to_path_buf(),
+            source,
+        })
     }
+}
+
+/// Why a search folder's `asr_at_k.json` could not be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum CurveError {
+    /// The file could not be read (an I/O failure, or not there).
+    #[error("{}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not an ASR@k curve (serde names the line and the field).
+    #[error("{}: not an ASR@k curve: {source}", path.display())]
+    Malformed {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 /// Appends scored cells to `cells.jsonl`.

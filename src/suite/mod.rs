@@ -66,14 +66,14 @@ impl SuiteError {
         file: &Path,
         task: Option<&str>,
         field: Option<&str>,
-        message: impl Into<String>,
+        message: impl std::fmt::Display,
     ) -> Self {
         SuiteError {
             file: file.to_path_buf(),
             line: None,
             task: task.map(str::to_string),
             field: field.map(str::to_string),
-            message: message.into(),
+            message: message.to_string(),
         }
     }
 
@@ -944,9 +944,11 @@ pub fn discover(root: &Path) -> std::io::Result<Vec<SuiteRef>> {
 /// Resolves a selector: `all`, a family (`dojo-style`), `family/suite`, or a bare suite
 /// name (the first family's, alphabetically, when several have it); a comma-separated
 /// list combines them.
-pub fn select(root: &Path, selector: &str) -> Result<Vec<SuiteRef>, String> {
-    let found = discover(root)
-        .map_err(|e| format!("cannot read suites directory {}: {e}", root.display()))?;
+pub fn select(root: &Path, selector: &str) -> Result<Vec<SuiteRef>, SelectError> {
+    let found = discover(root).map_err(|source| SelectError::Read {
+        root: root.to_path_buf(),
+        source,
+    })?;
     let mut out: Vec<SuiteRef> = Vec::new();
     for part in selector.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let mut matched: Vec<&SuiteRef> = found
@@ -965,23 +967,23 @@ pub fn select(root: &Path, selector: &str) -> Result<Vec<SuiteRef>, String> {
             let names: Vec<String> = found.iter().map(SuiteRef::qualified).collect();
             let short: Vec<&str> = found.iter().map(|s| s.name.as_str()).collect();
             if names.is_empty() {
-                return Err(format!(
-                    "no suite matches `{part}`: {} holds no suite (`<family>/<suite>/suite.yaml`)",
-                    root.display()
-                ));
+                return Err(SelectError::NoSuites {
+                    part: part.to_string(),
+                    root: root.to_path_buf(),
+                });
             }
-            return Err(format!(
-                "no suite matches `{part}` in {}{}; available: all, {}",
-                root.display(),
-                crate::suggest::did_you_mean(
+            return Err(SelectError::NoMatch {
+                part: part.to_string(),
+                root: root.to_path_buf(),
+                hint: crate::suggest::did_you_mean(
                     part,
                     short
                         .iter()
                         .copied()
-                        .chain(names.iter().map(String::as_str))
+                        .chain(names.iter().map(String::as_str)),
                 ),
-                names.join(", ")
-            ));
+                available: names.join(", "),
+            });
         }
         for m in matched {
             if !out.iter().any(|o| o.dir == m.dir) {
@@ -990,9 +992,38 @@ pub fn select(root: &Path, selector: &str) -> Result<Vec<SuiteRef>, String> {
         }
     }
     if out.is_empty() {
-        return Err("no suite selected".into());
+        return Err(SelectError::NothingSelected);
     }
     Ok(out)
+}
+
+/// Why a suite selector selects nothing: nothing was run.
+#[derive(Debug, thiserror::Error)]
+pub enum SelectError {
+    /// The suites directory could not be read (an I/O failure).
+    #[error("cannot read suites directory {}: {source}", root.display())]
+    Read {
+        root: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The suites directory holds no suite at all.
+    #[error(
+        "no suite matches `{part}`: {} holds no suite (`<family>/<suite>/suite.yaml`)",
+        root.display()
+    )]
+    NoSuites { part: String, root: PathBuf },
+    /// A part of the selector names no suite (`hint`: a "did you mean" or nothing).
+    #[error("no suite matches `{part}` in {}{hint}; available: all, {available}", root.display())]
+    NoMatch {
+        part: String,
+        root: PathBuf,
+        hint: String,
+        available: String,
+    },
+    /// The selector is empty.
+    #[error("no suite selected")]
+    NothingSelected,
 }
 
 #[cfg(test)]

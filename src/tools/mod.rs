@@ -229,13 +229,13 @@ impl ToolSet {
         self.order.iter()
     }
     /// Keeps only the named tools, in the given order; an unknown name is an error.
-    pub fn restrict(mut self, keep: &[ToolName]) -> Result<ToolSet, String> {
+    pub fn restrict(mut self, keep: &[ToolName]) -> Result<ToolSet, ToolSetError> {
         let mut out = ToolSet::default();
         for name in keep {
             let tool = self
                 .tools
                 .remove(name)
-                .ok_or_else(|| format!("tool `{name}` is not provided by the suite's domains"))?;
+                .ok_or_else(|| ToolSetError::UnknownTool(name.clone()))?;
             out.order.push(name.clone());
             out.tools.insert(name.clone(), tool);
         }
@@ -302,17 +302,22 @@ pub fn domain_tools(domain: &str) -> Option<Vec<Tool>> {
     }
 }
 
+/// A suite's `domains` or `tools` naming what no domain provides; the suite loader adds
+/// the file and the field.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ToolSetError {
+    #[error("unknown tool domain `{0}`; known domains: {known}", known = DOMAINS.join(", "))]
+    UnknownDomain(String),
+    #[error("tool `{0}` is not provided by the suite's domains")]
+    UnknownTool(ToolName),
+}
+
 /// Builds the tool set of a list of domains; a tool defined by two domains (a shared
 /// calendar, say) is taken once.
-pub fn toolset(domains: &[String]) -> Result<ToolSet, String> {
+pub fn toolset(domains: &[String]) -> Result<ToolSet, ToolSetError> {
     let mut set = ToolSet::default();
     for d in domains {
-        let tools = domain_tools(d).ok_or_else(|| {
-            format!(
-                "unknown tool domain `{d}`; known domains: {}",
-                DOMAINS.join(", ")
-            )
-        })?;
+        let tools = domain_tools(d).ok_or_else(|| ToolSetError::UnknownDomain(d.clone()))?;
         for t in tools {
             set.insert(t);
         }

@@ -355,19 +355,34 @@ pub struct ParsedReply {
     pub served_model: Option<String>,
 }
 
-/// Parses a chat-completion body. `Err` carries a description for the episode error.
+/// A chat-completion body that breaks the protocol; the backend makes it the episode's
+/// `ModelError::Request`. `first` is the body's first bytes.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ReplyError {
+    /// Not the shape of a chat completion.
+    #[error("malformed reply ({why}), first bytes: {first:?}")]
+    Malformed { why: String, first: String },
+    /// A completion with no choice in it.
+    #[error("reply has no choices, first bytes: {first:?}")]
+    NoChoices { first: String },
+}
+
+/// Parses a chat-completion body. `Err` says how the body breaks the protocol.
 pub fn parse_chat_body(
     body: &Value,
     format: ToolFormat,
     step: usize,
-) -> Result<ParsedReply, String> {
+) -> Result<ParsedReply, ReplyError> {
     let first = || truncate(&body.to_string(), 200);
-    let resp: WireResponse = serde_json::from_value(body.clone())
-        .map_err(|e| format!("malformed reply ({e}), first bytes: {:?}", first()))?;
+    let resp: WireResponse =
+        serde_json::from_value(body.clone()).map_err(|e| ReplyError::Malformed {
+            why: e.to_string(),
+            first: first(),
+        })?;
     let choice = resp
         .choices
         .and_then(|c| c.into_iter().next())
-        .ok_or_else(|| format!("reply has no choices, first bytes: {:?}", first()))?;
+        .ok_or_else(|| ReplyError::NoChoices { first: first() })?;
     let msg = choice.message.unwrap_or_default();
     let content = content_text(&msg.content);
     let reasoning = msg
