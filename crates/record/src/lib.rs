@@ -1,7 +1,7 @@
 //! sieve-bench's on-disk formats as plain data: the episode and trace records, the call
 //! records and decisions inside them, the messages of a trace, the costs per role, the
-//! answer judge's verdicts, the error kinds and conventions, the file names of a run
-//! folder, and the one streaming reader and writer of its JSON-lines files.
+//! answer judge's verdicts, the error kinds and conventions, SIEVE's call notes
+//! ([`sieve`]), the file names of a run folder, and the one streaming reader and writer of its JSON-lines files.
 //!
 //! This crate depends on nothing of the harness (only serde, serde_json and thiserror),
 //! so it cannot import a layer above the records: the compiler keeps the layering. A new
@@ -14,6 +14,7 @@ mod jsonl;
 mod judged;
 mod message;
 mod role;
+pub mod sieve;
 
 pub use cost::{CostMeter, CostTotals, MeteredCall, Usage};
 pub use episode::{
