@@ -245,7 +245,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join(EPISODES);
         let mut calls = 0;
-        read_batches(&p, 2, |_| Ok::<_, ()>(calls += 1), |_| ()).unwrap();
+        read_batches(
+            &p,
+            2,
+            |_| {
+                calls += 1;
+                Ok::<_, ()>(())
+            },
+            |_| (),
+        )
+        .unwrap();
         assert_eq!(calls, 0, "a missing file has no lines");
         let mut text = String::new();
         let n = 3 * BATCH_BYTES / SAMPLE.len() + 7;
