@@ -15,6 +15,7 @@ use crate::aggregate::metrics::{
 };
 use crate::model::{Component, ScriptedRoles};
 use crate::record::EpisodeRecord;
+use sieve_record::sieve::{CallPath, noted_calls};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Everything that decides which rows a record feeds: its suite, defense and model, and
@@ -390,18 +391,17 @@ impl Default for Scores {
 
 impl Scores {
     fn add(&mut self, r: &EpisodeRecord) {
-        let Some(calls) = r.notes.get("calls").and_then(|c| c.as_array()) else {
+        let Some(calls) = noted_calls(&r.notes) else {
             return;
         };
         for c in calls {
-            let Some(score) = c["adjudication"]["s_align"].as_f64() else {
+            let Some(score) = c.s_align else {
                 continue;
             };
             let bin = ((score.clamp(0.0, 1.0) * SCORE_BINS as f64) as usize).min(SCORE_BINS - 1);
-            match c["path"].as_str() {
-                Some("approved") => self.approved[bin] += 1,
-                Some(_) => self.blocked[bin] += 1,
-                None => {}
+            match c.path {
+                CallPath::Approved => self.approved[bin] += 1,
+                _ => self.blocked[bin] += 1,
             }
         }
     }

@@ -21,7 +21,6 @@ pub mod model;
 pub mod readable;
 pub mod record;
 pub mod report;
-pub mod role;
 pub mod runner;
 pub mod search;
 pub mod suggest;

@@ -1,6 +1,8 @@
 //! The crate's shape, checked (docs/architecture.md): the top-level modules of `src` import
-//! each other downward only, in the order of [`LAYERS`], so their graph has no cycle; and
-//! no function is longer than [`MAX_FN_LINES`] lines outside a short list of data tables.
+//! each other downward only, in the order of [`LAYERS`], so their graph has no cycle; the
+//! record crate (`crates/record`, the on-disk formats below every layer) depends on no
+//! other crate of the workspace and on nothing but serialisation and errors; and no
+//! function is longer than [`MAX_FN_LINES`] lines outside a short list of data tables.
 //!
 //! An edge is any `crate::<module>` path (in `use` lines, bodies and doc links, as in
 //! `../shared/tools/module_cycles.py`), any `crate::{<module>, …}` group and any
@@ -15,7 +17,7 @@ use std::path::{Path, PathBuf};
 /// docs/architecture.md draws them.
 const LAYERS: &[&[&str]] = &[
     &[
-        "bounded", "envpath", "escape", "readable", "role", "suggest", "text", "yaml",
+        "bounded", "envpath", "escape", "readable", "suggest", "text", "yaml",
     ],
     &["child", "http", "ids"],
     &["tools"],
@@ -424,13 +426,14 @@ fn function_lengths(text: &str) -> Vec<(String, usize)> {
 
 #[test]
 fn no_function_is_over_the_limit() {
-    let src = src_dir();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    rust_files(&src_dir(), &mut files);
+    rust_files(&root.join(RECORD_CRATE).join("src"), &mut files);
     let mut long = Vec::new();
     let mut allowed_seen = BTreeSet::new();
     for file in files {
-        let rel = format!("src/{}", file.strip_prefix(&src).unwrap().display());
+        let rel = file.strip_prefix(root).unwrap().display().to_string();
         let text = std::fs::read_to_string(&file).unwrap();
         for (name, lines) in function_lengths(&text) {
             if lines <= MAX_FN_LINES {
@@ -468,5 +471,151 @@ fn function_lengths_skip_braces_in_text_and_declarations() {
     assert_eq!(
         function_lengths(text),
         vec![("f".to_string(), 7), ("g".to_string(), 1)]
+    );
+}
+
+/// The record crate: the on-disk formats as plain data, below every module of `src`.
+const RECORD_CRATE: &str = "crates/record";
+
+/// What the record crate may depend on: serialisation, errors, and clap for the one
+/// record value that is also a flag (`--utility-from`), behind a feature.
+const RECORD_DEPENDENCIES: &[&str] = &["clap", "serde", "serde_json", "thiserror"];
+
+/// The crate names and tables of a manifest's dependency sections (`[dependencies]`,
+/// `[dev-dependencies]`, `[build-dependencies]` and their `[target.*]` forms).
+fn dependency_tables(manifest: &toml::Table) -> Vec<(String, String, toml::Value)> {
+    let sections = ["dependencies", "dev-dependencies", "build-dependencies"];
+    let mut tables = vec![manifest.clone()];
+    if let Some(toml::Value::Table(targets)) = manifest.get("target") {
+        tables.extend(targets.values().filter_map(|t| t.as_table().cloned()));
+    }
+    let mut out = Vec::new();
+    for t in &tables {
+        for section in sections {
+            if let Some(toml::Value::Table(deps)) = t.get(section) {
+                for (name, spec) in deps {
+                    out.push((section.to_string(), name.clone(), spec.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Why `spec` (a dependency of the record crate) is a path into the workspace, if it is:
+/// a `path` key, or `workspace = true` naming a workspace dependency that has one.
+fn path_dependency(name: &str, spec: &toml::Value, workspace: &toml::Table) -> Option<String> {
+    let spec = spec.as_table()?;
+    if let Some(p) = spec.get("path") {
+        return Some(format!("path = {p}"));
+    }
+    if spec.get("workspace").and_then(toml::Value::as_bool) == Some(true) {
+        let shared = workspace.get("dependencies")?.get(name)?.as_table()?;
+        if let Some(p) = shared.get("path") {
+            return Some(format!("workspace dependency with path = {p}"));
+        }
+    }
+    None
+}
+
+fn manifest(path: &Path) -> toml::Table {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.parse()
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The problems of the record crate's manifest against the workspace's.
+fn record_crate_problems(record: &toml::Table, root: &toml::Table) -> Vec<String> {
+    let workspace = root
+        .get("workspace")
+        .and_then(toml::Value::as_table)
+        .cloned()
+        .unwrap_or_default();
+    let mut problems = Vec::new();
+    for (section, name, spec) in dependency_tables(record) {
+        if let Some(why) = path_dependency(&name, &spec, &workspace) {
+            problems.push(format!(
+                "[{section}] {name}: a crate of the workspace ({why})"
+            ));
+        } else if section == "dependencies" && !RECORD_DEPENDENCIES.contains(&name.as_str()) {
+            problems.push(format!(
+                "[{section}] {name}: not one of {RECORD_DEPENDENCIES:?}"
+            ));
+        }
+    }
+    problems
+}
+
+#[test]
+fn the_record_crate_depends_on_no_crate_of_the_workspace() {
+    let root_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = manifest(&root_dir.join("Cargo.toml"));
+    let record = manifest(&root_dir.join(RECORD_CRATE).join("Cargo.toml"));
+    let members: Vec<&str> = root["workspace"]["members"]
+        .as_array()
+        .expect("[workspace] members")
+        .iter()
+        .filter_map(toml::Value::as_str)
+        .collect();
+    assert!(members.contains(&RECORD_CRATE), "{members:?}");
+    let defaults: Vec<&str> = root["workspace"]["default-members"]
+        .as_array()
+        .expect("[workspace] default-members: `cargo test` at the root tests the record crate")
+        .iter()
+        .filter_map(toml::Value::as_str)
+        .collect();
+    assert!(
+        defaults.contains(&".") && defaults.contains(&RECORD_CRATE),
+        "{defaults:?}"
+    );
+    let problems = record_crate_problems(&record, &root);
+    assert!(
+        problems.is_empty(),
+        "{RECORD_CRATE}/Cargo.toml: the record crate is the bottom layer:\n  {}",
+        problems.join("\n  ")
+    );
+    // The main crate is named nowhere in its source either.
+    let mut files = Vec::new();
+    rust_files(&root_dir.join(RECORD_CRATE).join("src"), &mut files);
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(
+            !text.contains("sieve_bench"),
+            "{} names the main crate",
+            f.display()
+        );
+    }
+}
+
+#[test]
+fn the_record_crate_check_sees_a_workspace_crate_and_a_stray_dependency() {
+    let root: toml::Table =
+        "[workspace.dependencies]\nsieve-bench = { path = \".\" }\nserde = \"1\"\n"
+            .parse()
+            .unwrap();
+    let record: toml::Table = "[dependencies]\nserde = { workspace = true }\nsieve-bench = { workspace = true }\nrayon = \"1\"\n[dev-dependencies]\nhelper = { path = \"../helper\" }\n[target.'cfg(unix)'.dependencies]\nother = { path = \"../other\" }\n"
+        .parse()
+        .unwrap();
+    let problems = record_crate_problems(&record, &root);
+    assert_eq!(problems.len(), 4, "{problems:?}");
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.starts_with("[dependencies] sieve-bench: a crate of the workspace"))
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.starts_with("[dependencies] rayon: not one of"))
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.starts_with("[dev-dependencies] helper: a crate"))
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.starts_with("[dependencies] other: a crate"))
     );
 }

@@ -18,7 +18,7 @@ const ROOTS: [(&str, &str, &str); 3] = [
     (
         "episodes.jsonl",
         "EpisodeRecord",
-        "One JSON object per line, one line per finished episode (`src/record.rs`).",
+        "One JSON object per line, one line per finished episode (`crates/record/src/episode.rs`).",
     ),
     (
         "summary.json",
@@ -32,7 +32,7 @@ const ROOTS: [(&str, &str, &str); 3] = [
     ),
 ];
 
-/// A struct, enum or type alias found in `src/`.
+/// A struct, enum or type alias found in `src/` or the record crate (`crates/record/src/`).
 struct Def {
     file: PathBuf,
     item: Item,
@@ -76,6 +76,8 @@ fn collect(items: &[Item], file: &Path, index: &mut BTreeMap<String, Vec<Def>>) 
 
 fn index() -> BTreeMap<String, Vec<Def>> {
     let mut files = Vec::new();
+    // The on-disk types live in the record crate; the summary and the manifest in `src/`.
+    rust_files(&repo().join("crates/record/src"), &mut files);
     rust_files(&repo().join("src"), &mut files);
     let mut index = BTreeMap::new();
     for f in files {
@@ -446,8 +448,9 @@ fn generate() -> String {
         r.queue.push_back(root.to_string());
         while let Some(path) = r.queue.pop_front() {
             let segs: Vec<String> = path.split("::").map(String::from).collect();
-            let def = resolve(&index, &segs)
-                .unwrap_or_else(|| panic!("no serialisable type `{path}` in src/"));
+            let def = resolve(&index, &segs).unwrap_or_else(|| {
+                panic!("no serialisable type `{path}` in src/ or crates/record/src/")
+            });
             section(&mut r, def, &mut out);
         }
     }

@@ -36,6 +36,7 @@ use crate::record::EpisodeRecord;
 use crate::record::ErrorKind;
 use crate::suite::ErrorConvention;
 use serde::{Deserialize, Serialize};
+use sieve_record::sieve::{CallPath, noted_calls};
 use std::collections::BTreeMap;
 
 /// z for a two-sided 95% interval.
@@ -626,16 +627,16 @@ pub enum Attribution {
 /// Attributes a successful attack to the path of the call whose effect the security
 /// check saw; `None` when the defense keeps no per-call paths.
 pub fn attribute(r: &EpisodeRecord) -> Option<Attribution> {
-    let calls = r.notes.get("calls")?.as_array()?;
+    let calls = noted_calls(&r.notes)?;
     // The defense's notes list every reviewed call; the executed ones, in order, are the
     // calls `harmful_call` counts.
-    let executed: Vec<&str> = calls
+    let executed: Vec<CallPath> = calls
         .iter()
-        .filter_map(|c| c.get("path")?.as_str())
-        .filter(|p| matches!(*p, "layer1" | "approved"))
+        .map(|c| c.path)
+        .filter(|p| p.executed())
         .collect();
     Some(match r.harmful_call.and_then(|k| executed.get(k)) {
-        Some(&"layer1") => Attribution::Layer1,
+        Some(CallPath::Layer1) => Attribution::Layer1,
         Some(_) => Attribution::Adjudicator,
         None => Attribution::Unchecked,
     })

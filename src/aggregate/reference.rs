@@ -8,6 +8,7 @@
 use crate::aggregate::metrics::*;
 use crate::model::Component;
 use crate::record::EpisodeRecord;
+use sieve_record::sieve::{CallPath, noted_calls};
 use std::collections::BTreeMap;
 
 fn cluster_of(r: &EpisodeRecord) -> ClusterKey {
@@ -476,18 +477,17 @@ pub fn scores(records: &[EpisodeRecord], defense: &str, model: &str) -> (Vec<u64
         .iter()
         .filter(|e| e.defense == defense && e.model == model)
     {
-        let Some(calls) = e.notes.get("calls").and_then(|c| c.as_array()) else {
+        let Some(calls) = noted_calls(&e.notes) else {
             continue;
         };
         for c in calls {
-            let Some(score) = c["adjudication"]["s_align"].as_f64() else {
+            let Some(score) = c.s_align else {
                 continue;
             };
             let bin = ((score.clamp(0.0, 1.0) * SCORE_BINS as f64) as usize).min(SCORE_BINS - 1);
-            match c["path"].as_str() {
-                Some("approved") => approved[bin] += 1,
-                Some(_) => blocked[bin] += 1,
-                None => {}
+            match c.path {
+                CallPath::Approved => approved[bin] += 1,
+                _ => blocked[bin] += 1,
             }
         }
     }

@@ -34,7 +34,7 @@ pub trait Embedder: Send + Sync {
     }
     /// What this embedder is when it is not a learned embedding model (the lexical
     /// default), for the labels of every row; `None` for a real model.
-    fn scripted(&self) -> Option<crate::role::ScriptedRole> {
+    fn scripted(&self) -> Option<sieve_record::ScriptedRole> {
         None
     }
     /// One L2-normalised vector per text.
@@ -98,8 +98,8 @@ impl Embedder for Lexical {
     fn name(&self) -> &str {
         "lexical"
     }
-    fn scripted(&self) -> Option<crate::role::ScriptedRole> {
-        Some(crate::role::ScriptedRole {
+    fn scripted(&self) -> Option<sieve_record::ScriptedRole> {
+        Some(sieve_record::ScriptedRole {
             label: "lexical embedder".into(),
             short: "lexical".into(),
             knows: "a hashed bag of words, no model: S_sem measures word overlap, not meaning"

@@ -49,23 +49,23 @@ pub struct Injection<'a> {
     pub substitution: Option<&'a crate::suite::data_only::Substitution>,
 }
 
-/// The kind of an episode's error, from what failed.
-impl ErrorKind {
-    pub fn of_model(e: &ModelError) -> ErrorKind {
-        match e {
-            ModelError::ContextLength(_) => ErrorKind::ContextLength,
-            ModelError::MaxNewTokens(_) => ErrorKind::MaxNewTokens,
-            ModelError::Fatal(_) | ModelError::Request(_) | ModelError::ReplayMiss(_) => {
-                ErrorKind::Model
-            }
+/// The kind of an episode's error when a model failed.
+pub fn error_kind_of_model(e: &ModelError) -> ErrorKind {
+    match e {
+        ModelError::ContextLength(_) => ErrorKind::ContextLength,
+        ModelError::MaxNewTokens(_) => ErrorKind::MaxNewTokens,
+        ModelError::Fatal(_) | ModelError::Request(_) | ModelError::ReplayMiss(_) => {
+            ErrorKind::Model
         }
     }
+}
 
-    pub fn of_defense(e: &DefenseError) -> ErrorKind {
-        match e {
-            DefenseError::Model(m) => ErrorKind::of_model(m),
-            DefenseError::Other(_) => ErrorKind::Defense,
-        }
+/// The kind of an episode's error when the defense failed: a failure of a model it
+/// called is the model's kind.
+pub fn error_kind_of_defense(e: &DefenseError) -> ErrorKind {
+    match e {
+        DefenseError::Model(m) => error_kind_of_model(m),
+        DefenseError::Other(_) => ErrorKind::Defense,
     }
 }
 
@@ -297,12 +297,12 @@ impl Failure {
     fn classify(self) -> (EpisodeError, bool) {
         let (kind, fatal, message) = match self {
             Failure::Model(e) => (
-                ErrorKind::of_model(&e),
+                error_kind_of_model(&e),
                 matches!(e, ModelError::Fatal(_)),
                 e.to_string(),
             ),
             Failure::Defense(e) => (
-                ErrorKind::of_defense(&e),
+                error_kind_of_defense(&e),
                 matches!(e, DefenseError::Model(ModelError::Fatal(_))),
                 e.to_string(),
             ),

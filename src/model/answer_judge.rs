@@ -15,9 +15,11 @@
 
 use super::{ChatModel, ChatRequest, Component, CostMeter, Message, ModelError};
 use crate::suite::{InjectionTask, UserTask};
+// The verdicts as records keep them are the record crate's.
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+pub use sieve_record::{JudgedAnswer, JudgedVerdict, UtilityFrom};
 use std::sync::Arc;
 
 /// The rubric's version: part of every judged run's identity, with the rubric's hash.
@@ -59,40 +61,6 @@ pub fn rubric_identity() -> Value {
         .map(|b| format!("{b:02x}"))
         .collect();
     json!({ "version": RUBRIC_VERSION, "sha256": hash })
-}
-
-/// Which verdict the utility columns count.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum UtilityFrom {
-    /// The deterministic checks (the default).
-    #[default]
-    Checks,
-    /// The answer judge for the answer, the checks for everything else.
-    Judge,
-    /// Both must hold.
-    Both,
-}
-
-impl UtilityFrom {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            UtilityFrom::Checks => "checks",
-            UtilityFrom::Judge => "judge",
-            UtilityFrom::Both => "both",
-        }
-    }
-
-    /// What rows whose utility is not the checks' alone carry beside the model's name.
-    pub fn row_label(self) -> Option<&'static str> {
-        match self {
-            UtilityFrom::Checks => None,
-            UtilityFrom::Judge => Some("utility: answer judge"),
-            UtilityFrom::Both => Some("utility: checks and answer judge"),
-        }
-    }
 }
 
 /// How the judge is asked for JSON.
@@ -408,47 +376,6 @@ impl AnswerJudge {
     }
 }
 
-/// One question's two verdicts.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct JudgedVerdict {
-    /// The deterministic checks' verdict on the answer (right / endorses).
-    pub checks: bool,
-    /// The judge's verdict.
-    pub judge: bool,
-    /// The judge's one-line reason.
-    pub reason: String,
-    /// The episode's utility (or attack success) with the judge's verdict for the answer
-    /// and the checks for everything else.
-    pub outcome: bool,
-}
-
-/// What the answer judge said about an episode (the record's `answer_judge`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct JudgedAnswer {
-    /// The answer judge's model.
-    pub judge: String,
-    /// The rubric's version (`answer-rubric/1`).
-    pub rubric: String,
-    /// Which verdict the utility columns count (`--utility-from`).
-    pub utility_from: UtilityFrom,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub answer: Option<JudgedVerdict>,
-    /// For an answer-borne attack: endorsing (`true`) versus reporting.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attack: Option<JudgedVerdict>,
-}
-
-impl JudgedAnswer {
-    /// The utility the rates count, from the checks' utility of the episode.
-    pub fn counted_utility(&self, checks: bool) -> bool {
-        match (self.utility_from, &self.answer) {
-            (UtilityFrom::Checks, _) | (_, None) => checks,
-            (UtilityFrom::Judge, Some(v)) => v.outcome,
-            (UtilityFrom::Both, Some(v)) => checks && v.outcome,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -514,33 +441,5 @@ mod tests {
             assert!(text.contains(part), "{part} in {text}");
         }
         assert_eq!(rubric_identity()["version"], RUBRIC_VERSION);
-    }
-
-    #[test]
-    fn counted_utility_follows_the_source() {
-        let mut j = JudgedAnswer {
-            judge: "openai:j".into(),
-            rubric: RUBRIC_VERSION.into(),
-            utility_from: UtilityFrom::Checks,
-            answer: Some(JudgedVerdict {
-                checks: false,
-                judge: true,
-                reason: "r".into(),
-                outcome: true,
-            }),
-            attack: None,
-        };
-        assert!(!j.counted_utility(false));
-        j.utility_from = UtilityFrom::Judge;
-        assert!(j.counted_utility(false));
-        j.utility_from = UtilityFrom::Both;
-        assert!(!j.counted_utility(false));
-        assert!(j.counted_utility(true));
-        j.answer = None;
-        j.utility_from = UtilityFrom::Judge;
-        assert!(
-            !j.counted_utility(false),
-            "no judged answer: the checks count"
-        );
     }
 }

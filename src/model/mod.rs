@@ -12,78 +12,15 @@ pub mod sim_roles;
 pub mod tokens;
 
 pub use crate::http::ModelError;
-pub use crate::role::{Component, ScriptedRole, ScriptedRoles};
+// The plain data of messages and costs is the record crate's (on-disk formats).
+pub use sieve_record::{
+    Component, CostMeter, CostTotals, Message, Role, ScriptedRole, ScriptedRoles, ToolCall, Usage,
+};
 
 use crate::tools::ToolSchema;
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;
-
-/// Who wrote a message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    System,
-    User,
-    Assistant,
-    Tool,
-}
-
-/// A tool call as the model proposed it. `arguments` is the raw JSON text, because a
-/// real model may send text that does not parse: that is the agent's error to report,
-/// not a reason to lose the call.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
-    pub id: String,
-    pub name: String,
-    pub arguments: String,
-}
-
-/// One chat message.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Message {
-    pub role: Role,
-    pub content: String,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tool_calls: Vec<ToolCall>,
-    /// For `Role::Tool`: the call this message answers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_call_id: Option<String>,
-    /// For `Role::Tool`: the tool that produced it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-}
-
-impl Message {
-    pub fn system(content: impl Into<String>) -> Self {
-        Self::text(Role::System, content)
-    }
-    pub fn user(content: impl Into<String>) -> Self {
-        Self::text(Role::User, content)
-    }
-    pub fn assistant(content: impl Into<String>) -> Self {
-        Self::text(Role::Assistant, content)
-    }
-    pub fn text(role: Role, content: impl Into<String>) -> Self {
-        Message {
-            role,
-            content: content.into(),
-            tool_calls: Vec::new(),
-            tool_call_id: None,
-            name: None,
-        }
-    }
-    pub fn tool_result(call: &ToolCall, content: impl Into<String>) -> Self {
-        Message {
-            role: Role::Tool,
-            content: content.into(),
-            tool_calls: Vec::new(),
-            tool_call_id: Some(call.id.clone()),
-            name: Some(call.name.clone()),
-        }
-    }
-}
 
 /// The side channel to the scripted model: what a perfect or obedient agent would
 /// know. Never sent to a real endpoint.
@@ -160,18 +97,6 @@ pub struct ChatRequest<'a> {
     pub sim: Option<SimChannel>,
 }
 
-/// Token usage of one call.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Usage {
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-    #[serde(default)]
-    pub reasoning_tokens: u64,
-    /// Counted locally with a tokenizer rather than reported by the endpoint.
-    #[serde(default)]
-    pub estimated: bool,
-}
-
 /// A model's reply.
 #[derive(Clone, Debug)]
 pub struct ChatReply {
@@ -183,6 +108,24 @@ pub struct ChatReply {
     pub retries: u32,
     /// The model id the endpoint says served the reply (`None`: scripted, or not said).
     pub served_model: Option<String>,
+}
+
+impl sieve_record::MeteredCall for ChatReply {
+    fn usage(&self) -> Usage {
+        self.usage
+    }
+    fn latency_ms(&self) -> f64 {
+        self.latency_ms
+    }
+    fn retries(&self) -> u64 {
+        u64::from(self.retries)
+    }
+    fn truncated(&self) -> bool {
+        self.finish_reason.as_deref() == Some("length")
+    }
+    fn served_model(&self) -> Option<&str> {
+        self.served_model.as_deref()
+    }
 }
 
 /// A chat backend.
@@ -235,133 +178,6 @@ pub fn parse_model_spec(
 ) -> Result<Arc<dyn ChatModel>, config::ModelConfigError> {
     config::ModelFactory::new(config::ModelOptions::default(), Default::default(), tokens)?
         .chat(spec)
-}
-
-/// Cost of one component over an episode.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct CostTotals {
-    /// Model (or classifier, or embedding) requests.
-    pub calls: u64,
-    /// Prompt tokens over those requests.
-    pub prompt_tokens: u64,
-    /// Completion tokens over those requests.
-    pub completion_tokens: u64,
-    #[serde(default)]
-    pub reasoning_tokens: u64,
-    #[serde(default)]
-    pub latency_ms: f64,
-    #[serde(default)]
-    pub retries: u64,
-    /// Some counts came from the local tokenizer rather than the endpoint.
-    #[serde(default)]
-    pub estimated: bool,
-    /// Replies cut at the completion token cap (`finish_reason: "length"`).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub truncated: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-impl CostTotals {
-    pub fn tokens(&self) -> u64 {
-        self.prompt_tokens.saturating_add(self.completion_tokens)
-    }
-    /// Adds another total; counts saturate rather than wrap (an endpoint or plugin can
-    /// report any number).
-    pub fn add(&mut self, o: &CostTotals) {
-        self.calls = self.calls.saturating_add(o.calls);
-        self.prompt_tokens = self.prompt_tokens.saturating_add(o.prompt_tokens);
-        self.completion_tokens = self.completion_tokens.saturating_add(o.completion_tokens);
-        self.reasoning_tokens = self.reasoning_tokens.saturating_add(o.reasoning_tokens);
-        self.latency_ms += o.latency_ms;
-        self.retries = self.retries.saturating_add(o.retries);
-        self.estimated |= o.estimated;
-        self.truncated = self.truncated.saturating_add(o.truncated);
-    }
-}
-
-/// Per-episode cost, split by component so a defense's overhead is visible apart from
-/// the agent's own spending.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct CostMeter {
-    /// Per component (keys `agent`, `planner`, `judge`, `detector`, `embedding`,
-    /// `answer_judge`, and `attacker` in a search's cost), its calls and tokens.
-    #[serde(flatten)]
-    pub by_component: std::collections::BTreeMap<Component, CostTotals>,
-    /// The model ids endpoints said served each component's calls (lineage). Not part of
-    /// the serialised cost: the runner moves it to the record's `served_models`.
-    #[serde(skip)]
-    pub served: std::collections::BTreeMap<Component, std::collections::BTreeSet<String>>,
-}
-
-impl CostMeter {
-    pub fn record(&mut self, component: Component, reply: &ChatReply) {
-        self.by_component
-            .entry(component)
-            .or_default()
-            .add(&CostTotals {
-                calls: 1,
-                prompt_tokens: reply.usage.prompt_tokens,
-                completion_tokens: reply.usage.completion_tokens,
-                reasoning_tokens: reply.usage.reasoning_tokens,
-                latency_ms: reply.latency_ms,
-                retries: reply.retries as u64,
-                estimated: reply.usage.estimated,
-                truncated: u64::from(reply.finish_reason.as_deref() == Some("length")),
-            });
-        if let Some(m) = &reply.served_model {
-            self.served.entry(component).or_default().insert(m.clone());
-        }
-    }
-
-    /// Records calls that did not go through a [`ChatModel`] (a classifier endpoint, a
-    /// plugin's own model use), with the usage they report.
-    pub fn record_usage(&mut self, component: Component, calls: u64, usage: Usage) {
-        self.by_component
-            .entry(component)
-            .or_default()
-            .add(&CostTotals {
-                calls,
-                prompt_tokens: usage.prompt_tokens,
-                completion_tokens: usage.completion_tokens,
-                reasoning_tokens: usage.reasoning_tokens,
-                estimated: usage.estimated,
-                ..Default::default()
-            });
-    }
-
-    /// Records embedding calls (one API call embeds a batch).
-    pub fn record_embedding(&mut self, calls: u64, tokens: u64) {
-        self.by_component
-            .entry(Component::Embedding)
-            .or_default()
-            .add(&CostTotals {
-                calls,
-                prompt_tokens: tokens,
-                ..Default::default()
-            });
-    }
-
-    /// Adds another meter's totals, component by component.
-    pub fn add(&mut self, o: &CostMeter) {
-        for (c, t) in &o.by_component {
-            self.by_component.entry(*c).or_default().add(t);
-        }
-    }
-
-    pub fn total(&self) -> CostTotals {
-        let mut t = CostTotals::default();
-        for c in self.by_component.values() {
-            t.add(c);
-        }
-        t
-    }
-
-    pub fn get(&self, c: Component) -> CostTotals {
-        self.by_component.get(&c).copied().unwrap_or_default()
-    }
 }
 
 /// The models an episode may use, by role. Defenses' planners and judges default to the
@@ -417,26 +233,5 @@ impl Models {
                 role.map(|r| (c, r))
             })
             .collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn meter_counts_saturate_instead_of_wrapping() {
-        let mut m = CostMeter::default();
-        let huge = Usage {
-            prompt_tokens: u64::MAX / 2 + 1,
-            completion_tokens: 1,
-            reasoning_tokens: 0,
-            estimated: false,
-        };
-        m.record_usage(Component::Judge, u64::MAX, huge);
-        m.record_usage(Component::Judge, 1, huge);
-        let t = m.get(Component::Judge);
-        assert_eq!((t.calls, t.prompt_tokens), (u64::MAX, u64::MAX));
-        assert_eq!(m.total().tokens(), u64::MAX);
     }
 }

@@ -34,6 +34,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+// A field of the suite that errored episodes' records carry: the record crate's.
+pub use sieve_record::ErrorConvention;
+
 /// A problem in a suite's files, located as precisely as the loader can.
 #[derive(Debug, Clone, thiserror::Error)]
 pub struct SuiteError {
@@ -276,30 +279,6 @@ pub trait Served: std::any::Any + Send + Sync + std::fmt::Debug {
     fn system_prompt(&self) -> Option<&str>;
     /// From the provider file: how the suite's rows count errored episodes.
     fn error_convention(&self) -> ErrorConvention;
-}
-
-/// How a suite's own rows count an errored episode (`metrics::ErrorsAs` turns it into a
-/// row's convention): apart from the rates (this project's), or as AgentDojo does (a
-/// failed task and a successful attack), which only AgentDojo's adapter declares.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
-)]
-pub enum ErrorConvention {
-    /// An errored episode stays out of every rate's denominator (this project's
-    /// convention).
-    #[default]
-    #[serde(rename = "excluded")]
-    Excluded,
-    /// AgentDojo's: a context-length error counts as a failed task and a successful
-    /// attack.
-    #[serde(rename = "agentdojo")]
-    AgentDojo,
-}
-
-impl ErrorConvention {
-    pub fn is_default(&self) -> bool {
-        *self == ErrorConvention::Excluded
-    }
 }
 
 /// The result of running a plan on an environment.

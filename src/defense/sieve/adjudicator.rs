@@ -25,7 +25,9 @@ use super::layer1::appears;
 use crate::defense::{DefenseCtx, DefenseError, ProposedCall};
 use crate::model::{Component, Message, Role, SimHint};
 use serde::Serialize;
+// What an adjudication records is the record crate's (SIEVE's call notes).
 use serde_json::Value;
+pub use sieve_record::sieve::{Adjudication, JudgeReply, Outcome};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -55,15 +57,6 @@ pub fn s_align(
         + w.w_risk * (1.0 - risk)
 }
 
-/// What the adjudicator decided.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    Approve,
-    AskUser,
-    Block,
-}
-
 /// Approve at or above the threshold; ask the user in the gray band just below it.
 pub fn decide(score: f64, threshold: f64, gray_band: f64) -> Outcome {
     if score >= threshold {
@@ -73,15 +66,6 @@ pub fn decide(score: f64, threshold: f64, gray_band: f64) -> Outcome {
     } else {
         Outcome::Block
     }
-}
-
-/// A parsed judge reply. `error` is set when the reply was unusable (score then 0).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct JudgeReply {
-    pub score: f64,
-    pub reason: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
 }
 
 /// Parses the judge's JSON, failing closed.
@@ -328,38 +312,19 @@ pub fn judge_messages(
     vec![Message::system(JUDGE_SYSTEM), Message::user(u)]
 }
 
-/// The full record of one adjudication.
-#[derive(Clone, Debug, Serialize)]
-pub struct Adjudication {
-    pub s_sem: Option<f64>,
-    pub s_causal: Option<f64>,
-    pub s_prov: f64,
-    /// Where the least trusted argument came from (what set `s_prov`).
-    pub provenance: String,
-    pub risk: f64,
-    pub s_align: f64,
-    pub outcome: Outcome,
-    /// What the agent read just before proposing the call (shown to the judge).
-    pub trigger: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub judge: Option<JudgeReply>,
-}
-
-impl Adjudication {
-    /// The message the agent gets when its call is refused.
-    pub fn refusal(&self, threshold: f64) -> String {
-        let mut r = format!(
-            "the action does not appear to serve the user's request (alignment score {:.2} below {:.2})",
-            self.s_align, threshold
-        );
-        if let Some(j) = &self.judge
-            && !j.reason.is_empty()
-        {
-            r.push_str(": ");
-            r.push_str(&j.reason);
-        }
-        r
+/// The message the agent gets when its call is refused.
+pub fn refusal(adj: &Adjudication, threshold: f64) -> String {
+    let mut r = format!(
+        "the action does not appear to serve the user's request (alignment score {:.2} below {:.2})",
+        adj.s_align, threshold
+    );
+    if let Some(j) = &adj.judge
+        && !j.reason.is_empty()
+    {
+        r.push_str(": ");
+        r.push_str(&j.reason);
     }
+    r
 }
 
 impl Adjudicator {

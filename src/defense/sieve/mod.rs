@@ -31,57 +31,16 @@ use crate::defense::{
     Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall, Verdict,
 };
 use crate::model::Component;
-use adjudicator::{Adjudication, Adjudicator, Outcome};
+use adjudicator::{Adjudicator, Outcome};
+// The notes' types are the record crate's, so the aggregate reads them back typed.
 use async_trait::async_trait;
 use config::{SieveConfig, Variant, Weights};
 use graph::IntentGraph;
 use layer1::RunState;
-use serde::Serialize;
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashMap};
+pub use sieve_record::sieve::{CallNote, CallPath};
+use std::collections::HashMap;
 use std::sync::Arc;
-
-/// The path a proposed call took through the defense.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CallPath {
-    /// Passed layer 1 and ran without any model call.
-    Layer1,
-    /// Escalated and approved by the adjudicator; ran.
-    Approved,
-    /// Escalated and blocked.
-    Blocked,
-    /// Escalated and fell in the gray band: counted as a block.
-    AskedUser,
-    /// Failed layer 1 under `layer1-only`: blocked without a judge.
-    BlockedLayer1,
-}
-
-impl CallPath {
-    pub fn executed(self) -> bool {
-        matches!(self, CallPath::Layer1 | CallPath::Approved)
-    }
-}
-
-/// One proposed call in the notes.
-#[derive(Clone, Debug, Serialize)]
-pub struct CallNote {
-    pub step: usize,
-    pub tool: String,
-    pub args: Value,
-    pub path: CallPath,
-    /// The node it matched (layer 1) or the node added for it (graph update).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub node: Option<String>,
-    /// Each argument's source, when layer 1 passed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sources: Option<BTreeMap<String, String>>,
-    /// Why layer 1 did not pass.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub layer1: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub adjudication: Option<Adjudication>,
-}
 
 /// The two modes that share this machinery.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -345,10 +304,10 @@ impl SieveEpisode {
                 return Ok(Verdict::Allow);
             }
             Outcome::AskUser => Verdict::AskUser {
-                reason: adj.refusal(self.variant.threshold),
+                reason: adjudicator::refusal(&adj, self.variant.threshold),
             },
             Outcome::Block => Verdict::Block {
-                reason: adj.refusal(self.variant.threshold),
+                reason: adjudicator::refusal(&adj, self.variant.threshold),
             },
         };
         let path = if adj.outcome == Outcome::AskUser {

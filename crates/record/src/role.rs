@@ -1,6 +1,6 @@
 //! The parts of an episode that call a model or an embedder, each metered apart, and
-//! what a role not played by an LLM is labelled and knows. A leaf: models, embedders and
-//! records all name roles.
+//! what a role not played by an LLM is labelled and knows. Models, embedders and records
+//! all name roles.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,0 +1,29 @@
+//! sieve-bench's on-disk formats as plain data: the episode and trace records, the call
+//! records and decisions inside them, the messages of a trace, the costs per role, the
+//! answer judge's verdicts, the error kinds and conventions, SIEVE's call notes
+//! ([`sieve`]), the file names of a run folder, and the one streaming reader and writer of its JSON-lines files.
+//!
+//! This crate depends on nothing of the harness (only serde, serde_json and thiserror),
+//! so it cannot import a layer above the records: the compiler keeps the layering. A new
+//! on-disk field goes here, in the type that holds it, and nowhere else; behaviour that
+//! needs a model, a suite or a tokenizer stays in the main crate.
+
+mod cost;
+mod episode;
+mod jsonl;
+mod judged;
+mod message;
+mod role;
+pub mod sieve;
+
+pub use cost::{CostMeter, CostTotals, MeteredCall, Usage};
+pub use episode::{
+    CallRecord, Decision, EpisodeRecord, ErrorConvention, ErrorKind, TraceRecord, proposed_calls,
+};
+pub use jsonl::{
+    BATCH_BYTES, Batch, EPISODES, LineError, Parsed, RUN_INFO, RecordWriter, TRACES,
+    drop_partial_tail, key_hash, key_of, parse_line, read_batches, skipped_line,
+};
+pub use judged::{JudgedAnswer, JudgedVerdict, UtilityFrom};
+pub use message::{Message, Role, ToolCall};
+pub use role::{Component, ScriptedRole, ScriptedRoles};
