@@ -88,10 +88,10 @@ async fn replay(
         .await?;
     let plan = match &started.plan {
         Some(calls) => {
-            check_plan(&served.tools, "the recomputed `plan`", calls).map_err(|message| {
+            check_plan(&served.tools, "the recomputed `plan`", calls).map_err(|e| {
                 ExternalError::Refused {
                     op: "start".into(),
-                    message,
+                    message: e.to_string(),
                 }
             })?;
             plan_of(calls)
