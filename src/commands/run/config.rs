@@ -105,10 +105,8 @@ pub async fn resolve(paths: &Paths, args: &RunArgs) -> Result<RunConfig, CliErro
     let tokens = paths.token_counter()?;
     let suites = crate::commands::load_selected(paths, &args.suite, args.concurrency).await?;
     prove(paths, &suites)?;
-    let all_attacks =
-        crate::attack::load_all(&paths.attacks).map_err(|e| CliError::bad_input(e.to_string()))?;
-    let selection =
-        crate::attack::select(&all_attacks, &args.attack).map_err(CliError::bad_input)?;
+    let all_attacks = crate::attack::load_all(&paths.attacks)?;
+    let selection = crate::attack::select(&all_attacks, &args.attack)?;
     check_provider_attacks(&suites, &selection.templates)?;
     let mut suites = suites;
     if selection.data_only {
@@ -208,9 +206,8 @@ fn resolve_models(
     args: &RunArgs,
     tokens: Arc<crate::model::tokens::TokenCounter>,
 ) -> Result<ResolvedModels, CliError> {
-    let named = crate::model::config::load_named(&paths.configs).map_err(CliError::bad_input)?;
-    let factory = ModelFactory::new(args.model_options.clone(), named.clone(), tokens)
-        .map_err(CliError::bad_input)?;
+    let named = crate::model::config::load_named(&paths.configs)?;
+    let factory = ModelFactory::new(args.model_options.clone(), named.clone(), tokens)?;
     let models = build_models_with(
         &factory,
         &args.model,

@@ -14,8 +14,7 @@ pub fn build_models(
     judge: Option<&str>,
 ) -> Result<Models, CliError> {
     let tokens = Arc::new(TokenCounter::new()?);
-    let factory = ModelFactory::new(ModelOptions::default(), Default::default(), tokens)
-        .map_err(CliError::bad_input)?;
+    let factory = ModelFactory::new(ModelOptions::default(), Default::default(), tokens)?;
     build_models_with(&factory, model, planner, judge)
 }
 
@@ -27,7 +26,7 @@ pub fn build_models_with(
     planner: Option<&str>,
     judge: Option<&str>,
 ) -> Result<Models, CliError> {
-    let make = |spec: &str| factory.chat(spec).map_err(CliError::bad_input);
+    let make = |spec: &str| factory.chat(spec).map_err(CliError::from);
     let agent = make(model)?;
     let planner = match planner {
         Some(p) => make(p)?,
@@ -37,9 +36,7 @@ pub fn build_models_with(
         Some(j) => make(j)?,
         None => agent.clone(),
     };
-    let embedder = factory
-        .embedder(factory.options().embedder.as_deref())
-        .map_err(CliError::bad_input)?;
+    let embedder = factory.embedder(factory.options().embedder.as_deref())?;
     Ok(Models {
         agent,
         planner,
