@@ -11,7 +11,7 @@
 //!
 //! The cases' goals are the harness's own `called` checks on the user's write call, which
 //! the provider knows nothing of: their episodes start with no injection task and are
-//! judged on the calls the provider ran ([`crate::episode::provider`]).
+//! judged on the calls the provider ran (the episode's world for a provider, a layer up).
 
 use super::protocol::{CallReply, Request, Started, Verdicts};
 use super::{ExternalError, ExternalSuite, check_plan, plan_of};
