@@ -52,9 +52,13 @@ pub enum CliError {
 }
 
 /// An input/output failure's kind decides its code: a file that is not there was named
-/// wrongly (bad input); any other failure to read or write one is the machine's (failed).
+/// wrongly, and one over the input limit or not text is malformed (bad input, as a suite
+/// file's is); any other failure to read or write one is the machine's (failed).
 fn io_failure(e: &std::io::Error, message: String) -> CliError {
-    if e.kind() == std::io::ErrorKind::NotFound {
+    if matches!(
+        e.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::InvalidData
+    ) {
         CliError::BadInput(message)
     } else {
         CliError::Failed(message)
@@ -407,6 +411,8 @@ mod tests {
         assert_eq!(code(read(std::io::ErrorKind::IsADirectory)), 1);
         assert_eq!(code(read(std::io::ErrorKind::PermissionDenied)), 1);
         assert_eq!(code(read(std::io::ErrorKind::NotFound)), EXIT_BAD_INPUT);
+        // Over the input limit, or not text: the file's content is at fault.
+        assert_eq!(code(read(std::io::ErrorKind::InvalidData)), EXIT_BAD_INPUT);
         let e = CliError::from(ReportError::NotARun {
             dir: "x".into(),
             summary_would_do: true,
