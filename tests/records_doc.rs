@@ -28,7 +28,7 @@ const ROOTS: [(&str, &str, &str); 3] = [
     (
         "run.json",
         "Manifest",
-        "The folder's manifest: the run's identity and every invocation into it (`src/runner/manifest.rs`).",
+        "The folder's manifest: the run's identity and every invocation into it (`crates/record/src/manifest.rs`).",
     ),
 ];
 
@@ -76,7 +76,7 @@ fn collect(items: &[Item], file: &Path, index: &mut BTreeMap<String, Vec<Def>>) 
 
 fn index() -> BTreeMap<String, Vec<Def>> {
     let mut files = Vec::new();
-    // The on-disk types live in the record crate; the summary and the manifest in `src/`.
+    // The on-disk types live in the record crate (the manifest among them); the summary in `src/`.
     rust_files(&repo().join("crates/record/src"), &mut files);
     rust_files(&repo().join("src"), &mut files);
     let mut index = BTreeMap::new();

@@ -376,7 +376,7 @@ pub fn merge(out: &Path, inputs: &[PathBuf], partial: bool) -> Result<Merged, Cl
         merged.simulated |= m.simulated;
         merge_ledgers_and_lineage(&mut merged, m);
     }
-    merged.identity = merged.settings.fingerprint();
+    merged.identity = crate::runner::identity::fingerprint(&merged.settings);
     merged.shard = None;
     let now = manifest::now();
     merged.invocations.push(Invocation {

@@ -1,95 +1,13 @@
-//! `run.json`: the typed manifest of a results folder. It holds the run's identity (the
-//! resolved settings every episode in the folder was recorded under), the version and
-//! commit that produced it, and every invocation into the folder with its times.
+//! Reading and writing `run.json`, the typed manifest of a results folder (its type,
+//! [`Manifest`], is the record crate's: the run's identity, the version and commit that
+//! produced it, every invocation into the folder, its ledger and served models), and the
+//! facts of this build and moment a new invocation records in it.
 
-use super::identity::RunSettings;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 
-/// One command that wrote into the folder.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Invocation {
-    /// The command line, word by word.
-    pub command: Vec<String>,
-    /// When it started (RFC 3339, UTC).
-    pub started: String,
-    #[serde(default)]
-    pub finished: Option<String>,
-    #[serde(default)]
-    pub ran: usize,
-    #[serde(default)]
-    pub errored: usize,
-    /// `done`, `interrupted`, `stopped: <why>`, or `running` while it lives.
-    #[serde(default)]
-    pub outcome: String,
-}
-
-/// The manifest.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Manifest {
-    /// The folder's run id.
-    pub run_id: String,
-    /// The sieve-bench version that first wrote the folder.
-    pub crate_version: String,
-    /// The commit of the source tree the binary was built from, when known.
-    #[serde(default)]
-    pub git_commit: Option<String>,
-    /// A short hash of `settings`.
-    pub identity: String,
-    /// Every resolved setting that can change an outcome; a rerun under other settings is
-    /// refused.
-    pub settings: RunSettings,
-    /// Which roles are scripted, and whether a scripted role reads the answer key.
-    #[serde(default)]
-    pub roles: Value,
-    /// Some role is scripted.
-    pub simulated: bool,
-    /// How errored episodes are counted in rates: `excluded` or `agentdojo` for every row,
-    /// or `by_family` (each suite family's own; see `metrics::ErrorPolicy`).
-    #[serde(default)]
-    pub errors_as: String,
-    /// Dollars per million prompt / completion tokens, when the run was priced.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub price_per_mtok: Option<[f64; 2]>,
-    /// `(k, n)` when the folder holds shard k of n (`run --shard k/n`), for `merge`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<(usize, usize)>,
-    /// When the first invocation started (RFC 3339, UTC).
-    pub started: String,
-    #[serde(default)]
-    pub finished: Option<String>,
-    /// Every command that wrote into the folder, oldest first.
-    pub invocations: Vec<Invocation>,
-    /// What the folder has spent, over every invocation (and, merged, every shard).
-    #[serde(default)]
-    pub budget: super::budget::Ledger,
-    /// A merged folder's ledgers by shard (`k/n`), so merging a shard again replaces
-    /// its part instead of counting it twice; `budget` is their sum.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub budget_parts: BTreeMap<String, super::budget::Ledger>,
-    /// Per role played by an LLM: the model id requested and the ids the endpoint said
-    /// served it (an alias resolves to a dated snapshot).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub served_models: BTreeMap<crate::model::Component, Lineage>,
-}
-
-/// The model a role asked for and the models that answered.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Lineage {
-    /// The model id the role asked for.
-    pub requested: String,
-    /// The model ids the endpoint said answered.
-    pub served: BTreeSet<String>,
-}
-
-impl Lineage {
-    /// Whether some reply came from a model other than the one requested.
-    pub fn differs(&self) -> bool {
-        self.served.iter().any(|s| s != &self.requested)
-    }
-}
+// The manifest is an on-disk format: the record crate's.
+pub use sieve_record::{Invocation, Lineage, Manifest};
 
 /// Lines saying where a served model differs from the requested one, per role.
 pub fn lineage_notes(served: &BTreeMap<crate::model::Component, Lineage>) -> Vec<String> {

@@ -1,7 +1,9 @@
 //! sieve-bench's on-disk formats as plain data: the episode and trace records, the call
 //! records and decisions inside them, the messages of a trace, the costs per role, the
 //! answer judge's verdicts, the error kinds and conventions, SIEVE's call notes
-//! ([`sieve`]), the file names of a run folder, and the one streaming reader and writer of its JSON-lines files.
+//! ([`sieve`]), the run folder's manifest (`run.json`: the run settings that make its
+//! identity, the invocations, the spending ledger, the models served), the file names of
+//! a run folder, and the one streaming reader and writer of its JSON-lines files.
 //!
 //! This crate depends on nothing of the harness (only serde, serde_json and thiserror),
 //! so it cannot import a layer above the records: the compiler keeps the layering. A new
@@ -12,8 +14,11 @@ mod cost;
 mod episode;
 mod jsonl;
 mod judged;
+mod ledger;
+mod manifest;
 mod message;
 mod role;
+mod settings;
 pub mod sieve;
 
 pub use cost::{CostMeter, CostTotals, MeteredCall, Usage};
@@ -25,5 +30,8 @@ pub use jsonl::{
     drop_partial_tail, key_hash, key_of, parse_line, read_batches, skipped_line,
 };
 pub use judged::{JudgedAnswer, JudgedVerdict, UtilityFrom};
+pub use ledger::Ledger;
+pub use manifest::{Invocation, Lineage, Manifest};
 pub use message::{Message, Role, ToolCall};
 pub use role::{Component, ScriptedRole, ScriptedRoles};
+pub use settings::{Change, RunSettings};

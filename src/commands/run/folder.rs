@@ -88,7 +88,7 @@ pub(super) fn open_manifest(config: &RunConfig) -> Result<Manifest, CliError> {
                 )));
             }
             m.settings = settings.merged_with(&m.settings);
-            m.identity = m.settings.fingerprint();
+            m.identity = runner::identity::fingerprint(&m.settings);
             m.errors_as = errors_as;
             m.price_per_mtok = price.or(m.price_per_mtok);
             m.roles = serde_json::to_value(&config.roles).expect("roles serialise");
@@ -110,7 +110,7 @@ pub(super) fn open_manifest(config: &RunConfig) -> Result<Manifest, CliError> {
             run_id: config.run_id.clone(),
             crate_version: env!("CARGO_PKG_VERSION").to_string(),
             git_commit: runner::manifest::git_commit(),
-            identity: settings.fingerprint(),
+            identity: runner::identity::fingerprint(&settings),
             settings,
             roles: serde_json::to_value(&config.roles).expect("roles serialise"),
             simulated: models.any_simulated(),
