@@ -292,8 +292,9 @@ enum Failure {
 }
 
 impl Failure {
-    /// The one place that decides an episode error's kind and whether it stops the whole
-    /// run (bad credentials: failing every episode would waste money).
+    /// The one place that decides an episode error's kind and whether it is one that would
+    /// fail every episode (bad credentials: running on would waste money). Whether the run
+    /// stops is the runner's to decide (`runner::execution`), from this and the breaker.
     fn classify(self) -> (EpisodeError, bool) {
         let (kind, fatal, message) = match self {
             Failure::Model(e) => (
