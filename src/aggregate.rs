@@ -879,11 +879,15 @@ mod tests {
     async fn reading_runs_in_parallel_batches_counts_each_key_once_as_its_last_record() {
         let dir = tempfile::tempdir().unwrap();
         let records = real_run(dir.path()).await;
-        let loaded = crate::report::runs::load(&[dir.path().join("merged")], 0).unwrap();
+        let keep = crate::report::runs::Keep {
+            pairs: true,
+            ..Default::default()
+        };
+        let loaded = crate::report::runs::load(&[dir.path().join("merged")], keep).unwrap();
         assert!(loaded.duplicates > 0);
         assert_eq!(loaded.records, records.len());
-        // The pair table read from the file keeps each key's last record too.
-        let read = pairs::PairTable::read(&dir.path().join("merged").join(EPISODES)).unwrap();
+        // The pair table filed in the same pass keeps each key's last record too.
+        let read = loaded.pairs.clone().unwrap();
         let all = pairs::PairTable::of(&records);
         let sorted = |t: &pairs::PairTable| {
             let mut v: Vec<_> = t

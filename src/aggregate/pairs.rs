@@ -6,7 +6,6 @@ use super::Atom;
 use crate::aggregate::metrics::{ALL_SUITES, ClusterKey};
 use crate::record::EpisodeRecord;
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
 
 /// One episode as pairing sees it: 24 bytes beside its table's shared cluster list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,30 +39,22 @@ impl PairTable {
     pub fn of(records: &[EpisodeRecord]) -> Self {
         let mut t = PairTable::default();
         for r in records {
-            let (atom, obs) = t.observe(r);
-            t.cells.entry(atom).or_default().push(obs);
+            t.add(r);
         }
         t
     }
 
-    fn observe(&mut self, r: &EpisodeRecord) -> (Atom, PairObs) {
+    /// Files one episode after those already filed (the streaming load calls this for
+    /// each record it counts: each key's last).
+    pub fn add(&mut self, r: &EpisodeRecord) {
         let key = (
             r.suite.clone(),
             r.user_task.clone(),
             r.injection_task.clone(),
             r.attack.clone(),
         );
-        let cluster = match self.index.get(&key) {
-            Some(&i) => i,
-            None => {
-                let i = u32::try_from(self.clusters.len()).expect("fewer than 2^32 clusters");
-                self.index.insert(key.clone(), i);
-                self.clusters.push(key);
-                i
-            }
-        };
         let obs = PairObs {
-            cluster,
+            cluster: self.cluster_of(key),
             seed: r.seed,
             attacked: r.attacked(),
             errored: r.error.is_some(),
@@ -72,57 +63,37 @@ impl PairTable {
             utility: r.counted_utility(),
             own: r.error_convention,
         };
-        (Atom::of(r), obs)
+        self.cells.entry(Atom::of(r)).or_default().push(obs);
     }
 
-    /// Streams a run's `episodes.jsonl` through the one record reader, keeping each key's
-    /// last record. Malformed lines are skipped silently: the summary read beside this
-    /// one warns about them.
-    pub fn read(path: &Path) -> std::io::Result<PairTable> {
-        // The reader takes a missing file for an empty one; here it is an error.
-        std::fs::metadata(path)?;
-        let mut t = PairTable::default();
-        // Each episode's cell and observation in file order, and, per key hash, the
-        // position of its last record (16 bytes an episode, not the keys).
-        let mut atoms: Vec<Atom> = Vec::new();
-        let mut atom_ids: HashMap<Atom, u32> = HashMap::new();
-        let mut seen: Vec<(u32, PairObs)> = Vec::new();
-        let mut last: HashMap<u64, usize> = HashMap::new();
-        crate::record::for_each_record(
-            path,
-            |p| {
-                let Ok(r) = p.record else {
-                    return Ok(());
-                };
-                let (atom, obs) = t.observe(&r);
-                let id = match atom_ids.get(&atom) {
-                    Some(&i) => i,
-                    None => {
-                        let i = atoms.len() as u32;
-                        atom_ids.insert(atom.clone(), i);
-                        atoms.push(atom);
-                        i
-                    }
-                };
-                last.insert(crate::record::key_hash(&r.key), seen.len());
-                seen.push((id, obs));
-                Ok(())
-            },
-            |e| e,
-        )?;
-        let mut keep = vec![false; seen.len()];
-        for i in last.into_values() {
-            keep[i] = true;
+    /// Files another table's episodes after this one's (batches of records are filed
+    /// apart, in parallel, then merged in the order they were read).
+    pub fn merge(&mut self, other: PairTable) {
+        let remap: Vec<u32> = other
+            .clusters
+            .into_iter()
+            .map(|key| self.cluster_of(key))
+            .collect();
+        for (atom, obs) in other.cells {
+            self.cells
+                .entry(atom)
+                .or_default()
+                .extend(obs.into_iter().map(|o| PairObs {
+                    cluster: remap[o.cluster as usize],
+                    ..o
+                }));
         }
-        for ((id, obs), kept) in seen.into_iter().zip(keep) {
-            if kept {
-                t.cells
-                    .entry(atoms[id as usize].clone())
-                    .or_default()
-                    .push(obs);
-            }
+    }
+
+    /// The index of a cluster, added when new.
+    fn cluster_of(&mut self, key: ClusterKey) -> u32 {
+        if let Some(&i) = self.index.get(&key) {
+            return i;
         }
-        Ok(t)
+        let i = u32::try_from(self.clusters.len()).expect("fewer than 2^32 clusters");
+        self.index.insert(key.clone(), i);
+        self.clusters.push(key);
+        i
     }
 
     /// The episodes a summary row is computed from: the row's suite (every suite for

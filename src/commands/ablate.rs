@@ -450,11 +450,15 @@ pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, Cli
         sweeps,
     } = resolve(paths, &args).await?;
     let out = config.out.clone();
-    let report = super::run::execute(config).await?;
+    let mut report = super::run::execute(config).await?;
     let simulated = report.summary.simulated;
     let mut ablation_rows = rows(&report.summary.rows, &order);
-    let records = crate::aggregate::pairs::PairTable::read(&out.join(crate::record::EPISODES))
-        .map_err(|e| CliError::failed(format!("cannot read {}: {e}", out.display())))?;
+    // The pairs come from run's one read of the folder's records: run keeps them when it
+    // runs more than two defenses, and an ablation always runs none, audit and sieve.
+    let records = report
+        .pairs
+        .take()
+        .expect("run keeps the pair table of more than two defenses");
     crate::report::ablation::pair_with_reference(&mut ablation_rows, &records, |base, new| {
         args.run
             .error_policy()

@@ -271,11 +271,12 @@ pub fn rerender(
     max_error_rate: f64,
     opts: &report::TextOptions,
 ) -> Result<String, CliError> {
-    let mut summary = report::from_dir(dir)?;
+    let (mut summary, mut loaded) = report::read_run(dir, report::runs::Keep::default())?;
     summary.mark_error_rates(max_error_rate);
     report::write_all(dir, &summary)
         .map_err(|e| CliError::failed(format!("writing summary: {e}")))?;
-    let mut out = super::run::summary::tables_text(&summary, dir, opts)?;
+    let main = super::run::summary::main_table(&summary, &mut loaded);
+    let mut out = super::run::summary::tables_text(&summary, main.as_ref(), opts)?;
     if summary.malformed_lines > 0 {
         out.push_str(&format!(
             "warning: {} malformed line(s) in episodes.jsonl were skipped\n",
@@ -305,19 +306,17 @@ pub fn compare_fitted(
     opts: &report::TextOptions,
 ) -> Result<(String, Option<String>), CliError> {
     let side = |dir: &Path| -> Result<report::compare::Side, CliError> {
-        let summary = report::load(dir)?;
-        let episodes = dir.join(crate::record::EPISODES);
-        let records = if episodes.is_file() {
-            Some(
-                crate::aggregate::pairs::PairTable::read(&episodes).map_err(|source| {
-                    report::ReportError::Read {
-                        path: episodes.clone(),
-                        source,
-                    }
-                })?,
-            )
+        // A run's summary and its pair table from one read of its records; a committed
+        // baseline without records has its summary.json alone, and no pairs.
+        let (summary, records) = if dir.join(crate::record::EPISODES).is_file() {
+            let keep = report::runs::Keep {
+                pairs: true,
+                ..Default::default()
+            };
+            let (summary, loaded) = report::read_run(dir, keep)?;
+            (summary, loaded.pairs)
         } else {
-            None
+            (report::load(dir)?, None)
         };
         Ok(report::compare::Side {
             summary,

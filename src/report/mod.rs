@@ -24,7 +24,9 @@ pub use columns::Grid;
 pub use tables::Order;
 pub use text::TextOptions;
 
+use crate::aggregate::metrics::ErrorPolicy;
 use crate::aggregate::metrics::Row;
+use crate::aggregate::pairs::PairTable;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 pub use error::ReportError;
 use serde::{Deserialize, Serialize};
@@ -374,7 +376,6 @@ pub fn write_all(dir: &Path, summary: &Summary) -> std::io::Result<()> {
     write_atomic(&dir.join("summary.md"), markdown(summary).as_bytes())
 }
 
-/// Recomputes a run's summary from its records alone.
 /// A run's summary for comparison: recomputed from its records when it has them, else
 /// read from its `summary.json` (a committed baseline keeps only that, to stay small).
 pub fn load(dir: &Path) -> Result<Summary, ReportError> {
@@ -390,7 +391,15 @@ pub fn load(dir: &Path) -> Result<Summary, ReportError> {
         .map_err(|e| ReportError::Malformed(format!("{}: not a summary: {e}", path.display())))
 }
 
+/// Recomputes a run's summary from its records alone.
 pub fn from_dir(dir: &Path) -> Result<Summary, ReportError> {
+    Ok(read_run(dir, runs::Keep::default())?.0)
+}
+
+/// One run's records read once: its summary (as [`from_dir`] gives it) and the loaded
+/// records, for whatever else the command builds from them (`keep`: paired tests, the
+/// answer judge's agreement, the paper's tables through [`document_of`]).
+pub fn read_run(dir: &Path, keep: runs::Keep) -> Result<(Summary, runs::Loaded), ReportError> {
     let path = dir.join(crate::record::EPISODES);
     if !path.is_file() {
         return Err(ReportError::NotARun {
@@ -400,11 +409,11 @@ pub fn from_dir(dir: &Path) -> Result<Summary, ReportError> {
     }
     // The same streaming load as `report`: the run's manifest gives its error convention
     // and prices, the summary it wrote last the command line's row order.
-    let loaded = runs::load(std::slice::from_ref(&dir.to_path_buf()), 0)?;
+    let loaded = runs::load(std::slice::from_ref(&dir.to_path_buf()), keep)?;
     let mut summary = summary_of(&loaded, false);
     summary.breakdown = loaded.aggregate.breakdown();
     summary.partial = partial_note(std::slice::from_ref(&dir.to_path_buf()));
-    Ok(summary)
+    Ok((summary, loaded))
 }
 
 /// The mark of rows that cover part of what was asked, from the folders' manifests: the
@@ -488,13 +497,31 @@ pub fn document(
         .iter()
         .map(|d| adaptive::load(d))
         .collect::<Result<Vec<_>, _>>()?;
-    let dirs = &run_dirs[..];
-    let loaded = if dirs.is_empty() && !searches.is_empty() {
+    let mut loaded = if run_dirs.is_empty() && !searches.is_empty() {
         runs::empty()
     } else {
-        runs::load(dirs, per_outcome)?
+        let keep = runs::Keep {
+            per_outcome,
+            // The ablation table's paired tests, over one run's episodes.
+            pairs: run_dirs.len() == 1,
+            judged: false,
+        };
+        runs::load(&run_dirs, keep)?
     };
-    let mut summary = summary_of(&loaded, true);
+    Ok(document_of(&mut loaded, searches, reference))
+}
+
+/// The document of runs already loaded (the drill-down episodes are moved out of
+/// `loaded`); with one run loaded with [`runs::Keep::pairs`], the ablation table carries
+/// its paired tests.
+pub fn document_of(
+    loaded: &mut runs::Loaded,
+    searches: Vec<adaptive::SearchDoc>,
+    reference: Option<&published::References>,
+) -> Document {
+    let run_dirs = loaded.dirs.clone();
+    let dirs = &run_dirs[..];
+    let mut summary = summary_of(loaded, true);
     summary.partial = partial_note(dirs);
     let views = tables::views(&loaded.aggregate, &summary.rows, &summary.order);
     if summary.breakdown.is_empty() {
@@ -505,8 +532,8 @@ pub fn document(
     } else {
         tables::paper_tables(&summary.rows, &views, &summary.breakdown)
     };
-    if let [dir] = dirs {
-        paired_ablation(&mut tables, dir, &loaded, &summary, &views)?;
+    if let ([_], Some(pairs)) = (dirs, &loaded.pairs) {
+        paired_ablation(&mut tables, pairs, loaded.errors_as, &summary, &views);
     }
     let beside = reference.map(|refs| published::beside(&loaded.aggregate, &summary.rows, refs));
     let beside = beside.map(|b| {
@@ -532,43 +559,43 @@ pub fn document(
             (s.approved, s.blocked)
         })
         .collect();
-    Ok(Document {
+    Document {
         summary,
         tables,
         per_defense: views.per_defense,
         per_suite: views.per_suite,
         beside,
         scores,
-        episodes: loaded.episodes,
-        runs: loaded.dirs,
+        episodes: std::mem::take(&mut loaded.episodes),
+        runs: run_dirs,
         duplicates: loaded.duplicates,
         searches,
-    })
+    }
 }
 
 /// The ablation table of one run of one model with a `sieve` row, as `ablate` prints it:
 /// each figure beside its difference from `sieve`, and the paired p of the ASR
-/// difference over the same episodes (read from the run's records).
+/// difference over the same episodes (the run's pair table).
 fn paired_ablation(
     tables: &mut [Grid],
-    dir: &Path,
-    loaded: &runs::Loaded,
+    records: &PairTable,
+    policy: ErrorPolicy,
     summary: &Summary,
     views: &tables::Views,
-) -> Result<(), ReportError> {
+) {
     let Some(at) = tables.iter().position(|g| g.id == "ablation") else {
-        return Ok(());
+        return;
     };
     let model = match summary.rows.first() {
         Some(r) if summary.rows.iter().all(|x| x.model == r.model) => r.model.clone(),
-        _ => return Ok(()),
+        _ => return,
     };
     if !views
         .per_defense
         .iter()
         .any(|r| r.defense == ablation::REFERENCE)
     {
-        return Ok(());
+        return;
     }
     let order: Vec<String> = views
         .per_defense
@@ -576,15 +603,7 @@ fn paired_ablation(
         .map(|r| r.defense.clone())
         .collect();
     let mut rows = ablation::rows(&summary.rows, &order);
-    let episodes = dir.join(crate::record::EPISODES);
-    let records = crate::aggregate::pairs::PairTable::read(&episodes).map_err(|source| {
-        ReportError::Read {
-            path: episodes.clone(),
-            source,
-        }
-    })?;
-    let policy = loaded.errors_as;
-    ablation::pair_with_reference(&mut rows, &records, |base, new| {
+    ablation::pair_with_reference(&mut rows, records, |base, new| {
         policy.for_suites(base.iter().chain(new).map(|(_, o)| o.own))
     });
     let a = ablation::Ablation {
@@ -600,7 +619,6 @@ fn paired_ablation(
     g.title = "Ablation (every suite pooled; Δ and paired p against sieve)".into();
     g.links = vec![None; g.rows.len()];
     tables[at] = g;
-    Ok(())
 }
 
 #[cfg(test)]

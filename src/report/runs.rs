@@ -1,11 +1,15 @@
 //! Reading one or many runs for a report: records are parsed in parallel batches, runs
 //! are merged by episode key and refused when their settings differ, and a few episodes
-//! per cell are kept, with their traces, for the HTML drill-down.
+//! per cell are kept, with their traces, for the HTML drill-down. One pass serves a
+//! whole command: besides the aggregate it keeps, when asked ([`Keep`]), what paired
+//! tests need of each episode and the records the answer judge saw, so no command reads
+//! `episodes.jsonl` again for them.
 
 use super::ReportError;
 use super::tables::{Order, cell_id};
 use crate::aggregate::Aggregate;
 use crate::aggregate::metrics::{ErrorPolicy, ErrorsAs};
+use crate::aggregate::pairs::PairTable;
 use crate::record::key_hash;
 use crate::record::{self, EPISODES, EpisodeRecord, RUN_INFO, TRACES};
 use rayon::prelude::*;
@@ -50,6 +54,18 @@ pub fn outcome(r: &EpisodeRecord) -> &'static str {
     }
 }
 
+/// What one pass keeps besides the aggregate.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Keep {
+    /// Episodes of each outcome kept per cell for the drill-down, with their traces (0
+    /// keeps none and reads no trace).
+    pub per_outcome: usize,
+    /// Each episode as paired tests need it ([`Loaded::pairs`]).
+    pub pairs: bool,
+    /// The records the answer judge saw ([`Loaded::judged`]).
+    pub judged: bool,
+}
+
 /// Runs loaded for a report: their records folded into an [`Aggregate`], never kept.
 pub struct Loaded {
     pub aggregate: Aggregate,
@@ -63,6 +79,12 @@ pub struct Loaded {
     pub dirs: Vec<PathBuf>,
     /// Up to `per_outcome` episodes of each outcome per cell, in record order.
     pub episodes: Vec<Episode>,
+    /// With [`Keep::pairs`]: every counted episode (each key's last record) as pairing
+    /// needs it, in record order.
+    pub pairs: Option<PairTable>,
+    /// With [`Keep::judged`]: every counted record that carries the answer judge's
+    /// verdicts, whole, in record order.
+    pub judged: Vec<EpisodeRecord>,
 }
 
 fn read_info(dir: &Path) -> Option<Value> {
@@ -135,7 +157,7 @@ fn position(dir: usize, offset: u64) -> u64 {
 /// What one pass over the records asks of each batch.
 struct Pass<'a> {
     errors_as: ErrorPolicy,
-    per_outcome: usize,
+    keep: Keep,
     paths: &'a [PathBuf],
     /// The first pass warns about malformed lines and checks data versions; a second
     /// pass (after duplicates) only folds again.
@@ -160,6 +182,8 @@ struct Folded {
     conflict: Option<(String, String, String)>,
     /// Kept for the drill-down, in record order: up to `per_outcome` per cell and outcome.
     samples: Vec<Episode>,
+    pairs: Option<PairTable>,
+    judged: Vec<EpisodeRecord>,
 }
 
 /// The data versions a record was made with: its suite's, and its attack's.
@@ -195,6 +219,8 @@ fn fold(batch: &Batch, pass: &Pass<'_>) -> Folded {
         versions: Vec::new(),
         conflict: None,
         samples: Vec::new(),
+        pairs: pass.keep.pairs.then(PairTable::default),
+        judged: Vec::new(),
     };
     let mut versions: HashMap<String, String> = HashMap::new();
     let mut kept: HashMap<(String, &'static str), usize> = HashMap::new();
@@ -236,24 +262,26 @@ fn fold(batch: &Batch, pass: &Pass<'_>) -> Folded {
                 }
             }
         }
-        if pass.per_outcome > 0 {
+        if pass.keep.per_outcome > 0 {
             let attack = r.attack.as_deref().unwrap_or("none");
             let cell = cell_id(&r.suite, attack, &r.defense, &r.model);
             let n = kept.entry((cell, outcome(&r))).or_default();
-            if *n < pass.per_outcome {
+            if *n < pass.keep.per_outcome {
                 *n += 1;
                 out.samples.push(brief(&r));
             }
         }
         out.aggregate.add(&r);
+        if let Some(pairs) = &mut out.pairs {
+            pairs.add(&r);
+        }
+        if pass.keep.judged && r.answer_judge.is_some() {
+            out.judged.push(r);
+        }
     }
     out
 }
 
-/// Reads runs. `per_outcome` episodes of each outcome are kept per cell for the
-/// drill-down (0 keeps none and skips the traces). Records are parsed and folded in
-/// parallel batches and merged in the order they were read; a key recorded more than
-/// once (a retried error, runs merged over one another) counts once, as its last record.
 /// No run at all (a report of search folders alone).
 pub fn empty() -> Loaded {
     Loaded {
@@ -266,10 +294,16 @@ pub fn empty() -> Loaded {
         price: None,
         dirs: Vec::new(),
         episodes: Vec::new(),
+        pairs: None,
+        judged: Vec::new(),
     }
 }
 
-pub fn load(dirs: &[PathBuf], per_outcome: usize) -> Result<Loaded, ReportError> {
+/// Reads runs in one pass, keeping what `keep` asks for beside the aggregate. Records
+/// are parsed and folded in parallel batches and merged in the order they were read; a
+/// key recorded more than once (a retried error, runs merged over one another) counts
+/// once, as its last record (which takes a second pass when some key was recorded twice).
+pub fn load(dirs: &[PathBuf], keep: Keep) -> Result<Loaded, ReportError> {
     if dirs.is_empty() {
         return Err(ReportError::NoRun);
     }
@@ -306,7 +340,7 @@ pub fn load(dirs: &[PathBuf], per_outcome: usize) -> Result<Loaded, ReportError>
     }
     let mut pass = Pass {
         errors_as: loaded.errors_as,
-        per_outcome,
+        keep,
         paths: dirs,
         first: true,
         only_last: None,
@@ -315,7 +349,7 @@ pub fn load(dirs: &[PathBuf], per_outcome: usize) -> Result<Loaded, ReportError>
     let mut versions: HashMap<String, (String, usize)> = HashMap::new();
     let mut seen: HashSet<u64> = HashSet::new();
     let mut duplicated: HashMap<u64, u64> = HashMap::new();
-    let (aggregate, samples) = fold_all(dirs, &pass, |f| {
+    let pooled = fold_all(dirs, &pass, |f| {
         loaded.malformed += f.malformed;
         for w in &f.warnings {
             eprintln!("{w}");
@@ -351,18 +385,20 @@ pub fn load(dirs: &[PathBuf], per_outcome: usize) -> Result<Loaded, ReportError>
     })?;
     loaded.records = seen.len();
     drop(seen);
-    let (aggregate, samples) = if duplicated.is_empty() {
-        (aggregate, samples)
+    let pooled = if duplicated.is_empty() {
+        pooled
     } else {
-        drop(aggregate);
+        drop(pooled);
         pass.first = false;
         pass.only_last = Some(&duplicated);
         fold_all(dirs, &pass, |_| Ok(()))?
     };
-    loaded.aggregate = aggregate;
-    if per_outcome > 0 {
+    loaded.aggregate = pooled.aggregate;
+    loaded.pairs = pooled.pairs;
+    loaded.judged = pooled.judged;
+    if keep.per_outcome > 0 {
         let mut wanted: HashMap<String, (PathBuf, usize)> = HashMap::new();
-        for (dir, e) in samples {
+        for (dir, e) in pooled.samples {
             wanted.insert(e.key.clone(), (dirs[dir].clone(), loaded.episodes.len()));
             loaded.episodes.push(e);
         }
@@ -371,16 +407,28 @@ pub fn load(dirs: &[PathBuf], per_outcome: usize) -> Result<Loaded, ReportError>
     Ok(loaded)
 }
 
+/// Every run's records folded: the aggregate, the kept drill-down episodes with their
+/// run's index, and what else the pass was asked to keep.
+struct Pooled {
+    aggregate: Aggregate,
+    samples: Vec<(usize, Episode)>,
+    pairs: Option<PairTable>,
+    judged: Vec<EpisodeRecord>,
+}
+
 /// One pass over every run's records: batches folded in parallel, then merged in the
-/// order they were read, each first shown to `see`. Returns the aggregate and the kept
-/// drill-down episodes with their run's index.
+/// order they were read, each first shown to `see`.
 fn fold_all(
     dirs: &[PathBuf],
     pass: &Pass<'_>,
     mut see: impl FnMut(&Folded) -> Result<(), ReportError>,
-) -> Result<(Aggregate, Vec<(usize, Episode)>), ReportError> {
-    let mut aggregate = Aggregate::new(pass.errors_as);
-    let mut samples = Vec::new();
+) -> Result<Pooled, ReportError> {
+    let mut pooled = Pooled {
+        aggregate: Aggregate::new(pass.errors_as),
+        samples: Vec::new(),
+        pairs: pass.keep.pairs.then(PairTable::default),
+        judged: Vec::new(),
+    };
     let mut kept: HashMap<(String, &'static str), usize> = HashMap::new();
     let group = rayon::current_num_threads().max(1) * 2;
     for (i, dir) in dirs.iter().enumerate() {
@@ -402,19 +450,23 @@ fn fold_all(
                     see(&f)?;
                     for e in f.samples {
                         let n = kept.entry((e.cell.clone(), e.outcome)).or_default();
-                        if *n < pass.per_outcome {
+                        if *n < pass.keep.per_outcome {
                             *n += 1;
-                            samples.push((i, e));
+                            pooled.samples.push((i, e));
                         }
                     }
-                    aggregate.merge(f.aggregate);
+                    pooled.aggregate.merge(f.aggregate);
+                    if let (Some(all), Some(these)) = (&mut pooled.pairs, f.pairs) {
+                        all.merge(these);
+                    }
+                    pooled.judged.extend(f.judged);
                 }
                 Ok(())
             },
             cannot,
         )?;
     }
-    Ok((aggregate, samples))
+    Ok(pooled)
 }
 
 fn brief(r: &EpisodeRecord) -> Episode {
@@ -498,4 +550,68 @@ fn attach_traces(
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aggregate::metrics::ALL_SUITES;
+    use serde_json::json;
+
+    /// An attacked episode under `none`; `judged` gives the answer judge's reason.
+    fn line(key: &str, user_task: usize, judged: Option<&str>) -> String {
+        let mut r = json!({
+            "run_id": "r", "key": key, "suite": "dojo-style/banking",
+            "user_task": format!("user_task_{user_task}"), "injection_task": "injection_task_0",
+            "attack": "important_instructions", "defense": "none", "model": "m",
+            "simulated": true, "seed": 0, "utility": true, "attack_success": false,
+            "severity": 1.0, "steps": 1, "hit_step_limit": false, "proposed_calls": 1,
+            "blocked": 0, "asked_user": 0, "faked": 0, "escalated": 0, "approved": 0,
+            "cost": {}, "latency_ms": 0.0, "error": null, "version": "t",
+            "suite_fingerprint": "s"
+        });
+        if let Some(reason) = judged {
+            r["answer_judge"] = json!({
+                "judge": "j", "rubric": "answer-rubric/1", "utility_from": "checks",
+                "answer": {"checks": true, "judge": false, "reason": reason, "outcome": false}
+            });
+        }
+        r.to_string()
+    }
+
+    #[test]
+    fn one_pass_keeps_pairs_and_judged_records_each_keys_last() {
+        let dir = tempfile::tempdir().unwrap();
+        let lines = [
+            line("a", 0, None),
+            line("b", 1, Some("first try")),
+            line("c", 2, Some("only")),
+            line("b", 1, Some("rerun")),
+        ];
+        std::fs::write(dir.path().join(EPISODES), lines.join("\n") + "\n").unwrap();
+        let dirs = [dir.path().to_path_buf()];
+        let keep = Keep {
+            pairs: true,
+            judged: true,
+            ..Keep::default()
+        };
+        let loaded = load(&dirs, keep).unwrap();
+        assert_eq!((loaded.records, loaded.duplicates), (3, 1));
+        let judged: Vec<(&str, &str)> = loaded
+            .judged
+            .iter()
+            .map(|r| {
+                let a = r.answer_judge.as_ref().unwrap().answer.as_ref().unwrap();
+                (r.key.as_str(), a.reason.as_str())
+            })
+            .collect();
+        assert_eq!(judged, [("c", "only"), ("b", "rerun")]);
+        let pairs = loaded.pairs.as_ref().unwrap();
+        let row = pairs.row(ALL_SUITES, "important_instructions", "none", None);
+        assert_eq!(row.len(), 3, "each key once");
+        // Nothing is kept that was not asked for.
+        let bare = load(&dirs, Keep::default()).unwrap();
+        assert!(bare.pairs.is_none() && bare.judged.is_empty());
+        assert_eq!(bare.records, 3);
+    }
 }

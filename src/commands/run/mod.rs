@@ -61,14 +61,17 @@ pub async fn execute(config: RunConfig) -> Result<RunReport, CliError> {
             CliError::failed(format!("writing results to {}: {e}", out.display()))
         }
     })?;
-    let summary = summary::summarise(&config, &manifest)?;
-    let judge_agreement = summary::write_agreement(&out)?;
+    let (summary, mut loaded) = summary::summarise(&config, &manifest)?;
+    let judge_agreement = summary::write_agreement(&out, std::mem::take(&mut loaded.judged))?;
+    let main = summary::main_table(&summary, &mut loaded);
     Ok(RunReport {
         out,
         outcome,
         summary,
         max_error_rate: config.args.max_error_rate,
         judge_agreement,
+        main,
+        pairs: loaded.pairs,
     })
 }
 

@@ -1,9 +1,11 @@
 //! What a run comes to: its report (status line and verdict), the summary written in
-//! every format, the answer judge's agreement, and the tables `run` prints.
+//! every format, the answer judge's agreement, and the tables `run` prints, all from one
+//! read of the folder's records.
 
 use super::config::RunConfig;
+use crate::aggregate::pairs::PairTable;
 use crate::commands::CliError;
-use crate::report::{self, Summary};
+use crate::report::{self, Grid, Summary, runs};
 use crate::runner::RunOutcome;
 use crate::runner::manifest::Manifest;
 use std::path::{Path, PathBuf};
@@ -17,6 +19,11 @@ pub struct RunReport {
     pub max_error_rate: f64,
     /// The answer judge's agreement with the checks, as Markdown (judged runs only).
     pub judge_agreement: Option<String>,
+    /// With more than two defenses: the paper's main table, one row per defense.
+    pub main: Option<Grid>,
+    /// With more than two defenses: every episode as paired tests need it (`ablate`
+    /// pairs its rows with the reference's from these).
+    pub pairs: Option<PairTable>,
 }
 
 impl RunReport {
@@ -75,21 +82,13 @@ impl RunReport {
     }
 }
 
-/// Writes the answer judge's agreement with the checks (`answer_judge.json`, `.md`) and
-/// returns the Markdown; `None` when no record of the folder was judged.
-pub(super) fn write_agreement(out: &Path) -> Result<Option<String>, CliError> {
-    let mut by_key = std::collections::HashMap::new();
-    crate::record::for_each_record(
-        &out.join(crate::record::EPISODES),
-        |p| {
-            if let Ok(r) = p.record {
-                by_key.insert(r.key.clone(), r);
-            }
-            Ok(())
-        },
-        |e| CliError::failed(format!("reading {}: {e}", out.display())),
-    )?;
-    let mut records: Vec<_> = by_key.into_values().collect();
+/// Writes the answer judge's agreement with the checks (`answer_judge.json`, `.md`) over
+/// the folder's judged records (each key's last) and returns the Markdown; `None` when
+/// no record was judged.
+pub(super) fn write_agreement(
+    out: &Path,
+    mut records: Vec<crate::record::EpisodeRecord>,
+) -> Result<Option<String>, CliError> {
     records.sort_by(|a, b| a.key.cmp(&b.key));
     let Some(rep) = crate::aggregate::agreement::agreement(&records) else {
         return Ok(None);
@@ -133,10 +132,20 @@ fn order_of(config: &RunConfig) -> report::Order {
 }
 
 /// The folder's summary as this command line shows it: served-model footnotes, prices,
-/// the error-rate flag and this command line's row order; written in every format.
-pub(super) fn summarise(config: &RunConfig, manifest: &Manifest) -> Result<Summary, CliError> {
+/// the error-rate flag and this command line's row order; written in every format. With
+/// it, the folder's records as read (once) for the rest of what `run` reports: the
+/// judged records, and with more than two defenses the pair table.
+pub(super) fn summarise(
+    config: &RunConfig,
+    manifest: &Manifest,
+) -> Result<(Summary, runs::Loaded), CliError> {
     let (out, args) = (config.out.as_path(), &config.args);
-    let mut summary = report::from_dir(out)?;
+    let keep = runs::Keep {
+        per_outcome: 0,
+        pairs: config.defenses.len() > 2,
+        judged: true,
+    };
+    let (mut summary, mut loaded) = report::read_run(out, keep)?;
     summary
         .footnotes
         .extend(crate::runner::manifest::lineage_notes(
@@ -150,51 +159,54 @@ pub(super) fn summarise(config: &RunConfig, manifest: &Manifest) -> Result<Summa
     let mut order_now = order_of(config);
     order_now.extend(&summary.order);
     summary.set_order(order_now);
+    // The tables built from these records follow the order just written.
+    loaded.order = summary.order.clone();
     report::write_all(out, &summary)
         .map_err(|e| CliError::failed(format!("writing summary to {}: {e}", out.display())))?;
-    Ok(summary)
+    Ok((summary, loaded))
 }
 
 /// What `run` prints when it ends: the summary table and, for a comparison of three or
 /// more defenses (e.g. `--defense all`), the paper's main table with one row per defense.
 /// `--columns` names the summary's columns only, so it leaves the main table out.
 pub fn summary_text(report: &RunReport, options: &report::TextOptions) -> Result<String, CliError> {
-    let mut text = tables_text(&report.summary, &report.out, options)?;
+    let mut text = tables_text(&report.summary, report.main.as_ref(), options)?;
     if let Some(a) = &report.judge_agreement {
         text.push_str(a);
     }
     Ok(text)
 }
 
-/// The summary table of the run folder `out`, and with more than two defenses the paper's
-/// main table after it, fitted to `options`: what `run` and `merge` print.
+/// The summary table of a run folder, and after it the paper's main table when there is
+/// one ([`main_table`]), fitted to `options`: what `run` and `merge` print. `--columns`
+/// names the summary's columns only, so it leaves the main table out.
 pub fn tables_text(
     summary: &report::Summary,
-    out: &Path,
+    main: Option<&Grid>,
     options: &report::TextOptions,
 ) -> Result<String, CliError> {
     let mut text = report::table(summary, options)?;
-    let mut defenses: Vec<&str> = summary.rows.iter().map(|r| r.defense.as_str()).collect();
-    defenses.sort();
-    defenses.dedup();
-    if defenses.len() > 2 && options.columns.is_none() {
-        // The records are written: a main table that cannot be built is a warning,
-        // never a failure (`report RUN --tables main` can retry it).
-        match main_table(out, options) {
-            Ok(main) => text.push_str(&main),
-            Err(e) => eprintln!("warning: the main table could not be built: {e}"),
-        }
+    if let Some(main) = main
+        && options.columns.is_none()
+    {
+        let rendered = report::text::render(main, options)?;
+        text.push_str(&format!("\n{}\n{rendered}", main.title));
     }
     Ok(text)
 }
 
-/// The paper's main table of a finished run, with its title.
-fn main_table(out: &Path, options: &report::TextOptions) -> Result<String, report::ReportError> {
-    let doc = report::document(std::slice::from_ref(&out.to_path_buf()), 0, None)?;
-    let Some(mut main) = doc.tables.into_iter().find(|g| g.id == "main") else {
-        return Ok(String::new());
-    };
+/// The paper's main table of a run's records, one row per defense, when the summary
+/// compares more than two defenses (e.g. `--defense all`); built from the records as
+/// already read.
+pub fn main_table(summary: &report::Summary, loaded: &mut runs::Loaded) -> Option<Grid> {
+    let mut defenses: Vec<&str> = summary.rows.iter().map(|r| r.defense.as_str()).collect();
+    defenses.sort();
+    defenses.dedup();
+    if defenses.len() <= 2 {
+        return None;
+    }
+    let doc = report::document_of(loaded, Vec::new(), None);
+    let mut main = doc.tables.into_iter().find(|g| g.id == "main")?;
     main.hoist_constant_keys();
-    let rendered = report::text::render(&main, options)?;
-    Ok(format!("\n{}\n{rendered}", main.title))
+    Some(main)
 }
