@@ -598,29 +598,6 @@ pub const TABLE_IDS: &[&str] = &[
     "reference",
 ];
 
-/// Sets each row's token overhead against `none` on the same suite, attack and model.
-fn set_overheads(rows: &mut [Row]) {
-    let base: Vec<((String, String, String), f64)> = rows
-        .iter()
-        .filter(|r| r.defense == "none")
-        .map(|r| {
-            (
-                (r.suite.clone(), r.attack.clone(), r.model.clone()),
-                r.tokens_per_episode,
-            )
-        })
-        .collect();
-    for r in rows {
-        if let Some((_, b)) = base
-            .iter()
-            .find(|(k, _)| k.0 == r.suite && k.1 == r.attack && k.2 == r.model)
-            && *b > 0.0
-        {
-            r.token_overhead_vs_none = Some(r.tokens_per_episode / b);
-        }
-    }
-}
-
 /// The episodes pooled three ways, each in the command line's order: per defense ×
 /// model (every suite and attack), per suite × defense × model (attacks pooled), per
 /// attack × defense × model (suites pooled).
@@ -650,7 +627,7 @@ pub fn views(aggregate: &Aggregate, summary_rows: &[Row], order: &Order) -> View
         }
     }
     let finish = |mut rows: Vec<Row>| {
-        set_overheads(&mut rows);
+        crate::aggregate::set_overheads(&mut rows);
         order.sort(&mut rows);
         rows
     };
