@@ -34,20 +34,15 @@ pub fn fingerprint(settings: &RunSettings) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
-    use std::collections::BTreeMap;
 
+    /// Settings as an older `run.json` holds them (no `extra`).
     fn settings() -> RunSettings {
-        RunSettings {
-            harness_version: "0.1.0".into(),
-            agent: json!({"name": "sim:obedient"}),
-            planner: json!({"name": "sim:obedient"}),
-            judge: json!({"name": "sim:obedient"}),
-            embedder: json!({"name": "lexical"}),
-            max_steps: 30,
-            defense_config: "abc".into(),
-            system_prompts: BTreeMap::from([("s/a".into(), "1".into())]),
-            extra: BTreeMap::new(),
-        }
+        serde_json::from_value(json!({
+            "harness_version": "0.1.0", "agent": {"name": "sim:obedient"},
+            "planner": null, "judge": null, "embedder": "lexical", "max_steps": 30,
+            "defense_config": "abc", "system_prompts": {"s/a": "1"}
+        }))
+        .unwrap()
     }
 
     #[test]
