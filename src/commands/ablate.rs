@@ -423,6 +423,12 @@ pub async fn resolve(paths: &Paths, args: &AblateArgs) -> Result<AblationConfig,
         .map(|s| Sweep::parse(s))
         .collect::<Result<_, _>>()
         .map_err(|e| CliError::bad_input(e.to_string()))?;
+    // A misspelt variant is refused before any suite is loaded and proved.
+    let early = super::run::config::defense_options(paths, args.run.sieve_config.as_deref(), None)?;
+    defenses(
+        early.sieve_config.as_deref().expect("always set"),
+        args.variants.as_deref(),
+    )?;
     let config = super::run::config::resolve(paths, &args.run).await?;
     let sieve = config.options.sieve_config.clone().expect("always set");
     let mut order = defenses(&sieve, args.variants.as_deref())?;
@@ -555,6 +561,23 @@ mod tests {
 #[cfg(test)]
 mod end_to_end {
     use super::*;
+
+    #[tokio::test]
+    async fn an_unknown_variant_is_refused_before_any_suite_is_read() {
+        // No suite exists under this home: the variant is what the refusal names.
+        let home = tempfile::tempdir().unwrap();
+        let paths = Paths::resolve(None, None, Some(home.path().to_path_buf()));
+        let args = AblateArgs {
+            run: RunArgs::default(),
+            variants: Some(vec!["no-such-variant".into()]),
+            sweep: Vec::new(),
+        };
+        let Err(e) = resolve(&paths, &args).await else {
+            panic!("an unknown variant resolved");
+        };
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("no-such-variant"), "{e}");
+    }
 
     /// The end-to-end criteria on banking with the obedient scripted agent.
     #[tokio::test(flavor = "multi_thread")]
