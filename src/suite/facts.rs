@@ -911,6 +911,53 @@ pub fn value_spans(
     }
 }
 
+/// How an answer misses a fact ([`judge`]'s reason): each names the fact by what it
+/// answers (`answers`) and carries the value concerned.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum Miss {
+    /// A verdict the answer turns the other way.
+    #[error("{answers}: the answer says the opposite")]
+    Opposite { answers: String },
+    /// A verdict the answer does not give.
+    #[error("{answers}: the answer gives no verdict")]
+    NoVerdict { answers: String },
+    /// A choice whose comparative ("cheaper than") picks a distractor.
+    #[error("{answers}: the comparison picks another option")]
+    ComparedOther { answers: String },
+    /// A list with fewer of its items given than needed.
+    #[error("{answers}: {given} of the {need} items needed")]
+    TooFewItems {
+        answers: String,
+        given: usize,
+        need: usize,
+    },
+    /// The value is not written (or only denied).
+    #[error("{answers}: {} is not stated", .value.render())]
+    NotStated { answers: String, value: FactValue },
+    /// The value is written, but never by the fact's own `about`.
+    #[error("{answers}: {} is not given for {}", .value.render(), .about.join("/"))]
+    NotForAbout {
+        answers: String,
+        value: FactValue,
+        about: Vec<String>,
+    },
+    /// With no `about` written, the value comes out of the order the facts are asked in.
+    #[error("{answers}: {} is not given in the order asked", .value.render())]
+    OutOfOrder { answers: String, value: FactValue },
+    /// A distractor is given as the answer.
+    #[error("{answers}: the distractor {} is given", .distractor.render())]
+    DistractorGiven {
+        answers: String,
+        distractor: FactValue,
+    },
+    /// The choice's comparative picks another option too.
+    #[error("{answers}: another option is picked")]
+    OtherPicked { answers: String },
+    /// The choice's comparative never picks its value.
+    #[error("{answers}: {} is not picked", .value.render())]
+    NotPicked { answers: String, value: FactValue },
+}
+
 /// Which way a value looks for the `about` it belongs to.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Direction {
@@ -1015,16 +1062,17 @@ impl<'a> Judge<'a> {
     }
 
     /// Whether fact `i` holds when values look for their `about` in `dir`; the reason when not.
-    fn fact(&self, i: usize, dir: Direction) -> Result<(), String> {
+    fn fact(&self, i: usize, dir: Direction) -> Result<(), Miss> {
         let f = &self.facts[i];
+        let answers = || f.answers.clone();
         if f.kind == Kind::Verdict {
             let FactValue::Verdict(want) = f.value else {
                 unreachable!("a verdict holds a verdict")
             };
             return match read_verdict(&self.r, &f.about, f.opener) {
                 Some(got) if got == want => Ok(()),
-                Some(_) => Err(format!("{}: the answer says the opposite", f.answers)),
-                None => Err(format!("{}: the answer gives no verdict", f.answers)),
+                Some(_) => Err(Miss::Opposite { answers: answers() }),
+                None => Err(Miss::NoVerdict { answers: answers() }),
             };
         }
         if f.kind == Kind::Choice
@@ -1033,10 +1081,7 @@ impl<'a> Judge<'a> {
             return if chosen {
                 Ok(())
             } else {
-                Err(format!(
-                    "{}: the comparison picks another option",
-                    f.answers
-                ))
+                Err(Miss::ComparedOther { answers: answers() })
             };
         }
         let anchored = self.anchors.iter().any(|(_, o, _)| *o == Owner::Fact(i));
@@ -1066,27 +1111,32 @@ impl<'a> Judge<'a> {
                 .count();
             let need = f.min.unwrap_or(items.len());
             if given < need {
-                return Err(format!("{}: {given} of the {need} items needed", f.answers));
+                return Err(Miss::TooFewItems {
+                    answers: answers(),
+                    given,
+                    need,
+                });
             }
         } else {
             let spans = self.stated(f.kind, &f.value, f.tol);
             if spans.is_empty() {
-                return Err(format!("{}: {} is not stated", f.answers, f.value.render()));
+                return Err(Miss::NotStated {
+                    answers: answers(),
+                    value: f.value.clone(),
+                });
             }
             if binding && !spans.iter().any(mine) {
-                return Err(format!(
-                    "{}: {} is not given for {}",
-                    f.answers,
-                    f.value.render(),
-                    f.about.join("/")
-                ));
+                return Err(Miss::NotForAbout {
+                    answers: answers(),
+                    value: f.value.clone(),
+                    about: f.about.clone(),
+                });
             }
             if in_order && !self.in_asked_order(i, &siblings) {
-                return Err(format!(
-                    "{}: {} is not given in the order asked",
-                    f.answers,
-                    f.value.render()
-                ));
+                return Err(Miss::OutOfOrder {
+                    answers: answers(),
+                    value: f.value.clone(),
+                });
             }
             last_mine = spans.iter().map(|s| s.end).max().unwrap_or(0);
         }
@@ -1112,11 +1162,10 @@ impl<'a> Judge<'a> {
                         !binding || mine(&s)
                     };
                 if given_as_answer {
-                    return Err(format!(
-                        "{}: the distractor {} is given",
-                        f.answers,
-                        d.value.render()
-                    ));
+                    return Err(Miss::DistractorGiven {
+                        answers: answers(),
+                        distractor: d.value.clone(),
+                    });
                 }
             }
         }
@@ -1128,7 +1177,7 @@ impl Judge<'_> {
     /// A choice whose comparative the answer uses: each use of it picks the option stated
     /// nearest before it in its sentence (else nearest after), and the fact's value must be
     /// picked and no other option ("Horta Viva - vegan, 4.7 (the higher)").
-    fn picked_choice(&self, i: usize) -> Result<(), String> {
+    fn picked_choice(&self, i: usize) -> Result<(), Miss> {
         let f = &self.facts[i];
         let mut options: Vec<(Range<usize>, bool)> = self
             .stated(f.kind, &f.value, f.tol)
@@ -1160,8 +1209,13 @@ impl Judge<'_> {
         }
         match (picked.contains(&true), picked.contains(&false)) {
             (true, false) => Ok(()),
-            (_, true) => Err(format!("{}: another option is picked", f.answers)),
-            (false, false) => Err(format!("{}: {} is not picked", f.answers, f.value.render())),
+            (_, true) => Err(Miss::OtherPicked {
+                answers: f.answers.clone(),
+            }),
+            (false, false) => Err(Miss::NotPicked {
+                answers: f.answers.clone(),
+                value: f.value.clone(),
+            }),
         }
     }
 
@@ -1188,7 +1242,7 @@ impl Judge<'_> {
 /// bound one way (all to the nearest `about` before them in their sentence, all to the
 /// nearest after them in their clause, or all to the nearest on either side), so a swapped
 /// pair fails however the answer is laid out. The reason of the first failure otherwise.
-pub fn judge(facts: &[Fact], answer: &str) -> Result<(), String> {
+pub fn judge(facts: &[Fact], answer: &str) -> Result<(), Miss> {
     let j = Judge::new(facts, answer);
     let mut kinds: Vec<Kind> = Vec::new();
     for f in facts {
@@ -1200,19 +1254,21 @@ pub fn judge(facts: &[Fact], answer: &str) -> Result<(), String> {
         let mine: Vec<usize> = (0..facts.len())
             .filter(|&i| facts[i].kind == kind)
             .collect();
-        let mut first_err = None;
-        let held =
-            DIRECTIONS
-                .iter()
-                .any(|dir| match mine.iter().try_for_each(|&i| j.fact(i, *dir)) {
-                    Ok(()) => true,
-                    Err(e) => {
-                        first_err.get_or_insert(e);
-                        false
-                    }
-                });
-        if !held {
-            return Err(first_err.unwrap_or_default());
+        // The facts of a kind hold when they hold one way; the first way's miss otherwise.
+        let mut first_miss = None;
+        for dir in DIRECTIONS {
+            match mine.iter().try_for_each(|&i| j.fact(i, dir)) {
+                Ok(()) => {
+                    first_miss = None;
+                    break;
+                }
+                Err(e) => {
+                    first_miss.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(miss) = first_miss {
+            return Err(miss);
         }
     }
     Ok(())
@@ -1719,6 +1775,116 @@ mod tests {
             err.contains("facts[0]: distractors[0] equals the answer (3)"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_missed_fact_says_how_the_answer_misses_it() {
+        let miss = |yaml: &str, answer: &str| judge(&facts(yaml), answer).unwrap_err();
+        let n = FactValue::Number;
+        let cases = [
+            (
+                miss(TICKETS, "Opened: 15. Closed: 11."),
+                Miss::NotStated {
+                    answers: "opened".into(),
+                    value: n(14.0),
+                },
+                "opened: 14 is not stated",
+            ),
+            (
+                miss(TICKETS, "Opened: 11. Closed: 14."),
+                Miss::NotForAbout {
+                    answers: "opened".into(),
+                    value: n(14.0),
+                    about: vec!["opened".into()],
+                },
+                "opened: 14 is not given for opened",
+            ),
+            (
+                miss(TICKETS, "11 and 14."),
+                Miss::OutOfOrder {
+                    answers: "opened".into(),
+                    value: n(14.0),
+                },
+                "opened: 14 is not given in the order asked",
+            ),
+            (
+                miss(
+                    "[{verdict: no, answers: whether the fee applies, about: [pay, charged]}]",
+                    "Yes, you will have to pay it.",
+                ),
+                Miss::Opposite {
+                    answers: "whether the fee applies".into(),
+                },
+                "whether the fee applies: the answer says the opposite",
+            ),
+            (
+                miss(
+                    "[{verdict: no, answers: whether the fee applies, about: [pay, charged]}]",
+                    "I'm not sure.",
+                ),
+                Miss::NoVerdict {
+                    answers: "whether the fee applies".into(),
+                },
+                "whether the fee applies: the answer gives no verdict",
+            ),
+            (
+                miss(
+                    "[{date: 2026-06-19, answers: dispatch day, distractors: [2026-07-19]}]",
+                    "It ships on 19 July (or 19 June).",
+                ),
+                Miss::DistractorGiven {
+                    answers: "dispatch day".into(),
+                    distractor: FactValue::Date(jiff::civil::date(2026, 7, 19)),
+                },
+                "dispatch day: the distractor 2026-07-19 is given",
+            ),
+            (
+                miss(
+                    "[{list: [Oliver Grant, Priya Nair, Daniel Osei], answers: who is invited}]",
+                    "Oliver Grant and Priya Nair.",
+                ),
+                Miss::TooFewItems {
+                    answers: "who is invited".into(),
+                    given: 2,
+                    need: 3,
+                },
+                "who is invited: 2 of the 3 items needed",
+            ),
+        ];
+        for (got, want, text) in cases {
+            assert_eq!(got, want);
+            assert_eq!(got.to_string(), text);
+        }
+        let choice = "[{choice: Horta Viva, answers: rated higher, about: higher, distractors: [Sakura Ribeira]}]";
+        let cases = [
+            (
+                "Sakura Ribeira is rated higher than Horta Viva.",
+                Miss::ComparedOther {
+                    answers: "rated higher".into(),
+                },
+                "rated higher: the comparison picks another option",
+            ),
+            (
+                "Sakura Ribeira has the higher rating.",
+                Miss::OtherPicked {
+                    answers: "rated higher".into(),
+                },
+                "rated higher: another option is picked",
+            ),
+            (
+                "The higher rating is unclear.",
+                Miss::NotPicked {
+                    answers: "rated higher".into(),
+                    value: FactValue::Text("Horta Viva".into()),
+                },
+                "rated higher: Horta Viva is not picked",
+            ),
+        ];
+        for (answer, want, text) in cases {
+            let got = miss(choice, answer);
+            assert_eq!(got, want, "{answer}");
+            assert_eq!(got.to_string(), text, "{answer}");
+        }
     }
 
     #[test]
