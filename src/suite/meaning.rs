@@ -648,13 +648,12 @@ pub fn parse_date(s: &str) -> Result<Date, DateError> {
     let head = s.trim().get(..10).unwrap_or(s.trim());
     head.parse::<Date>().map_err(|source| {
         let text = s.to_string();
-        let digits = |r: std::ops::Range<usize>| head[r].bytes().all(|b| b.is_ascii_digit());
+        // Compared as bytes: the text may hold any characters.
         let dashed = head.len() == 10
-            && head.as_bytes()[4] == b'-'
-            && head.as_bytes()[7] == b'-'
-            && digits(0..4)
-            && digits(5..7)
-            && digits(8..10);
+            && head.bytes().enumerate().all(|(i, b)| match i {
+                4 | 7 => b == b'-',
+                _ => b.is_ascii_digit(),
+            });
         if dashed {
             DateError::Calendar { text, source }
         } else {
@@ -1029,6 +1028,20 @@ mod tests {
         // The calendar's reason is the error's source, not only part of its text.
         let source = std::error::Error::source(&e).expect("jiff's reason");
         assert!(e.to_string().ends_with(&source.to_string()));
+    }
+
+    proptest::proptest! {
+        /// Any text is a date, or an error of one kind or the other, never a panic; a
+        /// `dddd-dd-dd` text that is no date is the calendar's kind.
+        #[test]
+        fn any_text_parses_or_is_refused_by_kind(s in "\\PC{0,14}", y in 0u32..10000, m in 0u32..100, d in 0u32..100) {
+            let _ = parse_date(&s);
+            let _ = parse_time(&s);
+            let dashed = format!("{y:04}-{m:02}-{d:02}");
+            if let Err(e) = parse_date(&dashed) {
+                proptest::prop_assert!(matches!(e, DateError::Calendar { .. }), "{dashed}: {e:?}");
+            }
+        }
     }
 
     #[test]
