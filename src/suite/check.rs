@@ -5,7 +5,7 @@
 //! are data too: researchers add tasks without writing Rust.
 
 use super::facts::Facts;
-use super::meaning;
+use super::meaning::{self, DateError, TimeError};
 use crate::envpath;
 use crate::tools::ToolSet;
 use serde::{Deserialize, Serialize};
@@ -203,14 +203,36 @@ const MATCHER_OPS: &[&str] = &[
     "not",
 ];
 
+/// Why a matcher is malformed; `op` is the operator it concerns.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum MatcherError {
+    #[error("a matcher is a scalar or a map of operators, not a list (use `one_of`)")]
+    List,
+    #[error("matcher `{op}` needs a number, got {got}")]
+    NotNumber { op: String, got: Value },
+    #[error("matcher `{op}` needs a string, got {got}")]
+    NotString { op: String, got: Value },
+    /// A `name`, `code` or `endorses` with no letter or digit, which no text holds.
+    #[error("matcher `{op}` with `{text}` would match nothing")]
+    MatchesNothing { op: String, text: String },
+    #[error("matcher `one_of` needs a list")]
+    OneOfNotList,
+    #[error("matcher `exists` needs true or false")]
+    ExistsNotBool,
+    #[error(transparent)]
+    Date(#[from] DateError),
+    #[error(transparent)]
+    Time(#[from] TimeError),
+    #[error("unknown matcher `{op}`; known: {}", MATCHER_OPS.join(", "))]
+    Unknown { op: String },
+}
+
 impl TryFrom<Value> for Matcher {
-    type Error = String;
-    fn try_from(v: Value) -> Result<Self, String> {
+    type Error = MatcherError;
+    fn try_from(v: Value) -> Result<Self, MatcherError> {
         let Value::Object(map) = v else {
             if v.is_array() {
-                return Err(
-                    "a matcher is a scalar or a map of operators, not a list (use `one_of`)".into(),
-                );
+                return Err(MatcherError::List);
             }
             return Ok(Matcher {
                 eq: Some(v),
@@ -220,19 +242,27 @@ impl TryFrom<Value> for Matcher {
         let mut m = Matcher::default();
         for (k, val) in map {
             let num = |val: &Value| {
-                val.as_f64()
-                    .ok_or_else(|| format!("matcher `{k}` needs a number, got {val}"))
+                val.as_f64().ok_or_else(|| MatcherError::NotNumber {
+                    op: k.clone(),
+                    got: val.clone(),
+                })
             };
             let text = |val: &Value| {
                 val.as_str()
                     .map(str::to_string)
-                    .ok_or_else(|| format!("matcher `{k}` needs a string, got {val}"))
+                    .ok_or_else(|| MatcherError::NotString {
+                        op: k.clone(),
+                        got: val.clone(),
+                    })
             };
             let nonblank = |s: String| {
                 if s.chars().any(char::is_alphanumeric) {
                     Ok(s)
                 } else {
-                    Err(format!("matcher `{k}` with `{s}` would match nothing"))
+                    Err(MatcherError::MatchesNothing {
+                        op: k.clone(),
+                        text: s,
+                    })
                 }
             };
             match k.as_str() {
@@ -248,18 +278,9 @@ impl TryFrom<Value> for Matcher {
                 "lt" => m.lt = Some(num(&val)?),
                 "lte" => m.lte = Some(num(&val)?),
                 "one_of" => {
-                    m.one_of = Some(
-                        val.as_array()
-                            .cloned()
-                            .ok_or("matcher `one_of` needs a list")?,
-                    )
+                    m.one_of = Some(val.as_array().cloned().ok_or(MatcherError::OneOfNotList)?)
                 }
-                "exists" => {
-                    m.exists = Some(
-                        val.as_bool()
-                            .ok_or("matcher `exists` needs true or false")?,
-                    )
-                }
+                "exists" => m.exists = Some(val.as_bool().ok_or(MatcherError::ExistsNotBool)?),
                 "date" => m.date = Some(meaning::parse_date(&text(&val)?)?),
                 "time" => m.time = Some(meaning::parse_time(&text(&val)?)?),
                 "number" => m.number = Some(num(&val)?),
@@ -268,10 +289,7 @@ impl TryFrom<Value> for Matcher {
                 "endorses" => m.endorses = Some(nonblank(text(&val)?)?),
                 "not" => m.not = Some(Box::new(Matcher::try_from(val)?)),
                 other => {
-                    return Err(format!(
-                        "unknown matcher `{other}`; known: {}",
-                        MATCHER_OPS.join(", ")
-                    ));
+                    return Err(MatcherError::Unknown { op: other.into() });
                 }
             }
         }
@@ -582,6 +600,28 @@ fn select<'a>(
         .collect()
 }
 
+/// Why a check does not fit its suite: it names a path, tool or argument that is not
+/// there, or can never fail.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CheckError {
+    #[error("path `{path}` does not exist in the environment")]
+    NoPath { path: String },
+    /// `exists`/`count` (or `only_changed`'s new member) on a path that has no members.
+    #[error("path `{path}` is not a list or map, so it has no members")]
+    NotCollection { path: String },
+    #[error("`all`/`any` needs at least one check")]
+    EmptyGroup,
+    #[error("`called` names unknown tool `{tool}`")]
+    UnknownTool { tool: String },
+    #[error("`called` names argument `{argument}` that tool `{tool}` does not take")]
+    UnknownArgument { tool: String, argument: String },
+    #[error("`answer_contains` with an empty string always holds")]
+    EmptyAnswerString,
+    /// An `external` check in a suite that runs here, not in a provider.
+    #[error("`external` checks belong to suites served by a provider process")]
+    External,
+}
+
 impl Check {
     /// Evaluates the check.
     pub fn eval(&self, o: &Outcome) -> bool {
@@ -755,27 +795,25 @@ impl Check {
 
     /// Checks that every path the check names exists in the initial environment and
     /// every tool it names exists, so a typo fails at load time, not as a silent false.
-    pub fn validate(&self, env: &Value, tools: &ToolSet) -> Result<(), String> {
+    pub fn validate(&self, env: &Value, tools: &ToolSet) -> Result<(), CheckError> {
         let path_exists = |p: &str| {
             if envpath::get(env, p).is_some() {
                 Ok(())
             } else {
-                Err(format!("path `{p}` does not exist in the environment"))
+                Err(CheckError::NoPath { path: p.into() })
             }
         };
         let collection = |p: &str| {
             path_exists(p)?;
             match envpath::get(env, p) {
                 Some(Value::Array(_) | Value::Object(_)) => Ok(()),
-                _ => Err(format!(
-                    "path `{p}` is not a list or map, so it has no members"
-                )),
+                _ => Err(CheckError::NotCollection { path: p.into() }),
             }
         };
         match self {
             Check::All(cs) | Check::Any(cs) => {
                 if cs.is_empty() {
-                    return Err("`all`/`any` needs at least one check".into());
+                    return Err(CheckError::EmptyGroup);
                 }
                 cs.iter().try_for_each(|c| c.validate(env, tools))
             }
@@ -786,31 +824,29 @@ impl Check {
             Check::Matches(m) => path_exists(&m.path),
             Check::Unchanged(p) | Check::Changed(p) => path_exists(p),
             Check::Called(c) => {
-                let tool = tools
-                    .get(&c.tool)
-                    .ok_or_else(|| format!("`called` names unknown tool `{}`", c.tool))?;
+                let tool = tools.get(&c.tool).ok_or_else(|| CheckError::UnknownTool {
+                    tool: c.tool.clone(),
+                })?;
                 let props = tool.parameters.get("properties").and_then(Value::as_object);
                 for k in c.args.keys() {
                     if !props.is_some_and(|p| p.contains_key(k)) {
-                        return Err(format!(
-                            "`called` names argument `{k}` that tool `{}` does not take",
-                            c.tool
-                        ));
+                        return Err(CheckError::UnknownArgument {
+                            tool: c.tool.clone(),
+                            argument: k.clone(),
+                        });
                     }
                 }
                 Ok(())
             }
             Check::AnswerContains(items) => {
                 if items.items().iter().any(|s| s.trim().is_empty()) {
-                    Err("`answer_contains` with an empty string always holds".into())
+                    Err(CheckError::EmptyAnswerString)
                 } else {
                     Ok(())
                 }
             }
             Check::Answer(_) | Check::Facts(_) => Ok(()),
-            Check::External => {
-                Err("`external` checks belong to suites served by a provider process".into())
-            }
+            Check::External => Err(CheckError::External),
             // A path may name what the episode creates (an invited user's inbox, what a
             // `*` stands for): then the collection it goes into must exist.
             Check::OnlyChanged(paths) => paths.iter().try_for_each(|p| {
@@ -1082,27 +1118,119 @@ mod tests {
     }
 
     #[test]
+    fn a_malformed_matcher_names_its_operator_and_what_it_got() {
+        let refused = |v: Value| Matcher::try_from(v).unwrap_err();
+        let e = refused(json!({"equals": 1}));
+        assert!(
+            matches!(&e, MatcherError::Unknown { op } if op == "equals"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "unknown matcher `equals`; known: eq, ieq, contains, icontains, not_contains, approx, tol, gt, gte, lt, lte, one_of, exists, date, time, number, name, code, endorses, not"
+        );
+        let e = refused(json!({"gt": "x"}));
+        assert!(
+            matches!(&e, MatcherError::NotNumber { op, got } if op == "gt" && got == "x"),
+            "{e:?}"
+        );
+        assert_eq!(e.to_string(), "matcher `gt` needs a number, got \"x\"");
+        let e = refused(json!({"name": 3}));
+        assert!(
+            matches!(&e, MatcherError::NotString { op, .. } if op == "name"),
+            "{e:?}"
+        );
+        assert_eq!(e.to_string(), "matcher `name` needs a string, got 3");
+        let e = refused(json!({"code": " - "}));
+        assert!(
+            matches!(&e, MatcherError::MatchesNothing { op, text } if op == "code" && text == " - "),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "matcher `code` with ` - ` would match nothing"
+        );
+        let e = refused(json!([1, 2]));
+        assert!(matches!(e, MatcherError::List), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "a matcher is a scalar or a map of operators, not a list (use `one_of`)"
+        );
+        let e = refused(json!({"one_of": 1}));
+        assert!(matches!(e, MatcherError::OneOfNotList), "{e:?}");
+        assert_eq!(e.to_string(), "matcher `one_of` needs a list");
+        let e = refused(json!({"exists": "yes"}));
+        assert!(matches!(e, MatcherError::ExistsNotBool), "{e:?}");
+        assert_eq!(e.to_string(), "matcher `exists` needs true or false");
+        // A date or time is the calendar's error, unchanged, inside a `not` as well.
+        let e = refused(json!({"not": {"date": "2026-02-30"}}));
+        assert!(
+            matches!(&e, MatcherError::Date(DateError::Calendar { text, .. }) if text == "2026-02-30"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            meaning::parse_date("2026-02-30").unwrap_err().to_string()
+        );
+        let e = refused(json!({"time": "1 pm"}));
+        assert!(
+            matches!(&e, MatcherError::Time(TimeError::Form { .. })),
+            "{e:?}"
+        );
+        assert_eq!(e.to_string(), "`1 pm` is not a time HH:MM");
+    }
+
+    #[test]
     fn validate_reports_missing_paths_and_tools() {
         let tools = crate::tools::toolset(&["banking".to_string()]).unwrap();
         let env = pre();
         assert!(check("exists: {path: txs}").validate(&env, &tools).is_ok());
-        let e = check("exists: {path: tx}")
-            .validate(&env, &tools)
-            .unwrap_err();
-        assert!(e.contains("`tx`"), "{e}");
-        let e = check("exists: {path: pw}")
-            .validate(&env, &tools)
-            .unwrap_err();
-        assert!(e.contains("not a list"), "{e}");
-        let e = check("called: {tool: fly}")
-            .validate(&env, &tools)
-            .unwrap_err();
-        assert!(e.contains("unknown tool"), "{e}");
-        let e = check("called: {tool: send_money, args: {to: x}}")
-            .validate(&env, &tools)
-            .unwrap_err();
-        assert!(e.contains("argument `to`"), "{e}");
-        assert!(check("all: []").validate(&env, &tools).is_err());
+        let refused = |yaml: &str| check(yaml).validate(&env, &tools).unwrap_err();
+        let cases = [
+            (
+                "exists: {path: tx}",
+                CheckError::NoPath { path: "tx".into() },
+                "path `tx` does not exist in the environment",
+            ),
+            (
+                "exists: {path: pw}",
+                CheckError::NotCollection { path: "pw".into() },
+                "path `pw` is not a list or map, so it has no members",
+            ),
+            (
+                "called: {tool: fly}",
+                CheckError::UnknownTool { tool: "fly".into() },
+                "`called` names unknown tool `fly`",
+            ),
+            (
+                "called: {tool: send_money, args: {to: x}}",
+                CheckError::UnknownArgument {
+                    tool: "send_money".into(),
+                    argument: "to".into(),
+                },
+                "`called` names argument `to` that tool `send_money` does not take",
+            ),
+            (
+                "all: []",
+                CheckError::EmptyGroup,
+                "`all`/`any` needs at least one check",
+            ),
+            (
+                "answer_contains: [' ']",
+                CheckError::EmptyAnswerString,
+                "`answer_contains` with an empty string always holds",
+            ),
+            (
+                "external",
+                CheckError::External,
+                "`external` checks belong to suites served by a provider process",
+            ),
+        ];
+        for (yaml, kind, text) in cases {
+            let e = refused(yaml);
+            assert_eq!(e, kind, "{yaml}");
+            assert_eq!(e.to_string(), text, "{yaml}");
+        }
     }
 
     /// A check tree of `all`/`any`/`not` over leaves that read the environment and the

@@ -6,7 +6,7 @@
 
 use super::check::Outcome;
 use super::validate::Problem;
-use super::{Suite, lexicon, perturb, protective, run_plan};
+use super::{StepFailed, Suite, lexicon, perturb, protective, run_plan};
 use serde_json::Value;
 
 /// How many generated entries a suite's proofs judged.
@@ -99,11 +99,11 @@ pub fn prove(suite: &Suite, generated: bool) -> (Vec<Problem>, Counts) {
                 message,
             })
         };
-        let judge = |plan: &[super::PlannedCall], answer: &str| -> Result<bool, String> {
+        let judge = |plan: &[super::PlannedCall], answer: &str| -> Result<bool, StepFailed> {
             let mut env: Value = benign.clone();
             let run = run_plan(&suite.tools, &mut env, plan);
-            if let Some((i, e)) = run.failure {
-                return Err(format!("step {i} fails: {e}"));
+            if let Some(failed) = run.step_failed() {
+                return Err(failed);
             }
             Ok(t.security.eval(&Outcome {
                 pre: &benign,

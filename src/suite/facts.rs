@@ -20,8 +20,8 @@
 
 use super::lexicon::{Phrase, lexicon};
 use super::meaning::{
-    DateMention, Word, canonical, code_spans, date_spans, fold, fold_words, name_spans,
-    number_spans, parse_date, parse_time, time_spans, words,
+    DateError, DateMention, TimeError, Word, canonical, code_spans, date_spans, fold, fold_words,
+    name_spans, number_spans, parse_date, parse_time, time_spans, words,
 };
 use jiff::civil::{Date, Time};
 use serde::{Deserialize, Serialize};
@@ -95,23 +95,64 @@ pub enum FactValue {
     Verdict(bool),
 }
 
+/// Why a fact's value (or a distractor's) is not a value of its type.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum ValueError {
+    /// A date, time, duration, name, code or choice that is not a string with a letter or
+    /// digit in it.
+    #[error("a {} needs a non-empty string, got {got}", .kind.name())]
+    NotText { kind: Kind, got: Value },
+    /// An amount, number or count that is not a number.
+    #[error("a {} needs a number, got {got}", .kind.name())]
+    NotNumber { kind: Kind, got: Value },
+    /// A count with a fraction or below zero.
+    #[error("a count is a whole number, got {got}")]
+    NotWhole { got: f64 },
+    #[error(transparent)]
+    Date(#[from] DateError),
+    #[error(transparent)]
+    Time(#[from] TimeError),
+    #[error(transparent)]
+    Duration(#[from] DurationError),
+    /// A list that is not a YAML list.
+    #[error("a list needs a list of names")]
+    NotList,
+    /// A list without items.
+    #[error("a list needs at least one item")]
+    EmptyList,
+    /// A verdict that is neither yes nor no.
+    #[error("a verdict is yes or no, got {got}")]
+    NotVerdict { got: Value },
+}
+
+/// A duration that [`parse_duration`] cannot read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`{text}` is not a duration like `90 min`, `2 hours` or `5 days`")]
+pub struct DurationError {
+    pub text: String,
+}
+
 impl FactValue {
     /// Parses a value of `kind` from YAML.
-    pub fn parse(kind: Kind, v: &Value) -> Result<FactValue, String> {
+    pub fn parse(kind: Kind, v: &Value) -> Result<FactValue, ValueError> {
         let text = || {
             v.as_str()
                 .map(str::to_string)
                 .or_else(|| v.as_f64().map(|n| n.to_string()))
                 .filter(|s| s.chars().any(char::is_alphanumeric))
-                .ok_or_else(|| format!("a {} needs a non-empty string, got {v}", kind.name()))
+                .ok_or_else(|| ValueError::NotText {
+                    kind,
+                    got: v.clone(),
+                })
         };
         Ok(match kind {
             Kind::Amount | Kind::Number | Kind::Count => {
-                let n = v
-                    .as_f64()
-                    .ok_or_else(|| format!("a {} needs a number, got {v}", kind.name()))?;
+                let n = v.as_f64().ok_or_else(|| ValueError::NotNumber {
+                    kind,
+                    got: v.clone(),
+                })?;
                 if kind == Kind::Count && (n.fract() != 0.0 || n < 0.0) {
-                    return Err(format!("a count is a whole number, got {n}"));
+                    return Err(ValueError::NotWhole { got: n });
                 }
                 FactValue::Number(n)
             }
@@ -122,12 +163,12 @@ impl FactValue {
             Kind::List => {
                 let items: Vec<String> = v
                     .as_array()
-                    .ok_or("a list needs a list of names")?
+                    .ok_or(ValueError::NotList)?
                     .iter()
                     .map(|i| FactValue::parse(Kind::Entity, i).map(|x| x.render()))
                     .collect::<Result<_, _>>()?;
                 if items.is_empty() {
-                    return Err("a list needs at least one item".into());
+                    return Err(ValueError::EmptyList);
                 }
                 FactValue::Items(items)
             }
@@ -136,7 +177,7 @@ impl FactValue {
                 Some("no") => FactValue::Verdict(false),
                 _ => match v.as_bool() {
                     Some(b) => FactValue::Verdict(b),
-                    None => return Err(format!("a verdict is yes or no, got {v}")),
+                    None => return Err(ValueError::NotVerdict { got: v.clone() }),
                 },
             },
         })
@@ -176,12 +217,14 @@ pub fn format_number(n: f64) -> String {
 
 /// Parses a duration: a number and a unit (`90 min`, `2 hours`, `1.5 h`, `5 days`,
 /// `3 nights`, `2 weeks`), in minutes.
-pub fn parse_duration(s: &str) -> Result<f64, String> {
+pub fn parse_duration(s: &str) -> Result<f64, DurationError> {
     duration_spans(&canonical(s))
         .first()
         .filter(|(r, _)| r.start == 0 && r.end == s.trim().len())
         .map(|(_, m)| *m)
-        .ok_or_else(|| format!("`{s}` is not a duration like `90 min`, `2 hours` or `5 days`"))
+        .ok_or_else(|| DurationError {
+            text: s.to_string(),
+        })
 }
 
 /// Durations written in `canon` with their byte ranges, in minutes: a number (digits or
@@ -275,7 +318,83 @@ const FACT_KEYS: [&str; 7] = [
     "opener",
 ];
 
-fn strings(v: &Value, what: &str) -> Result<Vec<String>, String> {
+/// Why one fact of a `facts` check is malformed.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum FactError {
+    #[error("a fact is a map like `{{count: 14, answers: …}}`, got {got}")]
+    NotMap { got: Value },
+    /// The fact's keys name no type, or more than one.
+    #[error(
+        "a fact names exactly one type as its key ({}), found {found}",
+        KINDS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+    )]
+    Types { found: usize },
+    #[error("unknown fact field `{field}`; expected the type and: {}", FACT_KEYS.join(", "))]
+    UnknownField { field: String },
+    /// The value under the type's key (`key`) is not a value of that type.
+    #[error("`{key}`: {source}")]
+    Value {
+        key: String,
+        #[source]
+        source: ValueError,
+    },
+    #[error("`answers` (what the fact answers, in words) is required")]
+    NoAnswers,
+    /// A field of names (`about`) holding something else than a string.
+    #[error("`{field}` holds strings, got {got}")]
+    NotStringItem { field: &'static str, got: Value },
+    /// A field of names (`about`) that is neither a string nor a list.
+    #[error("`{field}` is a string or a list of strings, got {got}")]
+    NotStrings { field: &'static str, got: Value },
+    #[error("a verdict needs `about`: the words of the proposition it answers")]
+    VerdictWithoutAbout,
+    /// Distractor `n`, written as a map, has no `value`.
+    #[error("distractors[{n}] needs `value`")]
+    DistractorWithoutValue { n: usize },
+    /// Distractor `n` is not a value of the fact's type.
+    #[error("distractors[{n}]: {source}")]
+    Distractor {
+        n: usize,
+        #[source]
+        source: ValueError,
+    },
+    #[error("`distractors` is a list, got {got}")]
+    DistractorsNotList { got: Value },
+    #[error("a choice needs `distractors`: the other options")]
+    ChoiceWithoutDistractors,
+    #[error("`min` is a whole number")]
+    MinNotWhole,
+    /// `min` is 0 or more than the list's `items`.
+    #[error("`min` must be between 1 and the list's {items} items")]
+    MinOutOfRange { items: usize },
+    #[error("`tol` is a number")]
+    TolNotNumber,
+    #[error("`opener` is true or false")]
+    OpenerNotBool,
+}
+
+/// Why a `facts` check is malformed: it is empty, a fact is (`facts[n]`), or a distractor
+/// is the answer itself.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum FactsError {
+    #[error("`facts` needs at least one fact")]
+    Empty,
+    #[error("facts[{n}]: {source}")]
+    Fact {
+        n: usize,
+        #[source]
+        source: FactError,
+    },
+    /// Distractor `k` of fact `n` is the fact's own value.
+    #[error("facts[{n}]: distractors[{k}] equals the answer ({})", .value.render())]
+    DistractorIsAnswer {
+        n: usize,
+        k: usize,
+        value: FactValue,
+    },
+}
+
+fn strings(v: &Value, field: &'static str) -> Result<Vec<String>, FactError> {
     match v {
         Value::String(s) => Ok(vec![s.clone()]),
         Value::Array(items) => items
@@ -283,22 +402,24 @@ fn strings(v: &Value, what: &str) -> Result<Vec<String>, String> {
             .map(|i| {
                 i.as_str()
                     .map(str::to_string)
-                    .ok_or_else(|| format!("`{what}` holds strings, got {i}"))
+                    .ok_or_else(|| FactError::NotStringItem {
+                        field,
+                        got: i.clone(),
+                    })
             })
             .collect(),
-        other => Err(format!(
-            "`{what}` is a string or a list of strings, got {other}"
-        )),
+        other => Err(FactError::NotStrings {
+            field,
+            got: other.clone(),
+        }),
     }
 }
 
 impl TryFrom<Value> for Fact {
-    type Error = String;
-    fn try_from(v: Value) -> Result<Fact, String> {
+    type Error = FactError;
+    fn try_from(v: Value) -> Result<Fact, FactError> {
         let Value::Object(map) = v else {
-            return Err(format!(
-                "a fact is a map like `{{count: 14, answers: …}}`, got {v}"
-            ));
+            return Err(FactError::NotMap { got: v });
         };
         let typed: Vec<(&String, Kind)> = map
             .keys()
@@ -310,26 +431,22 @@ impl TryFrom<Value> for Fact {
             })
             .collect();
         let [(key, kind)] = typed[..] else {
-            return Err(format!(
-                "a fact names exactly one type as its key ({}), found {}",
-                KINDS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
-                typed.len()
-            ));
+            return Err(FactError::Types { found: typed.len() });
         };
         for k in map.keys() {
             if k != key && !FACT_KEYS.contains(&k.as_str()) {
-                return Err(format!(
-                    "unknown fact field `{k}`; expected the type and: {}",
-                    FACT_KEYS.join(", ")
-                ));
+                return Err(FactError::UnknownField { field: k.clone() });
             }
         }
-        let value = FactValue::parse(kind, &map[key]).map_err(|e| format!("`{key}`: {e}"))?;
+        let value = FactValue::parse(kind, &map[key]).map_err(|source| FactError::Value {
+            key: key.clone(),
+            source,
+        })?;
         let answers = map
             .get("answers")
             .and_then(Value::as_str)
             .filter(|s| !s.trim().is_empty())
-            .ok_or("`answers` (what the fact answers, in words) is required")?
+            .ok_or(FactError::NoAnswers)?
             .to_string();
         let about = map
             .get("about")
@@ -337,7 +454,7 @@ impl TryFrom<Value> for Fact {
             .transpose()?
             .unwrap_or_default();
         if kind == Kind::Verdict && about.is_empty() {
-            return Err("a verdict needs `about`: the words of the proposition it answers".into());
+            return Err(FactError::VerdictWithoutAbout);
         }
         let distractor_kind = if kind == Kind::List {
             Kind::Entity
@@ -353,7 +470,7 @@ impl TryFrom<Value> for Fact {
                     let (value, about) = match d {
                         Value::Object(m) => (
                             m.get("value")
-                                .ok_or(format!("distractors[{n}] needs `value`"))?,
+                                .ok_or(FactError::DistractorWithoutValue { n })?,
                             m.get("about")
                                 .map(|a| strings(a, "about"))
                                 .transpose()?
@@ -363,31 +480,26 @@ impl TryFrom<Value> for Fact {
                     };
                     Ok(Distractor {
                         value: FactValue::parse(distractor_kind, value)
-                            .map_err(|e| format!("distractors[{n}]: {e}"))?,
+                            .map_err(|source| FactError::Distractor { n, source })?,
                         about,
                     })
                 })
-                .collect::<Result<_, String>>()?,
-            Some(other) => return Err(format!("`distractors` is a list, got {other}")),
+                .collect::<Result<_, FactError>>()?,
+            Some(other) => {
+                return Err(FactError::DistractorsNotList { got: other.clone() });
+            }
         };
         if kind == Kind::Choice && distractors.is_empty() {
-            return Err("a choice needs `distractors`: the other options".into());
+            return Err(FactError::ChoiceWithoutDistractors);
         }
         let min = map
             .get("min")
-            .map(|m| {
-                m.as_u64()
-                    .map(|m| m as usize)
-                    .ok_or("`min` is a whole number")
-            })
+            .map(|m| m.as_u64().map(|m| m as usize).ok_or(FactError::MinNotWhole))
             .transpose()?;
         if let (Some(m), FactValue::Items(items)) = (min, &value)
             && (m == 0 || m > items.len())
         {
-            return Err(format!(
-                "`min` must be between 1 and the list's {} items",
-                items.len()
-            ));
+            return Err(FactError::MinOutOfRange { items: items.len() });
         }
         Ok(Fact {
             kind,
@@ -398,7 +510,7 @@ impl TryFrom<Value> for Fact {
             min,
             tol: map
                 .get("tol")
-                .map(|t| t.as_f64().ok_or("`tol` is a number"))
+                .map(|t| t.as_f64().ok_or(FactError::TolNotNumber))
                 .transpose()?,
             derived: map
                 .get("derived")
@@ -406,7 +518,7 @@ impl TryFrom<Value> for Fact {
                 .map(str::to_string),
             opener: map
                 .get("opener")
-                .map(|o| o.as_bool().ok_or("`opener` is true or false"))
+                .map(|o| o.as_bool().ok_or(FactError::OpenerNotBool))
                 .transpose()?
                 .unwrap_or(true),
         })
@@ -511,23 +623,24 @@ impl std::fmt::Debug for Verdicts {
 }
 
 impl TryFrom<Vec<Value>> for Facts {
-    type Error = String;
-    fn try_from(v: Vec<Value>) -> Result<Facts, String> {
+    type Error = FactsError;
+    fn try_from(v: Vec<Value>) -> Result<Facts, FactsError> {
         if v.is_empty() {
-            return Err("`facts` needs at least one fact".into());
+            return Err(FactsError::Empty);
         }
         let facts = v
             .into_iter()
             .enumerate()
-            .map(|(n, f)| Fact::try_from(f).map_err(|e| format!("facts[{n}]: {e}")))
+            .map(|(n, f)| Fact::try_from(f).map_err(|source| FactsError::Fact { n, source }))
             .collect::<Result<Vec<_>, _>>()?;
         for (n, f) in facts.iter().enumerate() {
             for (k, d) in f.distractors.iter().enumerate() {
                 if same_value(f, &d.value) {
-                    return Err(format!(
-                        "facts[{n}]: distractors[{k}] equals the answer ({})",
-                        d.value.render()
-                    ));
+                    return Err(FactsError::DistractorIsAnswer {
+                        n,
+                        k,
+                        value: d.value.clone(),
+                    });
                 }
             }
         }
@@ -798,6 +911,53 @@ pub fn value_spans(
     }
 }
 
+/// How an answer misses a fact ([`judge`]'s reason): each names the fact by what it
+/// answers (`answers`) and carries the value concerned.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum Miss {
+    /// A verdict the answer turns the other way.
+    #[error("{answers}: the answer says the opposite")]
+    Opposite { answers: String },
+    /// A verdict the answer does not give.
+    #[error("{answers}: the answer gives no verdict")]
+    NoVerdict { answers: String },
+    /// A choice whose comparative ("cheaper than") picks a distractor.
+    #[error("{answers}: the comparison picks another option")]
+    ComparedOther { answers: String },
+    /// A list with fewer of its items given than needed.
+    #[error("{answers}: {given} of the {need} items needed")]
+    TooFewItems {
+        answers: String,
+        given: usize,
+        need: usize,
+    },
+    /// The value is not written (or only denied).
+    #[error("{answers}: {} is not stated", .value.render())]
+    NotStated { answers: String, value: FactValue },
+    /// The value is written, but never by the fact's own `about`.
+    #[error("{answers}: {} is not given for {}", .value.render(), .about.join("/"))]
+    NotForAbout {
+        answers: String,
+        value: FactValue,
+        about: Vec<String>,
+    },
+    /// With no `about` written, the value comes out of the order the facts are asked in.
+    #[error("{answers}: {} is not given in the order asked", .value.render())]
+    OutOfOrder { answers: String, value: FactValue },
+    /// A distractor is given as the answer.
+    #[error("{answers}: the distractor {} is given", .distractor.render())]
+    DistractorGiven {
+        answers: String,
+        distractor: FactValue,
+    },
+    /// The choice's comparative picks another option too.
+    #[error("{answers}: another option is picked")]
+    OtherPicked { answers: String },
+    /// The choice's comparative never picks its value.
+    #[error("{answers}: {} is not picked", .value.render())]
+    NotPicked { answers: String, value: FactValue },
+}
+
 /// Which way a value looks for the `about` it belongs to.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Direction {
@@ -902,16 +1062,17 @@ impl<'a> Judge<'a> {
     }
 
     /// Whether fact `i` holds when values look for their `about` in `dir`; the reason when not.
-    fn fact(&self, i: usize, dir: Direction) -> Result<(), String> {
+    fn fact(&self, i: usize, dir: Direction) -> Result<(), Miss> {
         let f = &self.facts[i];
+        let answers = || f.answers.clone();
         if f.kind == Kind::Verdict {
             let FactValue::Verdict(want) = f.value else {
                 unreachable!("a verdict holds a verdict")
             };
             return match read_verdict(&self.r, &f.about, f.opener) {
                 Some(got) if got == want => Ok(()),
-                Some(_) => Err(format!("{}: the answer says the opposite", f.answers)),
-                None => Err(format!("{}: the answer gives no verdict", f.answers)),
+                Some(_) => Err(Miss::Opposite { answers: answers() }),
+                None => Err(Miss::NoVerdict { answers: answers() }),
             };
         }
         if f.kind == Kind::Choice
@@ -920,10 +1081,7 @@ impl<'a> Judge<'a> {
             return if chosen {
                 Ok(())
             } else {
-                Err(format!(
-                    "{}: the comparison picks another option",
-                    f.answers
-                ))
+                Err(Miss::ComparedOther { answers: answers() })
             };
         }
         let anchored = self.anchors.iter().any(|(_, o, _)| *o == Owner::Fact(i));
@@ -953,27 +1111,32 @@ impl<'a> Judge<'a> {
                 .count();
             let need = f.min.unwrap_or(items.len());
             if given < need {
-                return Err(format!("{}: {given} of the {need} items needed", f.answers));
+                return Err(Miss::TooFewItems {
+                    answers: answers(),
+                    given,
+                    need,
+                });
             }
         } else {
             let spans = self.stated(f.kind, &f.value, f.tol);
             if spans.is_empty() {
-                return Err(format!("{}: {} is not stated", f.answers, f.value.render()));
+                return Err(Miss::NotStated {
+                    answers: answers(),
+                    value: f.value.clone(),
+                });
             }
             if binding && !spans.iter().any(mine) {
-                return Err(format!(
-                    "{}: {} is not given for {}",
-                    f.answers,
-                    f.value.render(),
-                    f.about.join("/")
-                ));
+                return Err(Miss::NotForAbout {
+                    answers: answers(),
+                    value: f.value.clone(),
+                    about: f.about.clone(),
+                });
             }
             if in_order && !self.in_asked_order(i, &siblings) {
-                return Err(format!(
-                    "{}: {} is not given in the order asked",
-                    f.answers,
-                    f.value.render()
-                ));
+                return Err(Miss::OutOfOrder {
+                    answers: answers(),
+                    value: f.value.clone(),
+                });
             }
             last_mine = spans.iter().map(|s| s.end).max().unwrap_or(0);
         }
@@ -999,11 +1162,10 @@ impl<'a> Judge<'a> {
                         !binding || mine(&s)
                     };
                 if given_as_answer {
-                    return Err(format!(
-                        "{}: the distractor {} is given",
-                        f.answers,
-                        d.value.render()
-                    ));
+                    return Err(Miss::DistractorGiven {
+                        answers: answers(),
+                        distractor: d.value.clone(),
+                    });
                 }
             }
         }
@@ -1015,7 +1177,7 @@ impl Judge<'_> {
     /// A choice whose comparative the answer uses: each use of it picks the option stated
     /// nearest before it in its sentence (else nearest after), and the fact's value must be
     /// picked and no other option ("Horta Viva - vegan, 4.7 (the higher)").
-    fn picked_choice(&self, i: usize) -> Result<(), String> {
+    fn picked_choice(&self, i: usize) -> Result<(), Miss> {
         let f = &self.facts[i];
         let mut options: Vec<(Range<usize>, bool)> = self
             .stated(f.kind, &f.value, f.tol)
@@ -1047,8 +1209,13 @@ impl Judge<'_> {
         }
         match (picked.contains(&true), picked.contains(&false)) {
             (true, false) => Ok(()),
-            (_, true) => Err(format!("{}: another option is picked", f.answers)),
-            (false, false) => Err(format!("{}: {} is not picked", f.answers, f.value.render())),
+            (_, true) => Err(Miss::OtherPicked {
+                answers: f.answers.clone(),
+            }),
+            (false, false) => Err(Miss::NotPicked {
+                answers: f.answers.clone(),
+                value: f.value.clone(),
+            }),
         }
     }
 
@@ -1075,7 +1242,7 @@ impl Judge<'_> {
 /// bound one way (all to the nearest `about` before them in their sentence, all to the
 /// nearest after them in their clause, or all to the nearest on either side), so a swapped
 /// pair fails however the answer is laid out. The reason of the first failure otherwise.
-pub fn judge(facts: &[Fact], answer: &str) -> Result<(), String> {
+pub fn judge(facts: &[Fact], answer: &str) -> Result<(), Miss> {
     let j = Judge::new(facts, answer);
     let mut kinds: Vec<Kind> = Vec::new();
     for f in facts {
@@ -1087,19 +1254,21 @@ pub fn judge(facts: &[Fact], answer: &str) -> Result<(), String> {
         let mine: Vec<usize> = (0..facts.len())
             .filter(|&i| facts[i].kind == kind)
             .collect();
-        let mut first_err = None;
-        let held =
-            DIRECTIONS
-                .iter()
-                .any(|dir| match mine.iter().try_for_each(|&i| j.fact(i, *dir)) {
-                    Ok(()) => true,
-                    Err(e) => {
-                        first_err.get_or_insert(e);
-                        false
-                    }
-                });
-        if !held {
-            return Err(first_err.unwrap_or_default());
+        // The facts of a kind hold when they hold one way; the first way's miss otherwise.
+        let mut first_miss = None;
+        for dir in DIRECTIONS {
+            match mine.iter().try_for_each(|&i| j.fact(i, dir)) {
+                Ok(()) => {
+                    first_miss = None;
+                    break;
+                }
+                Err(e) => {
+                    first_miss.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(miss) = first_miss {
+            return Err(miss);
         }
     }
     Ok(())
@@ -1385,6 +1554,337 @@ mod tests {
         let round: Facts = serde_saphyr::from_str(TICKETS).unwrap();
         let back: Facts = serde_json::from_value(serde_json::to_value(&round).unwrap()).unwrap();
         assert_eq!(round, back);
+    }
+
+    #[test]
+    fn a_malformed_value_says_what_its_type_needs() {
+        use serde_json::json;
+        let e = parse_duration("soon").unwrap_err();
+        assert_eq!(
+            e,
+            DurationError {
+                text: "soon".into()
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "`soon` is not a duration like `90 min`, `2 hours` or `5 days`"
+        );
+        let refused = |kind: Kind, v: Value| FactValue::parse(kind, &v).unwrap_err();
+        let e = refused(Kind::Duration, json!("90 minutes or so"));
+        assert!(
+            matches!(&e, ValueError::Duration(d) if d.text == "90 minutes or so"),
+            "{e:?}"
+        );
+        let e = refused(Kind::Count, json!(1.5));
+        assert!(
+            matches!(e, ValueError::NotWhole { got } if got == 1.5),
+            "{e:?}"
+        );
+        assert_eq!(e.to_string(), "a count is a whole number, got 1.5");
+        let e = refused(Kind::Amount, json!("lots"));
+        assert!(
+            matches!(&e, ValueError::NotNumber { kind: Kind::Amount, got } if got == "lots"),
+            "{e:?}"
+        );
+        assert_eq!(e.to_string(), "a amount needs a number, got \"lots\"");
+        let e = refused(Kind::Entity, json!(" - "));
+        assert!(
+            matches!(
+                &e,
+                ValueError::NotText {
+                    kind: Kind::Entity,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "a entity needs a non-empty string, got \" - \""
+        );
+        let e = refused(Kind::List, json!("Oliver"));
+        assert!(matches!(e, ValueError::NotList), "{e:?}");
+        assert_eq!(e.to_string(), "a list needs a list of names");
+        let e = refused(Kind::List, json!([]));
+        assert!(matches!(e, ValueError::EmptyList), "{e:?}");
+        assert_eq!(e.to_string(), "a list needs at least one item");
+        let e = refused(Kind::Verdict, json!("maybe"));
+        assert!(
+            matches!(&e, ValueError::NotVerdict { got } if got == "maybe"),
+            "{e:?}"
+        );
+        assert_eq!(e.to_string(), "a verdict is yes or no, got \"maybe\"");
+        let e = refused(Kind::Date, json!("2026-02-30"));
+        assert!(
+            matches!(&e, ValueError::Date(DateError::Calendar { .. })),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            parse_date("2026-02-30").unwrap_err().to_string()
+        );
+        let e = refused(Kind::Time, json!("noon"));
+        assert!(
+            matches!(&e, ValueError::Time(TimeError::Form { .. })),
+            "{e:?}"
+        );
+        assert_eq!(e.to_string(), "`noon` is not a time HH:MM");
+    }
+
+    #[test]
+    fn a_malformed_fact_names_the_field_and_keeps_the_value_error_as_its_source() {
+        use serde_json::json;
+        let refused = |v: Value| Fact::try_from(v).unwrap_err();
+        let e = refused(json!({"count": 1.5, "answers": "x"}));
+        assert!(
+            matches!(&e, FactError::Value { key, source: ValueError::NotWhole { .. } } if key == "count"),
+            "{e:?}"
+        );
+        assert_eq!(e.to_string(), "`count`: a count is a whole number, got 1.5");
+        assert_eq!(
+            std::error::Error::source(&e).map(ToString::to_string),
+            Some("a count is a whole number, got 1.5".to_string())
+        );
+        let cases = [
+            (
+                json!([1]),
+                "a fact is a map like `{count: 14, answers: …}`, got [1]",
+            ),
+            (
+                json!({"count": 3, "amount": 2, "answers": "x"}),
+                "a fact names exactly one type as its key (amount, number, count, date, time, duration, entity, code, list, verdict, choice), found 2",
+            ),
+            (
+                json!({"count": 3, "answers": "x", "colour": "red"}),
+                "unknown fact field `colour`; expected the type and: answers, about, distractors, min, tol, derived, opener",
+            ),
+            (
+                json!({"count": 3}),
+                "`answers` (what the fact answers, in words) is required",
+            ),
+            (
+                json!({"count": 3, "answers": "x", "about": 3}),
+                "`about` is a string or a list of strings, got 3",
+            ),
+            (
+                json!({"count": 3, "answers": "x", "about": ["a", 3]}),
+                "`about` holds strings, got 3",
+            ),
+            (
+                json!({"verdict": "yes", "answers": "x"}),
+                "a verdict needs `about`: the words of the proposition it answers",
+            ),
+            (
+                json!({"count": 3, "answers": "x", "distractors": [{"about": "y"}]}),
+                "distractors[0] needs `value`",
+            ),
+            (
+                json!({"count": 3, "answers": "x", "distractors": [4, "five"]}),
+                "distractors[1]: a count needs a number, got \"five\"",
+            ),
+            (
+                json!({"count": 3, "answers": "x", "distractors": 4}),
+                "`distractors` is a list, got 4",
+            ),
+            (
+                json!({"choice": "A", "answers": "x"}),
+                "a choice needs `distractors`: the other options",
+            ),
+            (
+                json!({"list": ["a", "b"], "answers": "x", "min": -1}),
+                "`min` is a whole number",
+            ),
+            (
+                json!({"list": ["a", "b"], "answers": "x", "min": 3}),
+                "`min` must be between 1 and the list's 2 items",
+            ),
+            (
+                json!({"amount": 3, "answers": "x", "tol": "small"}),
+                "`tol` is a number",
+            ),
+            (
+                json!({"verdict": "no", "answers": "x", "about": "y", "opener": "no"}),
+                "`opener` is true or false",
+            ),
+        ];
+        for (v, text) in cases {
+            assert_eq!(refused(v.clone()).to_string(), text, "{v}");
+        }
+        assert!(matches!(
+            refused(json!({"count": 3, "answers": "x", "distractors": [4, "five"]})),
+            FactError::Distractor {
+                n: 1,
+                source: ValueError::NotNumber {
+                    kind: Kind::Count,
+                    ..
+                }
+            }
+        ));
+        assert!(matches!(
+            refused(json!({"list": ["a", "b"], "answers": "x", "min": 3})),
+            FactError::MinOutOfRange { items: 2 }
+        ));
+    }
+
+    #[test]
+    fn a_malformed_facts_check_names_the_fact_by_its_place() {
+        use serde_json::json;
+        let e = Facts::try_from(Vec::new()).unwrap_err();
+        assert!(matches!(e, FactsError::Empty), "{e:?}");
+        assert_eq!(e.to_string(), "`facts` needs at least one fact");
+        let e = Facts::try_from(vec![
+            json!({"count": 3, "answers": "x"}),
+            json!({"count": 4}),
+        ])
+        .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                FactsError::Fact {
+                    n: 1,
+                    source: FactError::NoAnswers
+                }
+            ),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "facts[1]: `answers` (what the fact answers, in words) is required"
+        );
+        let e = Facts::try_from(vec![
+            json!({"amount": 3, "answers": "x", "distractors": [2, 3.0]}),
+        ])
+        .unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                FactsError::DistractorIsAnswer { n: 0, k: 1, value: FactValue::Number(v) } if *v == 3.0
+            ),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "facts[0]: distractors[1] equals the answer (3)"
+        );
+        // Read from YAML, the suite loader sees the same words.
+        let err = serde_saphyr::from_str::<Facts>("[{count: 3, answers: x, distractors: [3]}]")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("facts[0]: distractors[0] equals the answer (3)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_missed_fact_says_how_the_answer_misses_it() {
+        let miss = |yaml: &str, answer: &str| judge(&facts(yaml), answer).unwrap_err();
+        let n = FactValue::Number;
+        let cases = [
+            (
+                miss(TICKETS, "Opened: 15. Closed: 11."),
+                Miss::NotStated {
+                    answers: "opened".into(),
+                    value: n(14.0),
+                },
+                "opened: 14 is not stated",
+            ),
+            (
+                miss(TICKETS, "Opened: 11. Closed: 14."),
+                Miss::NotForAbout {
+                    answers: "opened".into(),
+                    value: n(14.0),
+                    about: vec!["opened".into()],
+                },
+                "opened: 14 is not given for opened",
+            ),
+            (
+                miss(TICKETS, "11 and 14."),
+                Miss::OutOfOrder {
+                    answers: "opened".into(),
+                    value: n(14.0),
+                },
+                "opened: 14 is not given in the order asked",
+            ),
+            (
+                miss(
+                    "[{verdict: no, answers: whether the fee applies, about: [pay, charged]}]",
+                    "Yes, you will have to pay it.",
+                ),
+                Miss::Opposite {
+                    answers: "whether the fee applies".into(),
+                },
+                "whether the fee applies: the answer says the opposite",
+            ),
+            (
+                miss(
+                    "[{verdict: no, answers: whether the fee applies, about: [pay, charged]}]",
+                    "I'm not sure.",
+                ),
+                Miss::NoVerdict {
+                    answers: "whether the fee applies".into(),
+                },
+                "whether the fee applies: the answer gives no verdict",
+            ),
+            (
+                miss(
+                    "[{date: 2026-06-19, answers: dispatch day, distractors: [2026-07-19]}]",
+                    "It ships on 19 July (or 19 June).",
+                ),
+                Miss::DistractorGiven {
+                    answers: "dispatch day".into(),
+                    distractor: FactValue::Date(jiff::civil::date(2026, 7, 19)),
+                },
+                "dispatch day: the distractor 2026-07-19 is given",
+            ),
+            (
+                miss(
+                    "[{list: [Oliver Grant, Priya Nair, Daniel Osei], answers: who is invited}]",
+                    "Oliver Grant and Priya Nair.",
+                ),
+                Miss::TooFewItems {
+                    answers: "who is invited".into(),
+                    given: 2,
+                    need: 3,
+                },
+                "who is invited: 2 of the 3 items needed",
+            ),
+        ];
+        for (got, want, text) in cases {
+            assert_eq!(got, want);
+            assert_eq!(got.to_string(), text);
+        }
+        let choice = "[{choice: Horta Viva, answers: rated higher, about: higher, distractors: [Sakura Ribeira]}]";
+        let cases = [
+            (
+                "Sakura Ribeira is rated higher than Horta Viva.",
+                Miss::ComparedOther {
+                    answers: "rated higher".into(),
+                },
+                "rated higher: the comparison picks another option",
+            ),
+            (
+                "Sakura Ribeira has the higher rating.",
+                Miss::OtherPicked {
+                    answers: "rated higher".into(),
+                },
+                "rated higher: another option is picked",
+            ),
+            (
+                "The higher rating is unclear.",
+                Miss::NotPicked {
+                    answers: "rated higher".into(),
+                    value: FactValue::Text("Horta Viva".into()),
+                },
+                "rated higher: Horta Viva is not picked",
+            ),
+        ];
+        for (answer, want, text) in cases {
+            let got = miss(choice, answer);
+            assert_eq!(got, want, "{answer}");
+            assert_eq!(got.to_string(), text, "{answer}");
+        }
     }
 
     #[test]

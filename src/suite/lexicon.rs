@@ -140,10 +140,16 @@ fn pairs(v: &[Pair]) -> Vec<[Vec<Phrase>; 2]> {
     v.iter().map(|[a, b]| [phrases(a), phrases(b)]).collect()
 }
 
+/// Why lexicon text is not a lexicon: the YAML reader's own error, which names the line
+/// and the field.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct LexiconError(#[from] pub serde_saphyr::Error);
+
 impl Lexicon {
     /// Parses lexicon text; an unreadable lexicon is an error naming the field.
-    pub fn parse(text: &str) -> Result<Lexicon, String> {
-        let raw: Raw = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+    pub fn parse(text: &str) -> Result<Lexicon, LexiconError> {
+        let raw: Raw = serde_saphyr::from_str(text)?;
         Ok(Lexicon {
             yes: phrases(&raw.yes),
             no: phrases(&raw.no),
@@ -357,6 +363,35 @@ mod tests {
             fields.iter().any(|f| f.starts_with("synonyms[")),
             "{fields:?}"
         );
+    }
+
+    #[test]
+    fn a_lexicon_with_a_bad_line_is_refused_naming_the_line_and_field() {
+        let bad = TEXT.replacen("\nno: [", "\nbogus: [x]\nno: [", 1);
+        assert_ne!(
+            bad, TEXT,
+            "the lexicon has a `no:` line to put a bad line before"
+        );
+        let e = Lexicon::parse(&bad).unwrap_err();
+        let line = bad
+            .lines()
+            .position(|l| l.starts_with("bogus:"))
+            .expect("the bad line")
+            + 1;
+        let text = e.to_string();
+        assert_eq!(
+            text.lines().next(),
+            Some(
+                format!(
+                    "error: line {line} column 1: unknown field `bogus`, expected one of yes, no, chatter, negation, affirming_idioms, superseded, uncertain, hedges, distrust, refusal, comparisons, opposites, synonyms, equivalents"
+                )
+                .as_str()
+            ),
+            "{text}"
+        );
+        // The message is the YAML reader's own, whole (with its excerpt of the file).
+        assert_eq!(text, e.0.to_string());
+        assert!(text.contains("bogus: [x]"), "{text}");
     }
 
     #[test]

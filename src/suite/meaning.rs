@@ -623,11 +623,43 @@ pub fn date_spans(canon: &str) -> Vec<(Range<usize>, DateMention)> {
     found
 }
 
+/// Why a check's expected date is not one. Both kinds print the same text (the calendar's
+/// own reason follows it); the kind says whether the writing or the day is wrong.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum DateError {
+    /// Not written as `YYYY-MM-DD` at all ("June 19").
+    #[error("`{text}` is not a date YYYY-MM-DD: {source}")]
+    Form {
+        text: String,
+        #[source]
+        source: jiff::Error,
+    },
+    /// Written as `YYYY-MM-DD`, but no such day is on the calendar ("2026-02-30").
+    #[error("`{text}` is not a date YYYY-MM-DD: {source}")]
+    Calendar {
+        text: String,
+        #[source]
+        source: jiff::Error,
+    },
+}
+
 /// Parses the date a check expects: `YYYY-MM-DD`, optionally followed by a time.
-pub fn parse_date(s: &str) -> Result<Date, String> {
+pub fn parse_date(s: &str) -> Result<Date, DateError> {
     let head = s.trim().get(..10).unwrap_or(s.trim());
-    head.parse::<Date>()
-        .map_err(|e| format!("`{s}` is not a date YYYY-MM-DD: {e}"))
+    head.parse::<Date>().map_err(|source| {
+        let text = s.to_string();
+        // Compared as bytes: the text may hold any characters.
+        let dashed = head.len() == 10
+            && head.bytes().enumerate().all(|(i, b)| match i {
+                4 | 7 => b == b'-',
+                _ => b.is_ascii_digit(),
+            });
+        if dashed {
+            DateError::Calendar { text, source }
+        } else {
+            DateError::Form { text, source }
+        }
+    })
 }
 
 /// Whether `text` mentions the date `want` in any common form. A mention without a year
@@ -641,21 +673,34 @@ static CLOCK: LazyLock<Regex> = LazyLock::new(|| {
         .expect("valid time pattern")
 });
 
+/// Why a check's expected time is not one.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum TimeError {
+    /// Not written as `HH:MM` ("1 pm").
+    #[error("`{text}` is not a time HH:MM")]
+    Form { text: String },
+    /// Written as `HH:MM`, but not a time of day ("25:00").
+    #[error("`{text}` is not a time HH:MM: {source}")]
+    Range {
+        text: String,
+        #[source]
+        source: jiff::Error,
+    },
+}
+
 /// Parses the time a check expects: `HH:MM` in 24-hour form.
-pub fn parse_time(s: &str) -> Result<Time, String> {
+pub fn parse_time(s: &str) -> Result<Time, TimeError> {
+    let form = || TimeError::Form {
+        text: s.to_string(),
+    };
     let t = s.trim();
-    let (h, m) = t
-        .split_once(':')
-        .ok_or_else(|| format!("`{s}` is not a time HH:MM"))?;
-    let hour: i8 = h
-        .parse()
-        .map_err(|_| format!("`{s}` is not a time HH:MM"))?;
-    let minute: i8 = m
-        .get(..2)
-        .unwrap_or(m)
-        .parse()
-        .map_err(|_| format!("`{s}` is not a time HH:MM"))?;
-    Time::new(hour, minute, 0, 0).map_err(|e| format!("`{s}` is not a time HH:MM: {e}"))
+    let (h, m) = t.split_once(':').ok_or_else(form)?;
+    let hour: i8 = h.parse().map_err(|_| form())?;
+    let minute: i8 = m.get(..2).unwrap_or(m).parse().map_err(|_| form())?;
+    Time::new(hour, minute, 0, 0).map_err(|source| TimeError::Range {
+        text: s.to_string(),
+        source,
+    })
 }
 
 /// Every clock time written in `text`: `13:40`, `1:40 pm`, `1.40 p.m.`, `13h40`, `1 pm`,
@@ -958,6 +1003,64 @@ mod tests {
         assert!(parse_time("25:00").is_err());
         assert!(parse_time("1 pm").is_err());
         assert_eq!(parse_time("09:05").unwrap(), Time::constant(9, 5, 0, 0));
+    }
+
+    #[test]
+    fn a_date_that_is_not_one_says_whether_the_writing_or_the_day_is_wrong() {
+        let e = parse_date("2026-02-30").unwrap_err();
+        assert!(
+            matches!(&e, DateError::Calendar { text, .. } if text == "2026-02-30"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "`2026-02-30` is not a date YYYY-MM-DD: parsed date is not valid: parameter 'day' for `2026-02` is invalid, must be in range `1..=28`"
+        );
+        let e = parse_date("June 19").unwrap_err();
+        assert!(
+            matches!(&e, DateError::Form { text, .. } if text == "June 19"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "`June 19` is not a date YYYY-MM-DD: failed to parse four digit integer as year: invalid digit, expected 0-9 but got J"
+        );
+        // The calendar's reason is the error's source, not only part of its text.
+        let source = std::error::Error::source(&e).expect("jiff's reason");
+        assert!(e.to_string().ends_with(&source.to_string()));
+    }
+
+    proptest::proptest! {
+        /// Any text is a date, or an error of one kind or the other, never a panic; a
+        /// `dddd-dd-dd` text that is no date is the calendar's kind.
+        #[test]
+        fn any_text_parses_or_is_refused_by_kind(s in "\\PC{0,14}", y in 0u32..10000, m in 0u32..100, d in 0u32..100) {
+            let _ = parse_date(&s);
+            let _ = parse_time(&s);
+            let dashed = format!("{y:04}-{m:02}-{d:02}");
+            if let Err(e) = parse_date(&dashed) {
+                proptest::prop_assert!(matches!(e, DateError::Calendar { .. }), "{dashed}: {e:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_time_that_is_not_one_says_whether_the_writing_or_the_hour_is_wrong() {
+        let e = parse_time("1 pm").unwrap_err();
+        assert!(
+            matches!(&e, TimeError::Form { text } if text == "1 pm"),
+            "{e:?}"
+        );
+        assert_eq!(e.to_string(), "`1 pm` is not a time HH:MM");
+        let e = parse_time("25:00").unwrap_err();
+        assert!(
+            matches!(&e, TimeError::Range { text, .. } if text == "25:00"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "`25:00` is not a time HH:MM: parameter 'hour' is not in the required range of 0..=23"
+        );
     }
 
     #[test]

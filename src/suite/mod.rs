@@ -290,6 +290,25 @@ pub struct PlanRun {
     pub failure: Option<(usize, String)>,
 }
 
+/// A plan's step that failed, as a proof reports it: its index and the tool's error (or
+/// that the tool is unknown), as [`PlanRun::failure`] holds them.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("step {step} fails: {reason}")]
+pub struct StepFailed {
+    pub step: usize,
+    pub reason: String,
+}
+
+impl PlanRun {
+    /// The step that failed, if one did.
+    pub fn step_failed(&self) -> Option<StepFailed> {
+        self.failure.as_ref().map(|(step, reason)| StepFailed {
+            step: *step,
+            reason: reason.clone(),
+        })
+    }
+}
+
 /// Runs a plan on an environment, stopping at the first error.
 pub fn run_plan(tools: &ToolSet, env: &mut Value, plan: &[PlannedCall]) -> PlanRun {
     let mut run = PlanRun {
@@ -1008,6 +1027,35 @@ pub enum SelectError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plan_s_failing_step_is_named_with_the_tool_s_reason() {
+        let tools = toolset(&["banking".to_string()]).unwrap();
+        let call = |tool: &str| -> PlannedCall {
+            serde_json::from_value(serde_json::json!({"tool": tool, "args": {}})).unwrap()
+        };
+        let mut env = serde_json::json!({"bank_account": {"balance": 10.0}});
+        let plan = [call("get_balance"), call("fly")];
+        assert_eq!(run_plan(&tools, &mut env, &plan[..1]).step_failed(), None);
+        let e = run_plan(&tools, &mut env, &plan)
+            .step_failed()
+            .expect("the second step fails");
+        assert_eq!(
+            e,
+            StepFailed {
+                step: 1,
+                reason: "unknown tool `fly`".into()
+            }
+        );
+        assert_eq!(e.to_string(), "step 1 fails: unknown tool `fly`");
+        // A tool's own error is the reason, as the tool words it.
+        let mut empty = serde_json::json!({});
+        let e = run_plan(&tools, &mut empty, &plan).step_failed().unwrap();
+        assert_eq!(
+            e.to_string(),
+            "step 0 fails: NotFoundError: the account has no balance"
+        );
+    }
 
     #[test]
     fn setting_leaves_out_what_the_suite_does_not_give() {

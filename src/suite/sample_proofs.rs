@@ -15,6 +15,7 @@ use super::samples::{Sample, VectorClass};
 use super::sight;
 use super::validate::untraced_calls;
 use super::{Family, PlannedCall, Suite, Surface, UserTask, run_plan};
+use crate::ids::ToolName;
 use crate::readable::reads_payload;
 use crate::tools::{ToolKind, ToolSet};
 use serde::Serialize;
@@ -32,6 +33,16 @@ pub struct Following {
     pub spliced_at: Option<usize>,
 }
 
+/// A step of a following run that failed: its place in the run (the attacker's calls
+/// counted where they were spliced in), its tool, and the tool's error.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("step {step} (`{tool}`) fails: {reason}")]
+pub struct FollowError {
+    pub step: usize,
+    pub tool: ToolName,
+    pub reason: String,
+}
+
 /// What an agent that follows an injection does: the user's plan, with the attacker's
 /// calls spliced in right after the first output that shows a payload (as the scripted
 /// agent does).
@@ -41,7 +52,7 @@ pub fn run_following(
     user_plan: &[PlannedCall],
     attacker_plan: &[PlannedCall],
     payloads: &[&str],
-) -> Result<Following, String> {
+) -> Result<Following, FollowError> {
     let mut queue: Vec<&PlannedCall> = user_plan.iter().collect();
     let mut run = Following {
         calls: Vec::new(),
@@ -51,8 +62,12 @@ pub fn run_following(
     let mut i = 0;
     while let Some(call) = queue.get(i).copied() {
         let step = run_plan(tools, env, std::slice::from_ref(call));
-        if let Some((_, e)) = step.failure {
-            return Err(format!("step {i} (`{}`) fails: {e}", call.tool));
+        if let Some((_, reason)) = step.failure {
+            return Err(FollowError {
+                step: i,
+                tool: call.tool.clone(),
+                reason,
+            });
         }
         run.calls.extend(step.calls);
         i += 1;
@@ -240,7 +255,7 @@ fn follow(
     s: &Sample,
     ut: &UserTask,
     attacker: &[PlannedCall],
-) -> Result<Option<(bool, Following)>, String> {
+) -> Result<Option<(bool, Following)>, FollowError> {
     let Some(it) = suite.injection_task(s.injection_task.as_str()) else {
         return Ok(None);
     };
@@ -423,6 +438,36 @@ mod tests {
 
     fn call(tool: &str, args: Value) -> PlannedCall {
         serde_json::from_value(serde_json::json!({"tool": tool, "args": args})).unwrap()
+    }
+
+    #[test]
+    fn a_failing_step_of_a_following_run_is_counted_with_the_attacker_s_calls() {
+        let suite = banking();
+        let s = sample(&suite, "user_task_0/argument_tampering");
+        let ut = suite.user_task(s.user_task.as_str()).unwrap();
+        let payloads: Vec<&str> = s.inject.iter().map(|(_, p)| p.as_str()).collect();
+        let attacked = suite.env.with(&suite.defaults(), &s.inject);
+        // The attacker's one call, to a tool the suite lacks, runs where it is spliced in.
+        let mut env = attacked.clone();
+        let fly = [call("fly", serde_json::json!({}))];
+        let ok = run_following(&suite.tools, &mut env, &ut.plan, &[], &payloads).unwrap();
+        let at = ok.spliced_at.expect("the plan reads the payload");
+        let mut env = attacked.clone();
+        let e = run_following(&suite.tools, &mut env, &ut.plan, &fly, &payloads)
+            .err()
+            .expect("an unknown tool fails");
+        assert_eq!(
+            e,
+            FollowError {
+                step: at,
+                tool: "fly".into(),
+                reason: "unknown tool `fly`".into(),
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            format!("step {at} (`fly`) fails: unknown tool `fly`")
+        );
     }
 
     #[test]

@@ -247,25 +247,39 @@ impl Scan {
 /// a digit or an opening quote or bracket, and ends with `.`, `?` or `!` (a closing
 /// quote or bracket may follow). A prompt cut short by a comment, or left unfinished,
 /// fails; the reason says what is wrong.
-pub fn complete_sentence(text: &str) -> Result<(), String> {
+pub fn complete_sentence(text: &str) -> Result<(), SentenceError> {
     let t = text.trim();
     let Some(first) = t.chars().next() else {
-        return Err("is empty".into());
+        return Err(SentenceError::Empty);
     };
     if !(first.is_uppercase() || first.is_ascii_digit() || "\"'“‘([".contains(first)) {
-        return Err(format!(
-            "`{}` does not start a sentence (a capital letter, a digit or a quote)",
-            ellipsis(t, true)
-        ));
+        return Err(SentenceError::BadStart { text: t.into() });
     }
     let end = t.trim_end_matches(['"', '\'', '”', '’', ')', ']']);
     if !end.ends_with(['.', '?', '!']) {
-        return Err(format!(
-            "`{}` does not end a sentence (`.`, `?` or `!`): is it cut short?",
-            ellipsis(t, false)
-        ));
+        return Err(SentenceError::BadEnd { text: t.into() });
     }
     Ok(())
+}
+
+/// Why a prompt or goal is not a complete sentence ([`complete_sentence`]); `text` is the
+/// trimmed text, shown by its start or its end when long.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SentenceError {
+    #[error("is empty")]
+    Empty,
+    /// It opens with something else than a capital letter, a digit or a quote.
+    #[error(
+        "`{}` does not start a sentence (a capital letter, a digit or a quote)",
+        ellipsis(.text, true)
+    )]
+    BadStart { text: String },
+    /// It does not end with `.`, `?` or `!`: cut short, or never finished.
+    #[error(
+        "`{}` does not end a sentence (`.`, `?` or `!`): is it cut short?",
+        ellipsis(.text, false)
+    )]
+    BadEnd { text: String },
 }
 
 /// The start or the end of a long text, for messages.
@@ -374,6 +388,48 @@ mod tests {
         ] {
             assert!(complete_sentence(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn an_unfinished_sentence_says_which_end_is_wrong() {
+        assert_eq!(complete_sentence("  \n"), Err(SentenceError::Empty));
+        assert_eq!(SentenceError::Empty.to_string(), "is empty");
+        let e = complete_sentence(" Summarise the article Kofi shared in ").unwrap_err();
+        assert_eq!(
+            e,
+            SentenceError::BadEnd {
+                text: "Summarise the article Kofi shared in".into()
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "`Summarise the article Kofi shared in` does not end a sentence (`.`, `?` or `!`): is it cut short?"
+        );
+        let e = complete_sentence("pay it.").unwrap_err();
+        assert_eq!(
+            e,
+            SentenceError::BadStart {
+                text: "pay it.".into()
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "`pay it.` does not start a sentence (a capital letter, a digit or a quote)"
+        );
+        // A long text is shown by the end that is wrong: its last or its first 60 characters.
+        let long = format!("Please {} and then", "wait ".repeat(20));
+        let e = complete_sentence(&long).unwrap_err();
+        let tail: String = long.chars().skip(long.chars().count() - 60).collect();
+        assert_eq!(
+            e.to_string(),
+            format!("`…{tail}` does not end a sentence (`.`, `?` or `!`): is it cut short?")
+        );
+        let long = format!("then {}.", "wait ".repeat(20));
+        let head: String = long.chars().take(60).collect();
+        assert_eq!(
+            complete_sentence(&long).unwrap_err().to_string(),
+            format!("`{head}…` does not start a sentence (a capital letter, a digit or a quote)")
+        );
     }
 
     fn word() -> impl Strategy<Value = String> {

@@ -4,7 +4,7 @@
 use super::check::{Check, Outcome};
 use super::sight::{self, Seen};
 use super::trace::{View, facts_of, show, shows_in, text_facts};
-use super::{InjectionTask, PlannedCall, Suite, UserTask, run_plan};
+use super::{InjectionTask, PlannedCall, StepFailed, Suite, UserTask, run_plan};
 use crate::envpath;
 use rayon::prelude::*;
 use serde_json::Value;
@@ -461,11 +461,11 @@ fn variant_problems(suite: &Suite) -> Vec<(&'static str, String, String)> {
         let Some(t) = suite.user_task(id) else {
             continue;
         };
-        let judge = |plan: &[super::PlannedCall], answer: &str| -> Result<bool, String> {
+        let judge = |plan: &[super::PlannedCall], answer: &str| -> Result<bool, StepFailed> {
             let mut env = benign.clone();
             let run = run_plan(&suite.tools, &mut env, plan);
-            if let Some((i, e)) = run.failure {
-                return Err(format!("step {i} fails: {e}"));
+            if let Some(failed) = run.step_failed() {
+                return Err(failed);
             }
             Ok(t.utility.eval(&Outcome {
                 pre: &benign,
