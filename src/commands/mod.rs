@@ -138,6 +138,9 @@ impl From<crate::model::config::ModelConfigError> for CliError {
             | E::Endpoint(_)
             | E::Cache(_)
             | E::Embedder(_) => CliError::BadInput(message),
+            // The weights' folder as given (or fetched) does not hold a loadable model.
+            #[cfg(feature = "minilm")]
+            E::MiniLm(_) => CliError::BadInput(message),
         }
     }
 }

@@ -288,9 +288,13 @@ pub enum ModelConfigError {
     /// The `--cache` directory.
     #[error(transparent)]
     Cache(#[from] crate::http::cache::CacheError),
-    /// The local MiniLM embedder is not built in, or its files could not be loaded.
+    /// The local MiniLM embedder is not built in.
     #[error("{0}")]
     Embedder(String),
+    /// The local MiniLM embedder's files could not be loaded.
+    #[cfg(feature = "minilm")]
+    #[error(transparent)]
+    MiniLm(#[from] crate::embed::minilm::MiniLmError),
 }
 
 /// How environment variables are read.
@@ -548,9 +552,7 @@ impl ModelFactory {
                     .strip_prefix("minilm:")
                     .map(std::path::PathBuf::from)
                     .unwrap_or_else(crate::embed::minilm::default_dir);
-                return Ok(Arc::new(
-                    crate::embed::minilm::MiniLm::load(&dir).map_err(ModelConfigError::Embedder)?,
-                ));
+                return Ok(Arc::new(crate::embed::minilm::MiniLm::load(&dir)?));
             }
             #[cfg(not(feature = "minilm"))]
             return Err(ModelConfigError::Embedder(
