@@ -67,8 +67,8 @@ pub struct IntentGraph {
     index: HashMap<String, NodeIndex>,
 }
 
-/// Why the planner's reply holds no readable JSON object (shown to the planner model and
-/// recorded; the adjudicator's judge replies are read the same way).
+/// Why a model's reply holds no readable JSON object: the planner's (its plan error is
+/// recorded and becomes part of the blocking reason) and the adjudicator's judge's.
 #[derive(Debug, thiserror::Error)]
 pub enum JsonReplyError {
     #[error("the reply contains no JSON object")]
