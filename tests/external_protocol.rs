@@ -265,6 +265,43 @@ fn crash_hang_and_malformed_line_fail_only_their_own_episode() {
     assert_eq!(rows(&summary)[0]["errors"], 6, "{summary}");
 }
 
+/// A provider spec naming a program that does not exist: nothing runs, the error names
+/// the program, and the exit code is 1 (the machine cannot start it); a spec that is
+/// malformed stays bad input (2).
+#[test]
+fn a_provider_program_that_does_not_exist_exits_1_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suites = tmp.path().join("suites");
+    std::fs::create_dir_all(suites.join("external")).unwrap();
+    let program = tmp.path().join("no-such-provider-program");
+    std::fs::write(
+        suites.join("external/ghost.toml"),
+        format!(
+            "package = \"ghost\"\ncommand = [{:?}]\n",
+            program.display().to_string()
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    run_toy(tmp.path(), &suites, "ghost@v1/counter", &[])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(format!(
+            "cannot start the suite provider `{}`",
+            program.display()
+        )));
+    assert!(!out.join("episodes.jsonl").exists());
+    std::fs::write(
+        suites.join("external/ghost.toml"),
+        "package = \"ghost\"\ncommand = []\n",
+    )
+    .unwrap();
+    run_toy(tmp.path(), &suites, "ghost@v1/counter", &[])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("field `command` is empty"));
+}
+
 #[test]
 fn a_missing_provider_says_what_to_run() {
     let tmp = tempfile::tempdir().unwrap();
@@ -284,7 +321,8 @@ fn a_missing_provider_says_what_to_run() {
         "--quiet",
     ]);
     c.arg("--out").arg(tmp.path().join("o"));
-    let assert = c.assert().code(2);
+    // A program that will not start is the machine's failure (1), not the user's input.
+    let assert = c.assert().code(1);
     let err = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
     assert!(err.contains("scripts/setup_toy.sh"), "{err}");
     // A package with no provider file names the ones there are.

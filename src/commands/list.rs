@@ -64,8 +64,7 @@ fn list_external(paths: &Paths) -> Result<String, CliError> {
         .build()
         .map_err(|e| CliError::bad_input(format!("cannot start the async runtime: {e}")))?;
     for package in packages {
-        let provider = crate::external::Provider::open(suites_dir, &package)
-            .map_err(|e| CliError::bad_input(e.to_string()))?;
+        let provider = crate::external::Provider::open(suites_dir, &package)?;
         // Listing starts the provider: say so, and what runs.
         writeln!(
             out,

@@ -138,6 +138,9 @@ impl From<crate::model::config::ModelConfigError> for CliError {
             | E::Endpoint(_)
             | E::Cache(_)
             | E::Embedder(_) => CliError::BadInput(message),
+            // The weights' folder as given (or fetched) does not hold a loadable model.
+            #[cfg(feature = "minilm")]
+            E::MiniLm(_) => CliError::BadInput(message),
         }
     }
 }
@@ -181,6 +184,26 @@ impl From<crate::attack::SelectError> for CliError {
                 CliError::BadInput(e.to_string())
             }
         }
+    }
+}
+
+/// A suite provider's failure: the user's input when its spec file is malformed, it
+/// speaks another protocol version or it refused (an unknown suite name, a description
+/// the harness rejects); the machine's when the program cannot start or crashed, hung or
+/// broke the protocol. `message` is the error's own text or one that adds where it
+/// happened; the kind alone picks the code.
+fn external_failure(e: &crate::external::ExternalError, message: String) -> CliError {
+    use crate::external::ExternalError as E;
+    match e {
+        E::Spec { .. } | E::Version { .. } | E::Refused { .. } => CliError::BadInput(message),
+        E::Spawn { .. } | E::Broken(_) => CliError::Failed(message),
+    }
+}
+
+impl From<crate::external::ExternalError> for CliError {
+    fn from(e: crate::external::ExternalError) -> Self {
+        let message = e.to_string();
+        external_failure(&e, message)
     }
 }
 
@@ -357,8 +380,7 @@ pub async fn load_selected(
     for part in external {
         let package = package_of(part);
         if !providers.iter().any(|p| p.spec.package == package) {
-            let p = Provider::open(paths.suites_dir()?, package)
-                .map_err(|e| CliError::bad_input(e.to_string()))?;
+            let p = Provider::open(paths.suites_dir()?, package)?;
             p.pool.grow_to(concurrency);
             providers.push(p);
         }
@@ -366,10 +388,7 @@ pub async fn load_selected(
             .iter()
             .find(|p| p.spec.package == package)
             .expect("opened above");
-        let served = provider
-            .list()
-            .await
-            .map_err(|e| CliError::bad_input(e.to_string()))?;
+        let served = provider.list().await?;
         let wanted: Vec<&String> = served
             .iter()
             .filter(|q| q.as_str() == part || q.split('/').next() == Some(part))
@@ -385,10 +404,7 @@ pub async fn load_selected(
             if suites.iter().any(|s| &s.qualified_name() == q) {
                 continue;
             }
-            let suite = provider
-                .load(q)
-                .await
-                .map_err(|e| CliError::bad_input(e.to_string()))?;
+            let suite = provider.load(q).await?;
             suites.push(suite);
         }
     }
@@ -451,5 +467,58 @@ mod tests {
             "no API key: set $OPENAI_API_KEY (or name another variable with --api-key-env)"
         );
         assert_eq!(code(key), EXIT_BAD_INPUT);
+    }
+
+    /// A suite provider's failure exits by its kind: what the user wrote or asked for
+    /// (the spec file, the protocol version, a refusal) is bad input; a program that will
+    /// not start or that broke is the machine's. The message is the error's own.
+    #[test]
+    fn a_provider_failure_exits_by_its_kind() {
+        use crate::external::ExternalError as E;
+        let cases = [
+            (
+                E::Spec {
+                    file: "suites/external/toy.toml".into(),
+                    message: "field `command` is empty".into(),
+                },
+                EXIT_BAD_INPUT,
+                "suites/external/toy.toml: field `command` is empty",
+            ),
+            (
+                E::Version { theirs: 1, ours: 2 },
+                EXIT_BAD_INPUT,
+                "the suite provider speaks protocol version 1; this build speaks 2",
+            ),
+            (
+                E::Refused {
+                    op: "describe".into(),
+                    message: "no suite `toy@v1/nope`".into(),
+                },
+                EXIT_BAD_INPUT,
+                "suite provider refused `describe`: no suite `toy@v1/nope`",
+            ),
+            (
+                E::Spawn {
+                    program: "/nonexistent/python".into(),
+                    message: "No such file or directory (os error 2)".into(),
+                },
+                1,
+                "cannot start the suite provider `/nonexistent/python`: No such file or directory (os error 2)",
+            ),
+            (
+                E::Broken("the provider exited before answering `list` (crashed)".into()),
+                1,
+                "suite provider failed: the provider exited before answering `list` (crashed)",
+            ),
+        ];
+        for (e, want_code, want_text) in cases {
+            let cli = CliError::from(e.clone());
+            assert_eq!(cli.exit_code(), want_code, "{e:?}");
+            assert_eq!(cli.to_string(), want_text);
+            // With a message that says where it happened, the kind still decides.
+            let placed = external_failure(&e, format!("toy@v1/counter: {e}"));
+            assert_eq!(placed.exit_code(), want_code, "{e:?}");
+            assert_eq!(placed.to_string(), format!("toy@v1/counter: {want_text}"));
+        }
     }
 }

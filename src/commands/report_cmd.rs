@@ -384,21 +384,59 @@ fn served_model_warnings(base: &Path, new: &Path) -> Vec<String> {
         .collect()
 }
 
+/// A `compare` flag's value that its parser refuses (clap prints it after the flag's
+/// name), holding the value as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompareFlagError {
+    #[error("`{0}` is not a significance level (a number in (0, 1), e.g. 0.05)")]
+    Alpha(String),
+    #[error("`{0}` is not a threshold in percentage points (finite, >= 0)")]
+    Points(String),
+}
+
 /// Parses a significance level: a probability strictly between 0 and 1.
-pub fn parse_alpha(s: &str) -> Result<f64, String> {
+pub fn parse_alpha(s: &str) -> Result<f64, CompareFlagError> {
     s.trim()
         .parse::<f64>()
         .ok()
         .filter(|v| *v > 0.0 && *v < 1.0)
-        .ok_or_else(|| format!("`{s}` is not a significance level (a number in (0, 1), e.g. 0.05)"))
+        .ok_or_else(|| CompareFlagError::Alpha(s.to_string()))
 }
 
 /// Parses a threshold in percentage points: a finite number, at least 0 (NaN would
 /// make every comparison false and pass every gate).
-pub fn parse_points(s: &str) -> Result<f64, String> {
+pub fn parse_points(s: &str) -> Result<f64, CompareFlagError> {
     s.trim()
         .parse::<f64>()
         .ok()
         .filter(|v| v.is_finite() && *v >= 0.0)
-        .ok_or_else(|| format!("`{s}` is not a threshold in percentage points (finite, >= 0)"))
+        .ok_or_else(|| CompareFlagError::Points(s.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each refusal keeps the value as given and the words clap prints after the flag.
+    #[test]
+    fn compare_flags_refuse_with_their_kind_and_words() {
+        assert_eq!(parse_alpha(" 0.05 ").unwrap(), 0.05);
+        for bad in ["1", "0", "nan", "five"] {
+            let e = parse_alpha(bad).unwrap_err();
+            assert_eq!(e, CompareFlagError::Alpha(bad.into()));
+        }
+        assert_eq!(
+            parse_alpha("1").unwrap_err().to_string(),
+            "`1` is not a significance level (a number in (0, 1), e.g. 0.05)"
+        );
+        assert_eq!(parse_points("0").unwrap(), 0.0);
+        for bad in ["-1", "NaN", "inf", ""] {
+            let e = parse_points(bad).unwrap_err();
+            assert_eq!(e, CompareFlagError::Points(bad.into()));
+        }
+        assert_eq!(
+            parse_points("-1").unwrap_err().to_string(),
+            "`-1` is not a threshold in percentage points (finite, >= 0)"
+        );
+    }
 }

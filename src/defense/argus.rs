@@ -106,17 +106,33 @@ fn values(args: &Value) -> Vec<(String, Value)> {
     out
 }
 
+/// Which deterministic check (1–3) refused to release a call, and for which argument.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Withheld {
+    #[error("invariants: `{tool}` is not an action the task authorises")]
+    NotAuthorised { tool: String },
+    #[error("segmenter: the value of `{argument}` comes from an anomalous span")]
+    Anomalous { argument: String },
+    #[error(
+        "grounder: the value of `{argument}` is found only in content trusted below {}",
+        MIN_TRUST
+    )]
+    LowTrust { argument: String },
+    #[error("grounder: the value of `{argument}` is found in no benign evidence")]
+    Ungrounded { argument: String },
+}
+
 /// The deterministic checks 1–3; `Ok` holds the sources that ground the call.
 pub fn release_checks(
     units: &[Unit],
     authorised: &[String],
     tool: &str,
     args: &Value,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, Withheld> {
     if !authorised.iter().any(|a| a == tool) {
-        return Err(format!(
-            "invariants: `{tool}` is not an action the task authorises"
-        ));
+        return Err(Withheld::NotAuthorised {
+            tool: tool.to_string(),
+        });
     }
     let mut sources = Vec::new();
     for (arg, v) in values(args) {
@@ -124,9 +140,7 @@ pub fn release_checks(
             .iter()
             .any(|u| u.anomalous.iter().any(|s| appears(&v, s)))
         {
-            return Err(format!(
-                "segmenter: the value of `{arg}` comes from an anomalous span"
-            ));
+            return Err(Withheld::Anomalous { argument: arg });
         }
         // Free text the agent composes (a subject line) has no single supporting span;
         // it is left to the entailment check. Identifiers, amounts and dates must be found.
@@ -141,14 +155,10 @@ pub fn release_checks(
             Some(u) => sources.push(u.source.clone()),
             None if free_text => {}
             None if units.iter().any(|u| appears(&v, &u.benign)) => {
-                return Err(format!(
-                    "grounder: the value of `{arg}` is found only in content trusted below {MIN_TRUST}"
-                ));
+                return Err(Withheld::LowTrust { argument: arg });
             }
             None => {
-                return Err(format!(
-                    "grounder: the value of `{arg}` is found in no benign evidence"
-                ));
+                return Err(Withheld::Ungrounded { argument: arg });
             }
         }
     }
@@ -381,12 +391,28 @@ mod tests {
         );
         let e =
             release_checks(&units, ok, "send_money", &json!({"recipient": "EVIL9"})).unwrap_err();
-        assert!(e.starts_with("segmenter"), "{e}");
+        assert_eq!(
+            e,
+            Withheld::Anomalous {
+                argument: "recipient".into()
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "segmenter: the value of `recipient` comes from an anomalous span"
+        );
         let e =
             release_checks(&units, ok, "send_money", &json!({"recipient": "OTHER1"})).unwrap_err();
-        assert!(e.starts_with("grounder"), "{e}");
+        assert!(matches!(e, Withheld::Ungrounded { .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "grounder: the value of `recipient` is found in no benign evidence"
+        );
         let e = release_checks(&units, ok, "delete_file", &json!({})).unwrap_err();
-        assert!(e.starts_with("invariants"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "invariants: `delete_file` is not an action the task authorises"
+        );
         // A value, not a substring: 12 is not grounded by a year, nor an id by a longer one.
         let units = vec![unit("user", "pay the 2012 invoice to UK123", &[])];
         assert!(release_checks(&units, ok, "send_money", &json!({"amount": 12})).is_err());
@@ -403,7 +429,10 @@ mod tests {
             &json!({"recipient": "UK99"}),
         )
         .unwrap_err();
-        assert!(e.contains("trusted below"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "grounder: the value of `recipient` is found only in content trusted below 0.25"
+        );
         low.trust = dynamic_trust(TOOL_TRUST, 80, 100);
         assert!(release_checks(&[low], ok, "send_money", &json!({"recipient": "UK99"})).is_ok());
     }

@@ -60,11 +60,27 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
+/// A `$VARn.field` reference in a call's arguments that names no stored value (no such
+/// variable, no such field, or no field at all); the call is blocked with this reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{reference}` names no stored value")]
+pub struct UnknownReference {
+    /// The reference as the agent wrote it.
+    pub reference: String,
+}
+
 /// Replaces `$VARn.field` references in every string of `args`; an unknown reference is
 /// an error naming it. A string that is exactly one reference takes the value's type.
-pub fn substitute(args: &Value, vars: &[Map<String, Value>]) -> Result<(Value, usize), String> {
+pub fn substitute(
+    args: &Value,
+    vars: &[Map<String, Value>],
+) -> Result<(Value, usize), UnknownReference> {
     let mut count = 0;
-    fn walk(v: &Value, vars: &[Map<String, Value>], count: &mut usize) -> Result<Value, String> {
+    fn walk(
+        v: &Value,
+        vars: &[Map<String, Value>],
+        count: &mut usize,
+    ) -> Result<Value, UnknownReference> {
         Ok(match v {
             Value::String(s) => {
                 if !s.contains("$VAR") {
@@ -97,7 +113,9 @@ pub fn substitute(args: &Value, vars: &[Map<String, Value>]) -> Result<(Value, u
                                 .then(|| m.get(&after[1..=field_len]))
                                 .flatten()
                         })
-                        .ok_or_else(|| format!("`{reference}` names no stored value"))?;
+                        .ok_or_else(|| UnknownReference {
+                            reference: reference.to_string(),
+                        })?;
                     *count += 1;
                     if i == 0 && reference.len() == s.len() {
                         whole = Some(value.clone());
@@ -119,7 +137,7 @@ pub fn substitute(args: &Value, vars: &[Map<String, Value>]) -> Result<(Value, u
             Value::Object(m) => Value::Object(
                 m.iter()
                     .map(|(k, x)| Ok((k.clone(), walk(x, vars, count)?)))
-                    .collect::<Result<_, String>>()?,
+                    .collect::<Result<_, UnknownReference>>()?,
             ),
             other => other.clone(),
         })
@@ -194,7 +212,9 @@ impl EpisodeDefense for Episode {
                 self.substitutions += n;
                 Ok(Verdict::Rewrite { args })
             }
-            Err(e) => Ok(Verdict::Block { reason: e }),
+            Err(e) => Ok(Verdict::Block {
+                reason: e.to_string(),
+            }),
         }
     }
 
@@ -238,12 +258,19 @@ mod tests {
             "a whole-string reference keeps its type"
         );
         assert_eq!(out["subject"], "Bill to UK12 ok");
-        assert!(
-            substitute(&json!({"a": "$VAR2.iban"}), &vars)
-                .unwrap_err()
-                .contains("$VAR2.iban")
+        let e = substitute(&json!({"a": "$VAR2.iban"}), &vars).unwrap_err();
+        assert_eq!(
+            e,
+            UnknownReference {
+                reference: "$VAR2.iban".into()
+            }
         );
-        assert!(substitute(&json!({"a": "$VAR1.nope"}), &vars).is_err());
+        assert_eq!(e.to_string(), "`$VAR2.iban` names no stored value");
+        // Inside a list, a longer text, and with no field named: the reference as written.
+        let e = substitute(&json!({"a": ["x", "pay $VAR1.nope now"]}), &vars).unwrap_err();
+        assert_eq!(e.reference, "$VAR1.nope");
+        let e = substitute(&json!({"a": "$VAR1"}), &vars).unwrap_err();
+        assert_eq!(e.to_string(), "`$VAR1` names no stored value");
         assert_eq!(substitute(&json!({"a": "plain"}), &vars).unwrap().1, 0);
     }
 

@@ -80,21 +80,42 @@ pub struct Node {
     pub done: bool,
 }
 
+/// Why the planner's graph reply is not a graph (recorded as the episode's graph error).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GraphError {
+    #[error("the reply is not a JSON object")]
+    NotAnObject,
+    #[error("the reply has no `nodes` list")]
+    NoNodes,
+    /// The node at this position of the list (from 0) names no tool.
+    #[error("node {0} has no tool")]
+    NoTool(usize),
+    /// The node at this position names a tool not offered to the agent.
+    #[error("node {index} names unknown tool `{tool}`")]
+    UnknownTool { index: usize, tool: String },
+}
+
 /// Parses the graph reply; nodes naming a tool not offered are an error.
-pub fn parse_graph(reply: &str, tools: &[crate::tools::ToolSchema]) -> Result<Vec<Node>, String> {
-    let obj = super::support::json_object(reply).ok_or("the reply is not a JSON object")?;
+pub fn parse_graph(
+    reply: &str,
+    tools: &[crate::tools::ToolSchema],
+) -> Result<Vec<Node>, GraphError> {
+    let obj = super::support::json_object(reply).ok_or(GraphError::NotAnObject)?;
     let nodes = obj
         .get("nodes")
         .and_then(Value::as_array)
-        .ok_or("the reply has no `nodes` list")?;
+        .ok_or(GraphError::NoNodes)?;
     let mut out = Vec::new();
     for (i, n) in nodes.iter().enumerate() {
         let tool = n
             .get("tool")
             .and_then(Value::as_str)
-            .ok_or(format!("node {i} has no tool"))?;
+            .ok_or(GraphError::NoTool(i))?;
         if !tools.iter().any(|t| t.name.as_str() == tool) {
-            return Err(format!("node {i} names unknown tool `{tool}`"));
+            return Err(GraphError::UnknownTool {
+                index: i,
+                tool: tool.to_string(),
+            });
         }
         let id = n
             .get("id")
@@ -322,7 +343,7 @@ impl EpisodeDefense for Episode {
         let reply = ctx.ask(Component::Planner, &graph_msgs, hint).await?;
         match parse_graph(&reply.message.content, ctx.tools) {
             Ok(n) => self.nodes = n,
-            Err(e) => self.graph_error = Some(e),
+            Err(e) => self.graph_error = Some(e.to_string()),
         }
         Ok(())
     }
@@ -507,7 +528,20 @@ mod tests {
             e.review_call(&read, &mut b.ctx()).await.unwrap(),
             Verdict::Allow
         );
-        assert!(parse_graph(r#"{"nodes": [{"tool": "teleport"}]}"#, &b.tools).is_err());
+        let e = parse_graph(r#"{"nodes": [{"tool": "teleport"}]}"#, &b.tools).unwrap_err();
+        assert_eq!(
+            e,
+            GraphError::UnknownTool {
+                index: 0,
+                tool: "teleport".into()
+            }
+        );
+        assert_eq!(e.to_string(), "node 0 names unknown tool `teleport`");
+        let e = parse_graph(r#"{"nodes": [{"id": "n1"}]}"#, &b.tools).unwrap_err();
+        assert_eq!(e, GraphError::NoTool(0));
+        assert_eq!(e.to_string(), "node 0 has no tool");
+        let e = parse_graph(r#"{"calls": []}"#, &b.tools).unwrap_err();
+        assert_eq!(e.to_string(), "the reply has no `nodes` list");
     }
 
     /// The execution phase: a planned call with unknown arguments runs with the

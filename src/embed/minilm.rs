@@ -34,40 +34,70 @@ pub struct MiniLm {
     inner: Arc<Inner>,
 }
 
-fn err(what: &str) -> impl Fn(String) -> String + '_ {
-    move |e| format!("{what}: {e}")
+/// Why the model could not be loaded from its folder, or a batch not embedded.
+#[derive(Debug, thiserror::Error)]
+pub enum MiniLmError {
+    /// One of the three files is not in the folder.
+    #[error("minilm: {} is missing (run scripts/fetch_minilm.sh, or pass minilm:DIR)", path.display())]
+    Missing { path: PathBuf },
+    /// A file that is there could not be read.
+    #[error("{source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("minilm: bad config.json: {0}")]
+    Config(serde_json::Error),
+    #[error("minilm: bad tokenizer.json: {0}")]
+    Tokenizer(tokenizers::Error),
+    /// The tokenizer refused the truncation settings.
+    #[error("minilm: tokenizer: {0}")]
+    Truncation(tokenizers::Error),
+    #[error("minilm: bad model.safetensors: {0}")]
+    Weights(candle_core::Error),
+    /// The weights do not fit the configured model.
+    #[error("minilm: {0}")]
+    Model(candle_core::Error),
+    /// Tokenizing a batch failed.
+    #[error("{0}")]
+    Encode(tokenizers::Error),
+    /// A tensor operation of the forward pass or the pooling failed.
+    #[error("{0}")]
+    Compute(candle_core::Error),
 }
 
 impl MiniLm {
     /// Loads the model from `dir`.
-    pub fn load(dir: &Path) -> Result<Self, String> {
+    pub fn load(dir: &Path) -> Result<Self, MiniLmError> {
         let file = |n: &str| dir.join(n);
         for n in ["config.json", "tokenizer.json", "model.safetensors"] {
             if !file(n).is_file() {
-                return Err(format!(
-                    "minilm: {} is missing (run scripts/fetch_minilm.sh, or pass minilm:DIR)",
-                    file(n).display()
-                ));
+                return Err(MiniLmError::Missing { path: file(n) });
             }
         }
+        let read_error =
+            |path: PathBuf| move |source: std::io::Error| MiniLmError::Read { path, source };
         let device = Device::Cpu;
         let config: Config = serde_json::from_str(
-            &std::fs::read_to_string(file("config.json")).map_err(|e| e.to_string())?,
+            &std::fs::read_to_string(file("config.json"))
+                .map_err(read_error(file("config.json")))?,
         )
-        .map_err(|e| format!("minilm: bad config.json: {e}"))?;
-        let mut tokenizer = Tokenizer::from_file(file("tokenizer.json"))
-            .map_err(|e| err("minilm: bad tokenizer.json")(e.to_string()))?;
+        .map_err(MiniLmError::Config)?;
+        let mut tokenizer =
+            Tokenizer::from_file(file("tokenizer.json")).map_err(MiniLmError::Tokenizer)?;
         tokenizer.with_padding(Some(PaddingParams::default()));
         tokenizer
             .with_truncation(Some(TruncationParams {
                 max_length: 256,
                 ..Default::default()
             }))
-            .map_err(|e| err("minilm: tokenizer")(e.to_string()))?;
-        let weights = std::fs::read(file("model.safetensors")).map_err(|e| e.to_string())?;
+            .map_err(MiniLmError::Truncation)?;
+        let weights = std::fs::read(file("model.safetensors"))
+            .map_err(read_error(file("model.safetensors")))?;
         let vb = VarBuilder::from_buffered_safetensors(weights, DTYPE, &device)
-            .map_err(|e| err("minilm: bad model.safetensors")(e.to_string()))?;
-        let model = BertModel::load(vb, &config).map_err(|e| err("minilm")(e.to_string()))?;
+            .map_err(MiniLmError::Weights)?;
+        let model = BertModel::load(vb, &config).map_err(MiniLmError::Model)?;
         Ok(MiniLm {
             name: "minilm".into(),
             inner: Arc::new(Inner {
@@ -80,13 +110,13 @@ impl MiniLm {
 }
 
 impl Inner {
-    fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, String> {
-        let e = |x: candle_core::Error| x.to_string();
+    fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, MiniLmError> {
+        let e = MiniLmError::Compute;
         let enc = self
             .tokenizer
             .encode_batch(texts, true)
-            .map_err(|x| x.to_string())?;
-        let rows = |f: &dyn Fn(&tokenizers::Encoding) -> Vec<u32>| -> Result<Tensor, String> {
+            .map_err(MiniLmError::Encode)?;
+        let rows = |f: &dyn Fn(&tokenizers::Encoding) -> Vec<u32>| -> Result<Tensor, MiniLmError> {
             let t: Vec<Tensor> = enc
                 .iter()
                 .map(|x| Tensor::new(f(x), &self.device))
@@ -131,6 +161,40 @@ impl Embedder for MiniLm {
         tokio::task::spawn_blocking(move || inner.embed(texts))
             .await
             .map_err(|e| EmbedError::Other(format!("minilm: {e}")))?
-            .map_err(EmbedError::Other)
+            .map_err(|e| EmbedError::Other(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A folder without the weights is refused naming the first missing file and what to
+    /// run, before anything is read.
+    #[test]
+    fn a_folder_without_the_files_names_the_missing_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = MiniLm::load(dir.path()).err().expect("nothing to load");
+        let want = dir.path().join("config.json");
+        assert!(
+            matches!(&e, MiniLmError::Missing { path } if path == &want),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "minilm: {} is missing (run scripts/fetch_minilm.sh, or pass minilm:DIR)",
+                want.display()
+            )
+        );
+        std::fs::write(dir.path().join("config.json"), "{").unwrap();
+        std::fs::write(dir.path().join("tokenizer.json"), "{}").unwrap();
+        std::fs::write(dir.path().join("model.safetensors"), "").unwrap();
+        let e = MiniLm::load(dir.path()).err().expect("a bad config");
+        assert!(matches!(e, MiniLmError::Config(_)), "{e:?}");
+        assert!(
+            e.to_string().starts_with("minilm: bad config.json: "),
+            "{e}"
+        );
     }
 }

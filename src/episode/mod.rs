@@ -124,8 +124,38 @@ pub struct EpisodeResult {
 /// suite so `check-suites` proves plans against the very text sent here.
 pub use crate::suite::sight::system_prompt;
 
-fn tool_error_text(kind: ToolErrorKind, message: String) -> String {
-    ToolError::new(kind, message).to_string()
+/// Why a proposed call cannot run at all. The model reads it as the call's tool result
+/// (through [`ToolError`], as `Kind: message`) and the call is recorded as invalid.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// A tool that does not exist, or one not offered to the agent.
+    #[error("there is no tool named `{0}`")]
+    UnknownTool(String),
+    /// Arguments that are not JSON.
+    #[error("the arguments are not valid JSON: {0}")]
+    Arguments(serde_json::Error),
+}
+
+impl From<CallError> for ToolError {
+    fn from(e: CallError) -> Self {
+        let kind = match e {
+            CallError::UnknownTool(_) => ToolErrorKind::UnknownToolError,
+            CallError::Arguments(_) => ToolErrorKind::ArgumentParseError,
+        };
+        ToolError::new(kind, e.to_string())
+    }
+}
+
+/// The arguments of a call to a tool that is offered (`offered`), or why it cannot run;
+/// empty arguments are no arguments.
+fn call_arguments(call: &crate::model::ToolCall, offered: bool) -> Result<Value, CallError> {
+    if !offered {
+        return Err(CallError::UnknownTool(call.name.clone()));
+    }
+    if call.arguments.trim().is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    serde_json::from_str(&call.arguments).map_err(CallError::Arguments)
 }
 
 /// Runs one episode. Never panics on model behaviour: a bad tool name or bad
@@ -440,25 +470,10 @@ impl<'s, 'a> Episode<'s, 'a> {
 
     /// The arguments of a proposed call, or the tool error the model reads instead (a
     /// tool not offered, arguments that are not JSON).
-    fn parse(&self, call: &crate::model::ToolCall) -> Result<Value, String> {
-        let offered = self.tools.iter().any(|t| t.name.as_str() == call.name);
-        let tool = self.spec.suite.tools.get(&call.name).filter(|_| offered);
-        let parsed: Result<Value, String> = if call.arguments.trim().is_empty() {
-            Ok(Value::Object(Default::default()))
-        } else {
-            serde_json::from_str(&call.arguments).map_err(|e| e.to_string())
-        };
-        match (tool, parsed) {
-            (Some(_), Ok(args)) => Ok(args),
-            (None, _) => Err(tool_error_text(
-                ToolErrorKind::UnknownToolError,
-                format!("there is no tool named `{}`", call.name),
-            )),
-            (Some(_), Err(e)) => Err(tool_error_text(
-                ToolErrorKind::ArgumentParseError,
-                format!("the arguments are not valid JSON: {e}"),
-            )),
-        }
+    fn parse(&self, call: &crate::model::ToolCall) -> Result<Value, CallError> {
+        let offered = self.tools.iter().any(|t| t.name.as_str() == call.name)
+            && self.spec.suite.tools.get(&call.name).is_some();
+        call_arguments(call, offered)
     }
 
     /// One proposed call: parsed, reviewed by the defense, run in the world (or not),
@@ -480,7 +495,8 @@ impl<'s, 'a> Episode<'s, 'a> {
         };
         let args = match self.parse(call) {
             Ok(args) => args,
-            Err(text) => {
+            Err(e) => {
+                let text = ToolError::from(e).to_string();
                 record.reason = Some(text.clone());
                 self.calls.push(record);
                 self.messages.push(Message::tool_result(call, text));
@@ -684,6 +700,48 @@ mod tests {
         .unwrap()
     }
 
+    /// A call that cannot run is its own kind of error, read by the model as that kind of
+    /// tool error; the name and the parser's words are kept.
+    #[test]
+    fn a_call_that_cannot_run_says_why_in_the_models_words() {
+        let tc = |args: &str| ToolCall {
+            id: "c".into(),
+            name: "get_balance".into(),
+            arguments: args.into(),
+        };
+        let e = call_arguments(&tc("{}"), false).unwrap_err();
+        assert!(
+            matches!(&e, CallError::UnknownTool(n) if n == "get_balance"),
+            "{e:?}"
+        );
+        assert_eq!(
+            ToolError::from(e).to_string(),
+            "UnknownToolError: there is no tool named `get_balance`"
+        );
+        let e = call_arguments(&tc("{\"n\": 5"), true).unwrap_err();
+        assert!(matches!(e, CallError::Arguments(_)), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "the arguments are not valid JSON: EOF while parsing an object at line 1 column 7"
+        );
+        let t = ToolError::from(e);
+        assert_eq!(t.kind, ToolErrorKind::ArgumentParseError);
+        assert_eq!(
+            t.to_string(),
+            "ArgumentParseError: the arguments are not valid JSON: EOF while parsing an object at line 1 column 7"
+        );
+        assert_eq!(
+            call_arguments(&tc("  "), true).unwrap(),
+            serde_json::json!({})
+        );
+        // Arguments that are JSON but not an object are not refused here: the tool
+        // checks its own arguments.
+        assert_eq!(
+            call_arguments(&tc("[1]"), true).unwrap(),
+            serde_json::json!([1])
+        );
+    }
+
     #[tokio::test]
     async fn bad_tool_names_and_arguments_go_back_to_the_model() {
         let suite = banking();
@@ -713,15 +771,13 @@ mod tests {
             .filter(|m| m.role == crate::model::Role::Tool)
             .map(|m| m.content.as_str())
             .collect();
-        assert!(
-            tool_texts[0].starts_with("UnknownToolError: "),
-            "{}",
-            tool_texts[0]
+        assert_eq!(
+            tool_texts[0],
+            "UnknownToolError: there is no tool named `teleport`"
         );
-        assert!(
-            tool_texts[1].starts_with("ArgumentParseError: "),
-            "{}",
-            tool_texts[1]
+        assert_eq!(
+            tool_texts[1],
+            "ArgumentParseError: the arguments are not valid JSON: key must be a string at line 1 column 2"
         );
         assert!(
             tool_texts[2].starts_with("ValidationError: "),

@@ -95,20 +95,39 @@ pub struct ModelOptions {
     pub backoff_base: Option<Duration>,
 }
 
-fn parse_temperature(s: &str) -> Result<f64, String> {
+/// A model flag's value that its parser refuses (clap prints it after the flag's name).
+#[derive(Debug, thiserror::Error)]
+pub enum ModelFlagError {
+    #[error("`{0}` is not a temperature (a finite number >= 0)")]
+    Temperature(String),
+    #[error("`{0}` is not a number of seconds (finite, > 0)")]
+    Seconds(String),
+    /// `--price-per-mtok` without the comma between its two prices.
+    #[error("--price-per-mtok must look like IN,OUT (e.g. 0.15,0.60), got `{0}`")]
+    PriceForm(String),
+    /// One of the two prices (as written between the commas).
+    #[error("--price-per-mtok: `{0}` is not a price")]
+    Price(String),
+    #[error("--extra-body must be a JSON object")]
+    ExtraBodyNotObject,
+    #[error("--extra-body is not valid JSON: {0}")]
+    ExtraBodyJson(serde_json::Error),
+}
+
+fn parse_temperature(s: &str) -> Result<f64, ModelFlagError> {
     s.trim()
         .parse::<f64>()
         .ok()
         .filter(|t| t.is_finite() && *t >= 0.0)
-        .ok_or_else(|| format!("`{s}` is not a temperature (a finite number >= 0)"))
+        .ok_or_else(|| ModelFlagError::Temperature(s.to_string()))
 }
 
-fn parse_seconds(s: &str) -> Result<f64, String> {
+fn parse_seconds(s: &str) -> Result<f64, ModelFlagError> {
     s.trim()
         .parse::<f64>()
         .ok()
         .filter(|t| t.is_finite() && *t > 0.0 && *t < 1e9)
-        .ok_or_else(|| format!("`{s}` is not a number of seconds (finite, > 0)"))
+        .ok_or_else(|| ModelFlagError::Seconds(s.to_string()))
 }
 
 /// The longest request timeout accepted: a day. Longer is a typo, and beyond about
@@ -127,26 +146,28 @@ fn request_timeout(what: &str, t: f64) -> Result<Duration, ModelConfigError> {
 }
 
 /// Parses `--price-per-mtok IN,OUT` (dollars per million prompt / completion tokens).
-pub fn parse_price(s: &str) -> Result<(f64, f64), String> {
-    let (i, o) = s.split_once(',').ok_or_else(|| {
-        format!("--price-per-mtok must look like IN,OUT (e.g. 0.15,0.60), got `{s}`")
-    })?;
+pub fn parse_price(s: &str) -> Result<(f64, f64), ModelFlagError> {
+    let (i, o) = s
+        .split_once(',')
+        .ok_or_else(|| ModelFlagError::PriceForm(s.to_string()))?;
     let p = |x: &str| {
         x.trim()
             .parse::<f64>()
             .ok()
             .filter(|v| v.is_finite() && *v >= 0.0)
-            .ok_or_else(|| format!("--price-per-mtok: `{x}` is not a price"))
+            .ok_or_else(|| ModelFlagError::Price(x.to_string()))
     };
     Ok((p(i)?, p(o)?))
 }
 
 /// Parses `--extra-body JSON` (a JSON object merged into every chat request).
-pub fn parse_extra_body(s: &str) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+pub fn parse_extra_body(
+    s: &str,
+) -> Result<serde_json::Map<String, serde_json::Value>, ModelFlagError> {
     match serde_json::from_str::<serde_json::Value>(s) {
         Ok(serde_json::Value::Object(m)) => Ok(m),
-        Ok(_) => Err("--extra-body must be a JSON object".into()),
-        Err(e) => Err(format!("--extra-body is not valid JSON: {e}")),
+        Ok(_) => Err(ModelFlagError::ExtraBodyNotObject),
+        Err(e) => Err(ModelFlagError::ExtraBodyJson(e)),
     }
 }
 
@@ -267,9 +288,13 @@ pub enum ModelConfigError {
     /// The `--cache` directory.
     #[error(transparent)]
     Cache(#[from] crate::http::cache::CacheError),
-    /// The local MiniLM embedder is not built in, or its files could not be loaded.
+    /// The local MiniLM embedder is not built in.
     #[error("{0}")]
     Embedder(String),
+    /// The local MiniLM embedder's files could not be loaded.
+    #[cfg(feature = "minilm")]
+    #[error(transparent)]
+    MiniLm(#[from] crate::embed::minilm::MiniLmError),
 }
 
 /// How environment variables are read.
@@ -527,9 +552,7 @@ impl ModelFactory {
                     .strip_prefix("minilm:")
                     .map(std::path::PathBuf::from)
                     .unwrap_or_else(crate::embed::minilm::default_dir);
-                return Ok(Arc::new(
-                    crate::embed::minilm::MiniLm::load(&dir).map_err(ModelConfigError::Embedder)?,
-                ));
+                return Ok(Arc::new(crate::embed::minilm::MiniLm::load(&dir)?));
             }
             #[cfg(not(feature = "minilm"))]
             return Err(ModelConfigError::Embedder(
@@ -658,5 +681,59 @@ mod tests {
         )
         .unwrap();
         assert!(ok.chat("slow").is_ok());
+    }
+
+    /// Each flag parser names its kind of refusal and keeps the words clap prints.
+    #[test]
+    fn flag_parsers_refuse_with_their_own_kind_and_words() {
+        let e = parse_temperature("3x").unwrap_err();
+        assert!(
+            matches!(&e, ModelFlagError::Temperature(s) if s == "3x"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "`3x` is not a temperature (a finite number >= 0)"
+        );
+        assert!(matches!(
+            parse_temperature("-1"),
+            Err(ModelFlagError::Temperature(_))
+        ));
+        assert_eq!(parse_temperature(" 0.7 ").unwrap(), 0.7);
+        let e = parse_seconds("0").unwrap_err();
+        assert!(
+            matches!(&e, ModelFlagError::Seconds(s) if s == "0"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "`0` is not a number of seconds (finite, > 0)"
+        );
+        let e = parse_price("cheap").unwrap_err();
+        assert!(
+            matches!(&e, ModelFlagError::PriceForm(s) if s == "cheap"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "--price-per-mtok must look like IN,OUT (e.g. 0.15,0.60), got `cheap`"
+        );
+        let e = parse_price("0.15,free").unwrap_err();
+        assert!(
+            matches!(&e, ModelFlagError::Price(s) if s == "free"),
+            "{e:?}"
+        );
+        assert_eq!(e.to_string(), "--price-per-mtok: `free` is not a price");
+        assert_eq!(parse_price("0.15, 0.60").unwrap(), (0.15, 0.6));
+        let e = parse_extra_body("[1]").unwrap_err();
+        assert!(matches!(e, ModelFlagError::ExtraBodyNotObject), "{e:?}");
+        assert_eq!(e.to_string(), "--extra-body must be a JSON object");
+        let e = parse_extra_body("{oops").unwrap_err();
+        assert!(matches!(e, ModelFlagError::ExtraBodyJson(_)), "{e:?}");
+        assert!(
+            e.to_string()
+                .starts_with("--extra-body is not valid JSON: key must be a string"),
+            "{e}"
+        );
     }
 }

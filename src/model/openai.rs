@@ -10,7 +10,8 @@
 pub mod wire;
 
 pub use wire::{
-    ParsedReply, ToolFormat, parse_chat_body, parse_prompted_calls, prompted_tools_text,
+    ParsedReply, ToolFormat, UnknownToolFormat, parse_chat_body, parse_prompted_calls,
+    prompted_tools_text,
 };
 
 use super::tokens::TokenCounter;

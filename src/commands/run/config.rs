@@ -367,10 +367,11 @@ fn run_settings(
 async fn derive_provider_data_only(suites: &mut [Suite]) -> Result<(), CliError> {
     for s in suites.iter_mut().filter(|s| s.external.is_some()) {
         s.data_only = crate::external::data_only::derive(s).await.map_err(|e| {
-            CliError::bad_input(format!(
+            let message = format!(
                 "{}: cannot derive the data-only attacks: {e}",
                 s.qualified_name()
-            ))
+            );
+            crate::commands::external_failure(&e, message)
         })?;
     }
     Ok(())

@@ -77,7 +77,7 @@ pub fn parse_judge(text: &str) -> JudgeReply {
     };
     let v = match extract_json(text) {
         Ok(v) => v,
-        Err(e) => return fail(e),
+        Err(e) => return fail(e.to_string()),
     };
     let score = match v.get("score") {
         None | Some(Value::Null) => return fail("the judge's reply has no `score`".into()),

@@ -67,8 +67,80 @@ pub struct IntentGraph {
     index: HashMap<String, NodeIndex>,
 }
 
-fn parse_source(v: &Value) -> Result<Source, String> {
-    let from_str = |s: &str| -> Result<Source, String> {
+/// Why a model's reply holds no readable JSON object: the planner's (its plan error is
+/// recorded and becomes part of the blocking reason) and the adjudicator's judge's.
+#[derive(Debug, thiserror::Error)]
+pub enum JsonReplyError {
+    #[error("the reply contains no JSON object")]
+    NoObject,
+    #[error("the reply is not valid JSON: {0}")]
+    Invalid(serde_json::Error),
+}
+
+/// Why an argument's binding (its declared source) is not one of the forms a plan may use.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BindingError {
+    /// A source text that is none of the forms (as written, trimmed).
+    #[error("unknown source `{0}`; use user, literal or node:<id>")]
+    UnknownSource(String),
+    #[error("a binding needs a `source` field")]
+    NoSource,
+    #[error("a literal binding needs a `value` field")]
+    NoValue,
+    #[error("a binding must be a string or an object, got {0}")]
+    NotStringOrObject(Value),
+}
+
+/// What is wrong with one node of a plan.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum NodeProblem {
+    #[error("not an object")]
+    NotAnObject,
+    #[error("missing `id`")]
+    MissingId,
+    #[error("missing `tool`")]
+    MissingTool,
+    #[error("unknown tool `{0}`")]
+    UnknownTool(String),
+    #[error("`{tool}` has no argument `{argument}`")]
+    UnknownArgument { tool: String, argument: String },
+    #[error("argument `{argument}`: {why}")]
+    Binding { argument: String, why: BindingError },
+    #[error("`args` must be an object")]
+    ArgsNotObject,
+    #[error("bad entry in `depends_on`")]
+    BadDependency,
+    #[error("`depends_on` must be a list")]
+    DependsOnNotList,
+    #[error("`repeatable` must be true or false")]
+    RepeatableNotBool,
+    #[error("duplicate id `{0}`")]
+    DuplicateId(String),
+}
+
+/// Why a planner reply is not a valid plan; the planner's episode stays fail-closed and
+/// records the message.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error(transparent)]
+    Json(#[from] JsonReplyError),
+    #[error("the plan has no `nodes` list")]
+    NoNodes,
+    /// The node at this position of the `nodes` list (from 0).
+    #[error("node #{index}: {problem}")]
+    Node { index: usize, problem: NodeProblem },
+    /// A `node:<id>` source or a `depends_on` entry naming no node.
+    #[error("node `{node}` refers to `{missing}`, which is not in the plan")]
+    Dangling { node: String, missing: String },
+    #[error("the plan's dependencies form a cycle")]
+    Cycle,
+    /// A valid plan naming a tool the agent is not offered (a defense may narrow them).
+    #[error("node `{node}`: tool `{tool}` is not offered to the agent")]
+    NotOffered { node: String, tool: String },
+}
+
+fn parse_source(v: &Value) -> Result<Source, BindingError> {
+    let from_str = |s: &str| -> Result<Source, BindingError> {
         let s = s.trim();
         if s.eq_ignore_ascii_case("user") {
             return Ok(Source::User);
@@ -86,9 +158,7 @@ fn parse_source(v: &Value) -> Result<Source, String> {
         {
             return Ok(Source::Node(id.to_string()));
         }
-        Err(format!(
-            "unknown source `{s}`; use user, literal or node:<id>"
-        ))
+        Err(BindingError::UnknownSource(s.to_string()))
     };
     match v {
         Value::String(s) => from_str(s),
@@ -99,31 +169,26 @@ fn parse_source(v: &Value) -> Result<Source, String> {
             let src = m
                 .get("source")
                 .and_then(Value::as_str)
-                .ok_or("a binding needs a `source` field")?;
+                .ok_or(BindingError::NoSource)?;
             if src.trim().eq_ignore_ascii_case("literal") {
-                let value = m
-                    .get("value")
-                    .ok_or("a literal binding needs a `value` field")?;
+                let value = m.get("value").ok_or(BindingError::NoValue)?;
                 Ok(Source::Literal(value.clone()))
             } else {
                 from_str(src)
             }
         }
-        other => Err(format!(
-            "a binding must be a string or an object, got {other}"
-        )),
+        other => Err(BindingError::NotStringOrObject(other.clone())),
     }
 }
 
 /// Takes the JSON object out of a reply that may wrap it in prose or code fences.
-pub fn extract_json(text: &str) -> Result<Value, String> {
-    let start = text.find('{').ok_or("the reply contains no JSON object")?;
-    let end = text.rfind('}').ok_or("the reply contains no JSON object")?;
+pub fn extract_json(text: &str) -> Result<Value, JsonReplyError> {
+    let start = text.find('{').ok_or(JsonReplyError::NoObject)?;
+    let end = text.rfind('}').ok_or(JsonReplyError::NoObject)?;
     if end < start {
-        return Err("the reply contains no JSON object".into());
+        return Err(JsonReplyError::NoObject);
     }
-    serde_json::from_str(&text[start..=end])
-        .map_err(|e| format!("the reply is not valid JSON: {e}"))
+    serde_json::from_str(&text[start..=end]).map_err(JsonReplyError::Invalid)
 }
 
 fn id_of(v: &Value) -> Option<String> {
@@ -136,28 +201,29 @@ fn id_of(v: &Value) -> Option<String> {
 
 impl IntentGraph {
     /// Parses and validates a planner reply against the tools the agent has.
-    pub fn parse(text: &str, tools: &ToolSet) -> Result<IntentGraph, String> {
+    pub fn parse(text: &str, tools: &ToolSet) -> Result<IntentGraph, PlanError> {
+        use NodeProblem as P;
         let v = extract_json(text)?;
         let nodes = v
             .get("nodes")
             .and_then(Value::as_array)
-            .ok_or("the plan has no `nodes` list")?;
+            .ok_or(PlanError::NoNodes)?;
         let mut g = IntentGraph::default();
         let mut deps: Vec<(String, BTreeSet<String>)> = Vec::new();
         for (i, n) in nodes.iter().enumerate() {
-            let at = |m: String| format!("node #{i}: {m}");
-            let n = n.as_object().ok_or_else(|| at("not an object".into()))?;
+            let at = |problem: NodeProblem| PlanError::Node { index: i, problem };
+            let n = n.as_object().ok_or_else(|| at(P::NotAnObject))?;
             let id = n
                 .get("id")
                 .and_then(id_of)
-                .ok_or_else(|| at("missing `id`".into()))?;
+                .ok_or_else(|| at(P::MissingId))?;
             let tool = n
                 .get("tool")
                 .and_then(Value::as_str)
-                .ok_or_else(|| at("missing `tool`".into()))?
+                .ok_or_else(|| at(P::MissingTool))?
                 .to_string();
             let Some(t) = tools.get(&tool) else {
-                return Err(at(format!("unknown tool `{tool}`")));
+                return Err(at(P::UnknownTool(tool)));
             };
             let known: Option<&Map<String, Value>> =
                 t.parameters.get("properties").and_then(Value::as_object);
@@ -170,35 +236,41 @@ impl IntentGraph {
                         if let Some(props) = known
                             && !props.contains_key(k)
                         {
-                            return Err(at(format!("`{tool}` has no argument `{k}`")));
+                            return Err(at(P::UnknownArgument {
+                                tool,
+                                argument: k.clone(),
+                            }));
                         }
-                        let s = parse_source(b).map_err(|e| at(format!("argument `{k}`: {e}")))?;
+                        let s = parse_source(b).map_err(|why| {
+                            at(P::Binding {
+                                argument: k.clone(),
+                                why,
+                            })
+                        })?;
                         if let Source::Node(d) = &s {
                             node_deps.insert(d.clone());
                         }
                         args.insert(k.clone(), s);
                     }
                 }
-                Some(_) => return Err(at("`args` must be an object".into())),
+                Some(_) => return Err(at(P::ArgsNotObject)),
             }
             match n.get("depends_on") {
                 None | Some(Value::Null) => {}
                 Some(Value::Array(a)) => {
                     for d in a {
-                        node_deps.insert(
-                            id_of(d).ok_or_else(|| at("bad entry in `depends_on`".into()))?,
-                        );
+                        node_deps.insert(id_of(d).ok_or_else(|| at(P::BadDependency))?);
                     }
                 }
-                Some(_) => return Err(at("`depends_on` must be a list".into())),
+                Some(_) => return Err(at(P::DependsOnNotList)),
             }
             let repeatable = match n.get("repeatable") {
                 None | Some(Value::Null) => false,
                 Some(Value::Bool(b)) => *b,
-                Some(_) => return Err(at("`repeatable` must be true or false".into())),
+                Some(_) => return Err(at(P::RepeatableNotBool)),
             };
             if g.index.contains_key(&id) {
-                return Err(at(format!("duplicate id `{id}`")));
+                return Err(at(P::DuplicateId(id)));
             }
             let idx = g.graph.add_node(PlanNode {
                 id: id.clone(),
@@ -213,14 +285,15 @@ impl IntentGraph {
         for (id, ds) in &deps {
             let to = g.index[id];
             for d in ds {
-                let from = *g.index.get(d).ok_or_else(|| {
-                    format!("node `{id}` refers to `{d}`, which is not in the plan")
+                let from = *g.index.get(d).ok_or_else(|| PlanError::Dangling {
+                    node: id.clone(),
+                    missing: d.clone(),
                 })?;
                 g.graph.add_edge(from, to, ());
             }
         }
         if petgraph::algo::is_cyclic_directed(&g.graph) {
-            return Err("the plan's dependencies form a cycle".into());
+            return Err(PlanError::Cycle);
         }
         Ok(g)
     }
@@ -404,9 +477,88 @@ mod tests {
             ),
         ];
         for (text, want) in cases {
-            let e = IntentGraph::parse(text, &t).unwrap_err();
+            let e = IntentGraph::parse(text, &t).unwrap_err().to_string();
             assert!(e.contains(want), "{text}: {e}");
         }
+    }
+
+    /// Each refusal is its own kind, and its words (which the planner model reads and the
+    /// episode records) name the node, the argument and the bad source as written.
+    #[test]
+    fn a_refused_plan_names_its_kind_and_place() {
+        let t = tools();
+        let e = IntentGraph::parse(
+            r#"{"nodes": [{"id": "a", "tool": "get_balance"}, {"id": "b", "tool": "read_file", "args": {"file_path": " the bill "}}]}"#,
+            &t,
+        )
+        .unwrap_err();
+        match &e {
+            PlanError::Node {
+                index: 1,
+                problem: NodeProblem::Binding { argument, why },
+            } => {
+                assert_eq!(argument, "file_path");
+                assert_eq!(why, &BindingError::UnknownSource("the bill".into()));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            e.to_string(),
+            "node #1: argument `file_path`: unknown source `the bill`; use user, literal or node:<id>"
+        );
+        let e = IntentGraph::parse(
+            r#"{"nodes": [{"id": "a", "tool": "read_file", "args": {"file_path": 7}}]}"#,
+            &t,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "node #0: argument `file_path`: a binding must be a string or an object, got 7"
+        );
+        let e = IntentGraph::parse(
+            r#"{"nodes": [{"id": "a", "tool": "get_balance", "depends_on": ["zz"]}]}"#,
+            &t,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&e, PlanError::Dangling { node, missing } if node == "a" && missing == "zz"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "node `a` refers to `zz`, which is not in the plan"
+        );
+        let e = IntentGraph::parse("I would rather not plan.", &t).unwrap_err();
+        assert!(
+            matches!(e, PlanError::Json(JsonReplyError::NoObject)),
+            "{e:?}"
+        );
+        assert_eq!(e.to_string(), "the reply contains no JSON object");
+        let e = IntentGraph::parse(
+            r#"{"nodes": [{"id": "a", "tool": "get_balance", "repeatable": "yes"}]}"#,
+            &t,
+        )
+        .unwrap_err();
+        assert_eq!(e.to_string(), "node #0: `repeatable` must be true or false");
+    }
+
+    #[test]
+    fn extract_json_finds_the_object_or_says_why_not() {
+        assert_eq!(
+            extract_json("sure: ```json\n{\"a\": 1}\n``` done").unwrap(),
+            json!({"a": 1})
+        );
+        for text in ["no braces here", "} backwards {", ""] {
+            let e = extract_json(text).unwrap_err();
+            assert!(matches!(e, JsonReplyError::NoObject), "{text}: {e:?}");
+            assert_eq!(e.to_string(), "the reply contains no JSON object");
+        }
+        let e = extract_json("{\"a\": oops}").unwrap_err();
+        assert!(matches!(e, JsonReplyError::Invalid(_)), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "the reply is not valid JSON: expected value at line 1 column 7"
+        );
     }
 
     #[test]

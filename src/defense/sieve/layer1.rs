@@ -237,25 +237,57 @@ pub enum Check {
     Fail { reason: String },
 }
 
+/// Why a proposed call does not pass one node (or any): the reason of [`Check::Fail`].
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Deviation {
+    /// The node is not repeatable and already authorised a call.
+    #[error("control flow: node `{node}` ({tool}) already authorised its one call")]
+    Spent { node: String, tool: String },
+    /// A node this one depends on has not run yet.
+    #[error("control flow: node `{node}` ({tool}) needs `{dependency}` to have run first")]
+    NotYetRun {
+        node: String,
+        tool: String,
+        dependency: String,
+    },
+    /// The call passes an argument the node does not bind.
+    #[error("data flow: argument `{argument}` is not part of node `{node}`")]
+    UnboundArgument { argument: String, node: String },
+    /// An argument's value is not found in (or equal to) its bound source, labelled.
+    #[error(
+        "data flow: argument `{argument}` = {value} does not come from its bound source {bound} (node `{node}`)"
+    )]
+    WrongSource {
+        argument: String,
+        value: Box<Value>,
+        bound: String,
+        node: String,
+    },
+    /// The plan has no node for the call's tool.
+    #[error("control flow: no node of the plan calls `{tool}`")]
+    NoNode { tool: String },
+}
+
 fn check_node(
     g: &IntentGraph,
     node: &PlanNode,
     args: &Value,
     user_prompt: &str,
     state: &RunState,
-) -> Result<BTreeMap<String, String>, String> {
+) -> Result<BTreeMap<String, String>, Deviation> {
     if state.is_spent(&node.id) && !node.repeatable {
-        return Err(format!(
-            "control flow: node `{}` ({}) already authorised its one call",
-            node.id, node.tool
-        ));
+        return Err(Deviation::Spent {
+            node: node.id.clone(),
+            tool: node.tool.clone(),
+        });
     }
     for d in g.dependencies(&node.id) {
         if !state.ran(&d) {
-            return Err(format!(
-                "control flow: node `{}` ({}) needs `{d}` to have run first",
-                node.id, node.tool
-            ));
+            return Err(Deviation::NotYetRun {
+                node: node.id.clone(),
+                tool: node.tool.clone(),
+                dependency: d,
+            });
         }
     }
     let empty = serde_json::Map::new();
@@ -266,10 +298,10 @@ fn check_node(
             continue;
         }
         let Some(src) = node.args.get(k) else {
-            return Err(format!(
-                "data flow: argument `{k}` is not part of node `{}`",
-                node.id
-            ));
+            return Err(Deviation::UnboundArgument {
+                argument: k.clone(),
+                node: node.id.clone(),
+            });
         };
         // Only the declared source counts: a value that is found in another tool's
         // output, or another node's, is a deviation however plausible it looks.
@@ -282,11 +314,12 @@ fn check_node(
             Source::Literal(p) => literal_eq(p, v),
         };
         if !ok {
-            return Err(format!(
-                "data flow: argument `{k}` = {v} does not come from its bound source {} (node `{}`)",
-                src.label(),
-                node.id
-            ));
+            return Err(Deviation::WrongSource {
+                argument: k.clone(),
+                value: Box::new(v.clone()),
+                bound: src.label(),
+                node: node.id.clone(),
+            });
         }
         sources.insert(k.clone(), src.label());
     }
@@ -317,16 +350,18 @@ pub fn check(
                 // Prefer a data-flow reason (it names the argument) over "spent".
                 if first_reason
                     .as_ref()
-                    .is_none_or(|f: &String| f.contains("already authorised"))
+                    .is_none_or(|f| matches!(f, Deviation::Spent { .. }))
                 {
                     first_reason = Some(r);
                 }
             }
         }
     }
+    let reason = first_reason.unwrap_or_else(|| Deviation::NoNode {
+        tool: tool.to_string(),
+    });
     Check::Fail {
-        reason: first_reason
-            .unwrap_or_else(|| format!("control flow: no node of the plan calls `{tool}`")),
+        reason: reason.to_string(),
     }
 }
 
@@ -547,6 +582,59 @@ mod tests {
             check(&g2, "send_money", &from_prompt, "pay 12 of the bill", &st),
             Check::Fail { .. }
         ));
+    }
+
+    /// Each deviation is its own kind, and its reason (recorded, and shown to the
+    /// adjudicator) names the node, the argument and the bound source.
+    #[test]
+    fn each_deviation_names_its_kind_node_and_argument() {
+        let g = pay_plan(false);
+        let n2 = g.node("n2").unwrap();
+        let mut st = RunState::default();
+        let pay = json!({"recipient": "GB00INVENTED", "amount": 98.7});
+        let e = check_node(&g, n2, &pay, "", &st).unwrap_err();
+        assert_eq!(
+            e,
+            Deviation::NotYetRun {
+                node: "n2".into(),
+                tool: "send_money".into(),
+                dependency: "n0".into()
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "control flow: node `n2` (send_money) needs `n0` to have run first"
+        );
+        st.spend("n0");
+        st.record("n0", BILL.into());
+        let e = check_node(&g, n2, &pay, "", &st).unwrap_err();
+        assert!(
+            matches!(&e, Deviation::WrongSource { argument, bound, .. } if argument == "recipient" && bound == "node:n0"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "data flow: argument `recipient` = \"GB00INVENTED\" does not come from its bound source node:n0 (node `n2`)"
+        );
+        let e = check_node(&g, n2, &json!({"iban": "x"}), "", &st).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "data flow: argument `iban` is not part of node `n2`"
+        );
+        st.spend("n2");
+        let e = check_node(&g, n2, &json!({}), "", &st).unwrap_err();
+        assert!(matches!(e, Deviation::Spent { .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "control flow: node `n2` (send_money) already authorised its one call"
+        );
+        match check(&g, "update_password", &json!({}), "", &st) {
+            Check::Fail { reason } => assert_eq!(
+                reason,
+                "control flow: no node of the plan calls `update_password`"
+            ),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

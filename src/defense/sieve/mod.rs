@@ -205,17 +205,17 @@ impl SieveEpisode {
                 .node_weights()
                 .find(|n| !ctx.tools.iter().any(|t| t.name.as_str() == n.tool))
             {
-                Some(n) => Err(format!(
-                    "node `{}`: tool `{}` is not offered to the agent",
-                    n.id, n.tool
-                )),
+                Some(n) => Err(graph::PlanError::NotOffered {
+                    node: n.id.clone(),
+                    tool: n.tool.clone(),
+                }),
                 None => Ok(g),
             }
         });
         match result {
             Ok(g) => self.graph = Some(g),
             Err(e) => {
-                self.planner_error = Some(e);
+                self.planner_error = Some(e.to_string());
                 self.graph = None;
             }
         }

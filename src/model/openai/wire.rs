@@ -24,13 +24,18 @@ pub enum ToolFormat {
     Prompted,
 }
 
+/// A `--tool-format` that names no format.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown tool format `{0}`; use native or prompted")]
+pub struct UnknownToolFormat(pub String);
+
 impl std::str::FromStr for ToolFormat {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownToolFormat;
+    fn from_str(s: &str) -> Result<Self, UnknownToolFormat> {
         match s {
             "native" => Ok(ToolFormat::Native),
             "prompted" => Ok(ToolFormat::Prompted),
-            o => Err(format!("unknown tool format `{o}`; use native or prompted")),
+            o => Err(UnknownToolFormat(o.to_string())),
         }
     }
 }
@@ -477,6 +482,19 @@ pub fn request_body(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// `--tool-format` takes the two names only; another is refused naming itself.
+    #[test]
+    fn a_tool_format_parses_from_its_name_only() {
+        assert_eq!("native".parse::<ToolFormat>(), Ok(ToolFormat::Native));
+        assert_eq!("prompted".parse::<ToolFormat>(), Ok(ToolFormat::Prompted));
+        let e = "smoke-signals".parse::<ToolFormat>().unwrap_err();
+        assert_eq!(e, UnknownToolFormat("smoke-signals".into()));
+        assert_eq!(
+            e.to_string(),
+            "unknown tool format `smoke-signals`; use native or prompted"
+        );
+    }
 
     /// The model id a server says served the reply is kept; a blank one is not a name.
     #[test]
