@@ -62,7 +62,7 @@ fn list_external(paths: &Paths) -> Result<String, CliError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| CliError::bad_input(format!("cannot start the async runtime: {e}")))?;
+        .map_err(|e| CliError::failed(format!("cannot start the async runtime: {e}")))?;
     for package in packages {
         let provider = crate::external::Provider::open(suites_dir, &package)?;
         // Listing starts the provider: say so, and what runs.
