@@ -26,7 +26,8 @@ fn bypass_row<'a>(rows: &'a [Value], defense: &str) -> &'a Value {
 fn ablation_table_runs_and_shows_what_sieve_does_and_misses() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("abl");
-    bench(tmp.path())
+    let printed = bench(tmp.path())
+        .env_remove("COLUMNS")
         .args([
             "ablate",
             "--suite",
@@ -39,7 +40,15 @@ fn ablation_table_runs_and_shows_what_sieve_does_and_misses() {
         .assert()
         .success()
         .stdout(predicate::str::contains("SIMULATED"))
-        .stdout(predicate::str::contains("sieve:no-causal"));
+        .stdout(predicate::str::contains("sieve:no-causal"))
+        .get_output()
+        .stdout
+        .clone();
+    // Piped, with no COLUMNS, the table is fitted to 100 columns like every table.
+    let printed = String::from_utf8(printed).unwrap();
+    for line in printed.lines() {
+        assert!(line.chars().count() <= 100, "wider than 100: {line:?}");
+    }
     for f in ["ablation.csv", "ablation.json", "ablation.md"] {
         assert!(out.join(f).is_file(), "{f} written");
     }
