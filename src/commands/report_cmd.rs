@@ -308,19 +308,14 @@ pub fn compare_fitted(
     let side = |dir: &Path| -> Result<report::compare::Side, CliError> {
         // A run's summary and its pair table from one read of its records; a committed
         // baseline without records has its summary.json alone, and no pairs.
-        let (summary, records) = if dir.join(crate::record::EPISODES).is_file() {
-            let keep = report::runs::Keep {
-                pairs: true,
-                ..Default::default()
-            };
-            let (summary, loaded) = report::read_run(dir, keep)?;
-            (summary, loaded.pairs)
-        } else {
-            (report::load(dir)?, None)
+        let keep = report::runs::Keep {
+            pairs: true,
+            ..Default::default()
         };
+        let (summary, loaded) = report::load(dir, keep)?;
         Ok(report::compare::Side {
             summary,
-            records,
+            records: loaded.and_then(|l| l.pairs),
             name: dir.display().to_string(),
         })
     };

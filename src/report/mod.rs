@@ -376,19 +376,22 @@ pub fn write_all(dir: &Path, summary: &Summary) -> std::io::Result<()> {
     write_atomic(&dir.join("summary.md"), markdown(summary).as_bytes())
 }
 
-/// A run's summary for comparison: recomputed from its records when it has them, else
-/// read from its `summary.json` (a committed baseline keeps only that, to stay small).
-pub fn load(dir: &Path) -> Result<Summary, ReportError> {
+/// A run's summary for comparison: recomputed from its records when it has them (read
+/// once, keeping what `keep` asks for), else read from its `summary.json` (a committed
+/// baseline keeps only that, to stay small) with no records loaded.
+pub fn load(dir: &Path, keep: runs::Keep) -> Result<(Summary, Option<runs::Loaded>), ReportError> {
     if dir.join(crate::record::EPISODES).is_file() {
-        return from_dir(dir);
+        let (summary, loaded) = read_run(dir, keep)?;
+        return Ok((summary, Some(loaded)));
     }
     let path = dir.join("summary.json");
     let text = std::fs::read_to_string(&path).map_err(|_| ReportError::NotARun {
         dir: dir.to_path_buf(),
         summary_would_do: true,
     })?;
-    serde_json::from_str(&text)
-        .map_err(|e| ReportError::Malformed(format!("{}: not a summary: {e}", path.display())))
+    let summary = serde_json::from_str(&text)
+        .map_err(|e| ReportError::Malformed(format!("{}: not a summary: {e}", path.display())))?;
+    Ok((summary, None))
 }
 
 /// Recomputes a run's summary from its records alone.
