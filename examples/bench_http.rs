@@ -12,7 +12,7 @@
 //! written here, because wiremock keeps every request it matched and would grow. Run: `scripts/bench_http.sh` or
 //! `cargo run --release --example bench_http -- [--calls N] [--concurrency C] [--delay-ms D]`.
 
-#[path = "../tests/fake_llm/mod.rs"]
+#[path = "../tests/it/fake_llm/mod.rs"]
 mod fake_llm;
 
 use futures::StreamExt;

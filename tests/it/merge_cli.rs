@@ -1,7 +1,6 @@
 //! `merge` of shards: complete splits only, one identity, all or nothing.
 
-mod common;
-use common::*;
+use crate::common::*;
 use predicates::prelude::*;
 
 fn shard(cwd: &std::path::Path, out: &std::path::Path, k: &str, extra: &[&str]) {

@@ -1,7 +1,6 @@
 //! Run identity, exit codes and the results folder's safety, through the binary.
 
-mod common;
-use common::*;
+use crate::common::*;
 use predicates::prelude::*;
 
 #[test]

@@ -4,8 +4,7 @@
 //! model on a loopback OpenAI-compatible server (wiremock) driving the loop. Everything
 //! here is simulated (scripted agent); no real model is reached.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::Path;
 

@@ -1,8 +1,7 @@
 //! `--defense all`: every registered defense runs on the same episodes and the main
 //! table prints one row per defense.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 #[test]
 fn every_defense_runs_without_error_and_the_main_table_prints() {

@@ -270,7 +270,7 @@ fn modules_import_only_lower_layers() {
         .collect();
     assert!(
         unplaced.is_empty(),
-        "top-level modules with no layer in tests/layers.rs (and docs/architecture.md): {unplaced:?}"
+        "top-level modules with no layer in tests/it/layers.rs (and docs/architecture.md): {unplaced:?}"
     );
     let mut upward = Vec::new();
     for (from, tos) in &graph {
@@ -282,7 +282,7 @@ fn modules_import_only_lower_layers() {
     }
     assert!(
         upward.is_empty(),
-        "imports that do not go down the layers (tests/layers.rs, docs/architecture.md):\n  {}",
+        "imports that do not go down the layers (tests/it/layers.rs, docs/architecture.md):\n  {}",
         upward.join("\n  ")
     );
 }

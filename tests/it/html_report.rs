@@ -3,8 +3,7 @@
 //! `.ci/run` installs Chromium from the distribution's packages and sets
 //! SIEVE_BENCH_REQUIRE_TOOLS; elsewhere the tests skip when no browser is installed.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

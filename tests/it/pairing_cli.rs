@@ -3,8 +3,7 @@
 //! whatever other defense runs beside it and whatever quality is given to a scripted role
 //! it never consults.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;

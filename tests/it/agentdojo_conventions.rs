@@ -4,8 +4,7 @@
 //! is an error, in Err and never an attack; a denial-of-service attack succeeds when the
 //! user task fails; published results stand beside a run's rows, labelled and apart.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use wiremock::matchers::{body_string_contains, method, path};

@@ -1,7 +1,6 @@
 //! Reports through the binary: tables that fit the terminal, command-line order.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 /// The default table of the full matrix at a 100-column terminal: every line fits, so
 /// the terminal wraps nothing. One user task and one injection task per suite keep it

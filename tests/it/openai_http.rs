@@ -2,9 +2,9 @@
 //! episodes through the real agent loop and runner, faults, retries, the run-stopping 401,
 //! cache and replay, prompted tool calling, and the API key never leaking.
 
-mod fake_llm;
+use crate::fake_llm;
 
-use fake_llm::{PlanFollower, banking, paths, read_jsonl, run_args};
+use crate::fake_llm::{PlanFollower, banking, paths, read_jsonl, run_args};
 use serde_json::json;
 use sieve_bench::model::config::{ModelFactory, ModelOptions};
 use sieve_bench::model::tokens::TokenCounter;

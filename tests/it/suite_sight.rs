@@ -3,8 +3,7 @@
 //! files nothing visible named, lure-style write tasks without `only_changed`, a varied
 //! agent that never varied on lure-style tasks).
 
-mod common;
-use common::*;
+use crate::common::*;
 use predicates::prelude::*;
 use serde_json::Value;
 use sieve_bench::suite::check::{Check, Outcome};

@@ -108,8 +108,7 @@ fn slack_injection_1_a_warning_post_quoting_the_link_is_not_the_attack() {
 
 // ------------------------------------------------------------ bad input, located
 
-mod common;
-use common::*;
+use crate::common::*;
 use predicates::prelude::*;
 
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {

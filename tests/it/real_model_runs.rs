@@ -5,10 +5,8 @@
 //! differs from the requested one is recorded and shown, and an underpowered gate row
 //! prints INSUFFICIENT.
 
-mod fake_llm;
-
+use crate::fake_llm::{PlanFollower, banking, paths, read_jsonl, run_args};
 use assert_cmd::Command;
-use fake_llm::{PlanFollower, banking, paths, read_jsonl, run_args};
 use sieve_bench::commands::run::args::RunArgs;
 use sieve_bench::model::Component;
 use sieve_bench::model::config::ModelOptions;

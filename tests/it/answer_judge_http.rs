@@ -2,9 +2,7 @@
 //! everything, one that answers from the reference, one that replies garbage. No real
 //! model is reachable from the machines these tests run on.
 
-mod fake_llm;
-
-use fake_llm::{paths, read_jsonl, repo, run_args};
+use crate::fake_llm::{paths, read_jsonl, repo, run_args};
 use serde_json::{Value, json};
 use sieve_bench::commands::calibrate::{CalibrateArgs, Corpus, Set, calibrate};
 use sieve_bench::commands::run::{args::RunArgs, run};

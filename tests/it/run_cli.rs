@@ -1,7 +1,6 @@
 //! End-to-end behaviour of `run`, `report` and `compare` through the binary.
 
-mod common;
-use common::*;
+use crate::common::*;
 use predicates::prelude::*;
 
 #[test]

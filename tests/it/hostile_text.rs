@@ -2,8 +2,7 @@
 //! text, never as markup, formulas, commands or control sequences, and never break the
 //! structure of a table or a page. The browser half is in `html_report.rs`.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::Path;
 
 fn report(cwd: &Path, run: &Path, format: &str) -> String {

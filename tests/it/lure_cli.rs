@@ -4,8 +4,7 @@
 //! carries the per-class and per-surface breakdown, and broken samples are refused with
 //! the file, the sample and the field named.
 
-mod common;
-use common::*;
+use crate::common::*;
 use predicates::prelude::*;
 use serde_json::Value;
 use std::path::Path;

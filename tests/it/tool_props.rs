@@ -2,7 +2,7 @@
 //! arguments never panic, and a call that returns an error leaves the environment
 //! exactly as it was.
 
-mod common;
+use crate::common;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use sieve_bench::suite::{self, Suite};

@@ -5,8 +5,7 @@
 //! asked for critiques that reach its next proposal. Everything here is simulated
 //! (scripted agent); no real model is reached.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::Path;
 

@@ -3,14 +3,13 @@
 //! the ordinary loop, and a provider that crashes, hangs or sends a malformed line fails
 //! only the episode it was serving.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use sieve_bench::external::Provider;
 use std::path::{Path, PathBuf};
 
 /// The toy provider binary, built once per test process (a no-op when it is fresh;
-/// `cargo test --test external_protocol` alone does not build examples).
+/// `cargo test --test it external_protocol` alone does not build examples).
 fn toy_binary() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT

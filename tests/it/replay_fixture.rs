@@ -1,17 +1,17 @@
 //! CI check: replay the committed transcripts of a recorded run (no network, no key) and
 //! compare with the committed summary. The transcripts were recorded from the loopback
-//! fake endpoint in tests/fake_llm by the ignored test below:
+//! fake endpoint in tests/it/fake_llm by the ignored test below:
 //!
 //! ```text
-//! cargo test --test replay_fixture -- --ignored record_replay_fixture
+//! cargo test --test it -- --ignored replay_fixture::record_replay_fixture
 //! ```
 //!
 //! Rerun it whenever the banking tools, the system prompt or the request format change on
 //! purpose (a replay miss here means the request a real model would receive has changed).
 
-mod fake_llm;
+use crate::fake_llm;
 
-use fake_llm::PlanFollower;
+use crate::fake_llm::PlanFollower;
 use sieve_bench::commands::Paths;
 use sieve_bench::commands::run::{args::RunArgs, run};
 use sieve_bench::model::config::ModelOptions;

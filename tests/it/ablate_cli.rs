@@ -1,8 +1,7 @@
 //! `ablate` end to end on the scripted agent: the comparisons the SIEVE issue asks the
 //! table to show, read from the files it writes.
 
-mod common;
-use common::*;
+use crate::common::*;
 use predicates::prelude::*;
 use serde_json::Value;
 

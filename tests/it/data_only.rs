@@ -4,8 +4,7 @@
 //! not; the scripted agent follows them only by writing the value it read, so an agent
 //! that never follows is never fooled. Everything here is simulated (scripted agent).
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 fn row<'a>(summary: &'a Value, attack: &str, defense: &str) -> &'a Value {

@@ -3,9 +3,7 @@
 //! banner, name it: "oracle judge" when it is the answer key (`judge_auc=1`), "scripted
 //! judge (judge_auc=…)" when it models a judge of stated quality.
 
-mod fake_llm;
-
-use fake_llm::{PlanFollower, banking, paths, run_args};
+use crate::fake_llm::{PlanFollower, banking, paths, run_args};
 use sieve_bench::commands::run::{args::RunArgs, run};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer};

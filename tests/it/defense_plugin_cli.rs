@@ -2,8 +2,7 @@
 //! the episodes it breaks. The plugins are Python scripts: without `python3` these tests
 //! skip (unless SIEVE_BENCH_REQUIRE_TOOLS is set).
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::Path;
 

@@ -1,9 +1,9 @@
 //! Fail fast: the pre-flight request to every endpoint in use, and an embedding 401 that
 //! stops the run, against loopback servers.
 
-mod fake_llm;
+use crate::fake_llm;
 
-use fake_llm::{PlanFollower, banking, paths, run_args};
+use crate::fake_llm::{PlanFollower, banking, paths, run_args};
 use serde_json::json;
 use sieve_bench::model::config::{ModelFactory, ModelOptions};
 use sieve_bench::model::tokens::TokenCounter;

@@ -1,8 +1,7 @@
 //! The main table splits each attack's headline from its provenance-bypass tasks, as the
 //! summary does, in every format `report` writes.
 
-mod common;
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::Path;
 

@@ -1,7 +1,6 @@
 //! The loader's error messages: file, task and field, exit code 2, before anything runs.
 
-mod common;
-use common::*;
+use crate::common::*;
 use predicates::prelude::*;
 use std::path::Path;
 

@@ -1,9 +1,7 @@
 //! The API key never appears in a run directory, a cache, or the program's output, even
 //! when the endpoint echoes a (wrong) key back in its error message.
 
-mod fake_llm;
-
-use fake_llm::{PlanFollower, banking, repo};
+use crate::fake_llm::{PlanFollower, banking, repo};
 use std::path::Path;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer};
