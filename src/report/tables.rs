@@ -1078,7 +1078,9 @@ pub fn columns_doc() -> String {
          provenance-bypass tasks as `<attack>+provenance_bypass`), the efficiency table\n\
          `tokens_<role>` and `calls_<role>` per role. The per-class table (and a run's\n\
          `breakdown.csv`) names its row with `by` (`class` or `surface`) and `key` (the vector\n\
-         class or surface) before the suite, attack, defense and model.\n\n\
+         class or surface) before the suite, attack, defense and model. `summary.json` keeps\n\
+         the per-episode metrics (`Tally`: Secure&Useful, Asked, Started) of a row under\n\
+         `tallies`, each as `{value, n, ci}`; the CSV and JSON tables flatten them as above.\n\n\
          | id | fields in files | table header | shown | meaning |\n|---|---|---|---|---|\n",
     );
     for c in summary_columns() {

@@ -137,7 +137,7 @@ pub fn fit(grid: &Grid, opts: &TextOptions) -> Result<(Grid, usize), super::Repo
 }
 
 /// Key values longer than these are shortened, in turn, while the table does not fit.
-const LONG_KEYS: [usize; 2] = [24, 20];
+const LONG_KEYS: [usize; 5] = [24, 20, 16, 12, 10];
 
 /// `important_instructions+provenance_bypass` → `ii+pb`: the initials of each word,
 /// numbered on a clash, each spelled out in a note above the table.
