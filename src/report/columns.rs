@@ -174,6 +174,9 @@ pub struct ColumnSpec {
     /// Shown by the terminal whatever its width whenever some row has a value (the `!`
     /// of a row above the error threshold, a gate's verdict).
     pub alert: bool,
+    /// Text that describes the row rather than measures it (how a role was played):
+    /// moved into a note, like a key, when every row has the same value.
+    pub label: bool,
 }
 
 /// A column over rows of type `R`.
@@ -200,6 +203,7 @@ impl<'a, R> Column<'a, R> {
                 interval: false,
                 drop_if_empty: false,
                 alert: false,
+                label: false,
             },
             get: Box::new(get),
         }
@@ -248,6 +252,12 @@ impl<'a, R> Column<'a, R> {
             move |r: &R| Value::Flag(flag(r)),
         )
         .alert()
+    }
+
+    /// Marks a descriptive text column, hoisted into a note when constant.
+    pub fn label(mut self) -> Self {
+        self.spec.label = true;
+        self
     }
 
     /// Keeps the column on the terminal, whatever its width, when a row has a value.
@@ -374,7 +384,9 @@ impl Grid {
         };
         let constant: Vec<bool> = (0..self.columns.len())
             .map(|i| {
-                self.columns[i].show == Show::Key && self.rows.iter().all(|r| r[i] == first[i])
+                let c = &self.columns[i];
+                (c.show == Show::Key || (c.label && first[i] != Value::Missing))
+                    && self.rows.iter().all(|r| r[i] == first[i])
             })
             .collect();
         // A row needs one label: the defense (else the last key) stays when every key is

@@ -42,6 +42,34 @@ pub const FOOTNOTES: &[&str] = &[
     "Esc % = proposed calls sent to a semantic judge / proposed calls. Succ L1/Adj/Unchk (sieve, audit): successful attacks whose harmful call (the one whose effect the security check saw) passed layer 1 (provenance bypass) / was approved by the adjudicator / no call did it. Rows <attack>+provenance_bypass hold the tasks written to defeat SIEVE, left out of the headline rows; Bypass = successes / episodes on the pairs those tasks were designed for.",
 ];
 
+/// The columns each of [`FOOTNOTES`] explains (in its order): the terminal prints a
+/// footnote only when it shows one of them.
+const FOOTNOTE_COLUMNS: [&[&str]; 5] = [
+    &["asr", "w_asr"],
+    &["bu", "ua"],
+    &["eds"],
+    &["error_rate", "too_many_errors", "errors"],
+    &[
+        "escalation_rate",
+        "success_via_layer1",
+        "success_via_adjudicator",
+        "success_unchecked",
+        "bypass_tagged_success",
+    ],
+];
+
+/// The columns a footnote explains, when it is one of the summary's column notes; `None`
+/// for a note about the rows (the simulation caveat, the error convention).
+pub fn footnote_columns(f: &str) -> Option<&'static [&'static str]> {
+    if f.starts_with(PRICE_NOTE_PREFIX) {
+        return Some(&["dollars_per_episode"]);
+    }
+    FOOTNOTES
+        .iter()
+        .position(|n| *n == f)
+        .map(|i| FOOTNOTE_COLUMNS[i])
+}
+
 /// Which rows count errors as AgentDojo does (a failed task and a successful attack,
 /// inside the rates), when any does: the Err column alone cannot tell.
 pub fn errors_note(rows: &[Row]) -> Option<String> {
@@ -704,9 +732,14 @@ pub(crate) mod tests {
         assert!(note.contains("scripted agent [every row]"), "{note}");
         assert!(note.contains("oracle judge [sieve]"), "{note}");
         let header = t.lines().find(|l| l.starts_with("Defense")).unwrap();
-        for role in ["Agent", "Planner", "Judge"] {
+        for role in ["Planner", "Judge"] {
             assert!(header.contains(role), "{t}");
         }
+        // The agent, scripted in every row, is a note rather than a column.
+        assert!(
+            !header.contains("Agent") && t.contains("agent: scripted"),
+            "{t}"
+        );
         assert!(!header.contains("Detector"), "{t}");
         let line = |d: &str| t.lines().find(|l| l.starts_with(d)).unwrap().to_string();
         assert_eq!(line("sieve").matches("oracle").count(), 2, "{t}");
@@ -793,5 +826,48 @@ pub(crate) mod tests {
                 .unwrap()
                 .starts_with("dojo-style/banking,important_instructions,none,")
         );
+    }
+
+    #[test]
+    fn the_default_table_shows_the_papers_metrics_within_100_columns() {
+        let rows = vec![row("none", 0.5, true), row("sieve", 0.1, true)];
+        let mut summary = Summary::new(rows, 320, 0);
+        let opts = TextOptions {
+            width: 100,
+            ..Default::default()
+        };
+        let out = table(&summary, &opts).unwrap();
+        let header = out
+            .lines()
+            .find(|l| l.contains("ASR %"))
+            .unwrap_or_else(|| panic!("{out}"));
+        for title in [
+            "ASR %", "W-ASR %", "UA %", "BU %", "EDS %", "Err %", "Tok/ep", "Calls/ep",
+        ] {
+            assert!(header.contains(title), "{title} missing: {out}");
+        }
+        assert!(out.lines().all(|l| l.chars().count() <= 100), "{out}");
+        // The constant role column is a note, not a column.
+        assert!(
+            !header.contains("Agent") && out.contains("agent: scripted"),
+            "{out}"
+        );
+        // Footnotes explain shown columns only; one line names the rest.
+        assert!(out.contains("EDS = harmonic mean"), "{out}");
+        let picked = TextOptions {
+            columns: Some(vec!["asr".into()]),
+            ..opts.clone()
+        };
+        let only_asr = table(&summary, &picked).unwrap();
+        assert!(only_asr.contains("ASR = attacked"), "{only_asr}");
+        for other in ["EDS = ", "Esc % = ", "BU = ", "Err = "] {
+            assert!(!only_asr.contains(other), "{only_asr}");
+        }
+        let not_shown = &out[out.find("Not shown").unwrap_or_else(|| panic!("{out}"))..];
+        assert!(not_shown.contains("Secure&Useful %"), "{out}");
+        // A priced run shows its price per episode.
+        summary.apply_price(2.5, 10.0);
+        let out = table(&summary, &opts).unwrap();
+        assert!(out.contains("$/ep"), "{out}");
     }
 }

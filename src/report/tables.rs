@@ -127,6 +127,7 @@ fn role_columns<'a>() -> Vec<Column<'a, Row>> {
                 },
             )
             .drop_if_empty()
+            .label()
         })
         .collect()
 }
@@ -175,7 +176,7 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
             "n_attacked",
             "n",
             "Attacked episodes: the denominator of ASR and UA.",
-            Show::Default,
+            Show::Extra,
             |r: &Row| Value::Count(r.n_attacked),
         ),
         Column::figure(
@@ -187,6 +188,14 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
         )
         .better(Better::Lower)
         .with_interval(),
+        Column::figure(
+            "w_asr",
+            "W-ASR %",
+            "Severity-weighted ASR: Σ severity × success ÷ Σ severity over attacked episodes (this project's definition).",
+            Show::Default,
+            |r: &Row| Value::rate(r.w_asr, None),
+        )
+        .better(Better::Lower),
         Column::figure(
             "ua",
             "UA %",
@@ -205,6 +214,14 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
         )
         .better(Better::Higher)
         .with_interval(),
+        Column::figure(
+            "eds",
+            "EDS %",
+            "Effective defense score: harmonic mean of (1 − ASR) and UA, 0 when either is 0 (this project's definition).",
+            Show::Default,
+            |r: &Row| Value::rate(r.eds, None),
+        )
+        .better(Better::Higher),
         Column::figure(
             "error_rate",
             "Err %",
@@ -237,22 +254,6 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
             Show::Extra,
             |r: &Row| Value::Count(r.n_clean),
         ),
-        Column::figure(
-            "w_asr",
-            "W-ASR %",
-            "Severity-weighted ASR: Σ severity × success ÷ Σ severity over attacked episodes (this project's definition).",
-            Show::Extra,
-            |r: &Row| Value::rate(r.w_asr, None),
-        )
-        .better(Better::Lower),
-        Column::figure(
-            "eds",
-            "EDS %",
-            "Effective defense score: harmonic mean of (1 − ASR) and UA, 0 when either is 0 (this project's definition).",
-            Show::Extra,
-            |r: &Row| Value::rate(r.eds, None),
-        )
-        .better(Better::Higher),
         Column::figure(
             "token_overhead_vs_none",
             "×none",
@@ -448,8 +449,8 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
         Column::figure(
             "dollars_per_episode",
             "$/ep",
-            "Dollars per episode at the run's --price-per-mtok (empty when unpriced).",
-            Show::Extra,
+            "Dollars per episode at the run's --price-per-mtok (a priced run's tables show it; absent when unpriced).",
+            Show::Default,
             |r: &Row| Value::num(r.dollars_per_episode, 4),
         )
         .better(Better::Lower),
@@ -1077,7 +1078,9 @@ pub fn columns_doc() -> String {
          provenance-bypass tasks as `<attack>+provenance_bypass`), the efficiency table\n\
          `tokens_<role>` and `calls_<role>` per role. The per-class table (and a run's\n\
          `breakdown.csv`) names its row with `by` (`class` or `surface`) and `key` (the vector\n\
-         class or surface) before the suite, attack, defense and model.\n\n\
+         class or surface) before the suite, attack, defense and model. `summary.json` keeps\n\
+         the per-episode metrics (`Tally`: Secure&Useful, Asked, Started) of a row under\n\
+         `tallies`, each as `{value, n, ci}`; the CSV and JSON tables flatten them as above.\n\n\
          | id | fields in files | table header | shown | meaning |\n|---|---|---|---|---|\n",
     );
     for c in summary_columns() {

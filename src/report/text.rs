@@ -137,7 +137,7 @@ pub fn fit(grid: &Grid, opts: &TextOptions) -> Result<(Grid, usize), super::Repo
 }
 
 /// Key values longer than these are shortened, in turn, while the table does not fit.
-const LONG_KEYS: [usize; 2] = [24, 20];
+const LONG_KEYS: [usize; 5] = [24, 20, 16, 12, 10];
 
 /// `important_instructions+provenance_bypass` → `ii+pb`: the initials of each word,
 /// numbered on a clash, each spelled out in a note above the table.
@@ -202,7 +202,12 @@ const LONG_TITLE_NAME: usize = 8;
 
 /// `text`'s initials, numbered when the legend already uses them for another name.
 fn unique_initials(text: &str, legend: &[(String, String)]) -> String {
-    let base = initials(text);
+    // A list of settings (a model spec `sim:oracle,judge_auc=0.9,…`) has no words to take
+    // initials of: it keeps its head, which names it, and says the rest was cut.
+    let base = match text.split_once(',') {
+        Some((head, _)) if text.contains('=') => format!("{head}…"),
+        _ => initials(text),
+    };
     let mut short = base.clone();
     let mut n = 1;
     while legend.iter().any(|(s, _)| *s == short) {
@@ -252,18 +257,35 @@ pub fn render(grid: &Grid, opts: &TextOptions) -> Result<String, super::ReportEr
             "  ",
         ));
     }
-    if hidden > 0 {
+    // Every column a reader could ask for that the table left out, by name.
+    let left_out: Vec<&str> = grid
+        .columns
+        .iter()
+        .filter(|c| c.show != Show::Key && c.show <= Show::Extra)
+        .filter(|c| shown.column(&c.id).is_none())
+        .map(|c| c.title.as_str())
+        .collect();
+    if opts.columns.is_none() && !left_out.is_empty() {
+        let why = if hidden > 0 {
+            format!(" ({hidden} essential one(s) to fit {} columns)", opts.width)
+        } else {
+            String::new()
+        };
         out.push_str(&wrap(
             &format!(
-                "{hidden} column(s) hidden to fit {} columns; --wide shows all, --columns picks.",
-                opts.width
+                "Not shown{why}: {}; --wide shows all, --columns picks.",
+                left_out.join(", ")
             ),
             width,
             "  ",
         ));
     }
+    // A footnote that explains columns is printed when one of them is shown.
     for f in &shown.footnotes {
-        out.push_str(&wrap(f, width, "  "));
+        let explains = super::footnote_columns(f);
+        if explains.is_none_or(|ids| ids.iter().any(|id| shown.column(id).is_some())) {
+            out.push_str(&wrap(f, width, "  "));
+        }
     }
     Ok(out)
 }
@@ -464,7 +486,9 @@ mod tests {
         let wide = render(&grid(), &opts(100)).unwrap();
         assert!(wide.contains("A rather long extra column"), "{wide}");
         let narrow = render(&grid(), &opts(40)).unwrap();
-        assert!(!narrow.contains("A rather long"), "{narrow}");
+        let header = narrow.lines().find(|l| l.contains("ASR %")).unwrap();
+        assert!(!header.contains("A rather long"), "{narrow}");
+        assert!(narrow.contains("Not shown: A rather long"), "{narrow}");
         assert!(narrow.contains("ASR %"));
         for l in narrow.lines() {
             assert!(l.chars().count() <= 40, "{l:?}");
@@ -531,7 +555,7 @@ mod tests {
     #[test]
     fn narrow_terminals_drop_figures_and_say_so() {
         let t = render(&grid(), &opts(10)).unwrap();
-        assert!(t.contains("hidden"), "{t}");
+        assert!(t.contains("Not shown (1 essential"), "{t}");
     }
 
     #[test]
@@ -541,6 +565,11 @@ mod tests {
             "ii+pb"
         );
         assert_eq!(initials("sieve:no-sem@threshold=0.4"), "s:ns@t=0");
+        // A model's settings list keeps its head rather than becoming initials.
+        assert_eq!(
+            unique_initials("sim:oracle,judge_auc=0,pr=0,pe=0", &[]),
+            "sim:oracle…"
+        );
         let mut g = grid();
         for (i, r) in g.rows.iter_mut().enumerate() {
             r[1] = Value::Text(if i == 0 {

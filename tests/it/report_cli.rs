@@ -39,7 +39,8 @@ fn default_table_of_the_full_matrix_fits_100_columns() {
     // The essentials are all there, the model is named once, above the table.
     let header = table.lines().find(|l| l.starts_with("Suite")).unwrap();
     for col in [
-        "Attack", "Defense", "n", "ASR %", "UA %", "BU %", "Err %", "Tok/ep", "Calls/ep",
+        "Attack", "Defense", "ASR %", "W-ASR %", "UA %", "BU %", "EDS %", "Err %", "Tok/ep",
+        "Calls/ep",
     ] {
         assert!(header.contains(col), "{col} missing from {header:?}");
     }
