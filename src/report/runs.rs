@@ -14,7 +14,7 @@ use crate::record::key_hash;
 use crate::record::{self, EPISODES, EpisodeRecord, RUN_INFO, TRACES};
 use rayon::prelude::*;
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 /// What the report keeps of an episode for the drill-down.

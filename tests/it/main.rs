@@ -26,6 +26,7 @@ mod merge_cli;
 mod minilm;
 mod model_cli;
 mod openai_http;
+mod output_guards;
 mod pairing_cli;
 mod preflight_http;
 mod real_model_runs;
