@@ -72,9 +72,16 @@ fn hostile_names_are_text_in_markdown_csv_latex_json_and_the_terminal() {
     assert_markdown_inert(&md);
 
     // CSV: no cell a spreadsheet would run as a formula.
+    let file = tmp.path().join("report.csv");
+    bench(tmp.path())
+        .args(["report", "--format", "csv", "--out"])
+        .arg(&file)
+        .arg(&run)
+        .assert()
+        .success();
     for csv in [
         report(tmp.path(), &run, "csv"),
-        std::fs::read_to_string(run.join("summary.csv")).unwrap(),
+        std::fs::read_to_string(&file).unwrap(),
     ] {
         let mut reader = csv::ReaderBuilder::new()
             .has_headers(false)
