@@ -375,7 +375,7 @@ pub fn load(dirs: &[PathBuf], keep: Keep) -> Result<Loaded, ReportError> {
         for (hash, at, v) in &f.keys {
             if let Some(before) = seen.insert(*hash, *v) {
                 loaded.duplicates += 1;
-                if before & 1 == 0 && before != *v {
+                if (before & 1) == 0 && before != *v {
                     loaded.conflicting += 1;
                 }
                 duplicated.insert(*hash, *at);

@@ -321,7 +321,7 @@ mod tests {
     /// A model that spends twice the estimate doubles every later bound.
     #[test]
     fn overruns_of_the_estimate_scale_later_bounds() {
-        let mut b = Budget::new(None, Some(900), Prices::default(), Ledger::default());
+        let mut b = Budget::new(None, Some(850), Prices::default(), Ledger::default());
         b.expected = (0..5).map(|i| (format!("e{i}"), (0.0, 100))).collect();
         b.started("e0");
         b.finished("e0", &cost(150, 50));
@@ -335,11 +335,11 @@ mod tests {
         );
         b.finished_here = 8;
         for k in ["e2", "e3"] {
-            // 300 spent + 200 per episode in flight + 200 for this one ≤ 900.
+            // 300 spent + 200 per episode in flight + 200 for this one ≤ 850.
             assert_eq!(b.admit(k), Admission::Admit, "{k}");
             b.started(k);
         }
-        assert_eq!(b.admit("e4"), Admission::Wait, "300 + 2 × 200 + 200 > 900");
+        assert_eq!(b.admit("e4"), Admission::Wait, "300 + 2 × 200 + 200 > 850");
     }
 
     #[test]
