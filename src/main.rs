@@ -197,7 +197,7 @@ enum ListWhat {
 /// `--dry-run`: print the estimate; nothing is sent and nothing is written.
 fn dry_run(paths: &Paths, args: &RunArgs) -> Result<(), CliError> {
     let est = runtime()?.block_on(commands::estimate::dry_run(paths, args))?;
-    print!("{}", commands::estimate::render(&est));
+    show(&commands::estimate::render(&est));
     Ok(())
 }
 
@@ -218,13 +218,11 @@ fn run_command(paths: &Paths, args: RunArgs, table: &TableFlags) -> Result<(), C
 
 /// Prints a command's output. On a terminal, no control sequence a name or a trace
 /// carries reaches it (every format's own escaping still applies when it is piped).
+/// Prints a command's output: to a terminal or a pipe alike, with every control
+/// character but line breaks and tabs made visible (a pipe often ends at a terminal, a
+/// pager or a log viewer that acts on escape sequences in a model's or attacker's text).
 fn show(text: &str) {
-    use std::io::IsTerminal;
-    if std::io::stdout().is_terminal() {
-        print!("{}", escape::terminal(text));
-    } else {
-        print!("{text}");
-    }
+    print!("{}", escape::terminal(text));
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
@@ -245,7 +243,7 @@ fn ablate_command(paths: &Paths, args: AblateArgs, table: &TableFlags) -> Result
         let rt = runtime()?;
         let ablation = rt.block_on(commands::ablate::resolve(paths, &args))?;
         let est = rt.block_on(commands::estimate::estimate(&ablation.config))?;
-        print!("{}", commands::estimate::render(&est));
+        show(&commands::estimate::render(&est));
         return Ok(());
     }
     let quiet = args.run.quiet;
@@ -286,6 +284,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Command::Attack(AttackCommand::Search(args)) => {
             let (o, out) = runtime()?.block_on(commands::attack::search(&paths, *args))?;
             show(&commands::attack::printed(&o, &out));
+            commands::attack::check_usable(&o, &out)?;
         }
         Command::Attack(AttackCommand::Merge(args)) => {
             let (o, out) = commands::attack::merge(&args)?;

@@ -58,9 +58,27 @@ pub struct Entry {
     pub ops: Vec<String>,
     pub target: Target,
     pub scores: Scores,
+    /// [`Entry::seal`]: the hash of the whole entry (template, operators, target and
+    /// scores), set when the entry joins a library and checked when one is loaded, so no
+    /// field (a target's defense shown in the transfer table) is edited unnoticed.
+    #[serde(default)]
+    pub entry_hash: String,
 }
 
 impl Entry {
+    /// The hash of every field of the entry but this one.
+    pub fn seal(&self) -> String {
+        let whole = serde_json::to_string(&(
+            &self.hash,
+            &self.template,
+            &self.ops,
+            &self.target,
+            &self.scores,
+        ))
+        .expect("an entry serialises");
+        mutate::hash_text(&whole)
+    }
+
     /// The attack name a replay records.
     pub fn attack_name(&self) -> String {
         format!("lib-{}", self.hash)
@@ -101,10 +119,11 @@ pub struct Diversity {
 
 impl Library {
     /// Adds an entry unless its hash is already stored (content addressing).
-    pub fn insert(&mut self, entry: Entry) -> bool {
+    pub fn insert(&mut self, mut entry: Entry) -> bool {
         if self.entries.iter().any(|e| e.hash == entry.hash) {
             return false;
         }
+        entry.entry_hash = entry.seal();
         self.entries.push(entry);
         true
     }
@@ -180,6 +199,14 @@ impl Library {
                     mutate::hash_text(&e.template)
                 )));
             }
+            if e.entry_hash != e.seal() {
+                return Err(err(format!(
+                    "entry {i} ({}): `entry_hash` `{}` is not the hash of the entry ({}); a field of it (its target, scores or operators) was edited",
+                    e.hash,
+                    e.entry_hash,
+                    e.seal()
+                )));
+            }
             e.attack()
                 .validate(&file)
                 .map_err(|x| err(format!("entry {i} ({}): {}", e.hash, x.problem())))?;
@@ -190,10 +217,15 @@ impl Library {
         Ok(lib)
     }
 
-    /// Writes the library as pretty JSON.
+    /// The library as the pretty JSON a file holds.
+    pub fn to_text(&self) -> String {
+        serde_json::to_string_pretty(self).expect("library serialises") + "\n"
+    }
+
+    /// Writes the library as pretty JSON (a search writes [`Library::to_text`] through
+    /// a temporary file instead).
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        let text = serde_json::to_string_pretty(self).expect("library serialises");
-        std::fs::write(path, text + "\n")
+        std::fs::write(path, self.to_text())
     }
 }
 
@@ -215,6 +247,7 @@ mod tests {
                 attacker: "sim-attacker".into(),
             },
             scores: Scores::default(),
+            entry_hash: String::new(),
         }
     }
 
@@ -252,5 +285,20 @@ mod tests {
         lib.save(&path).unwrap();
         let err = Library::load(&path).unwrap_err().to_string();
         assert!(err.contains("lib.json") && err.contains("entry 0"), "{err}");
+    }
+
+    #[test]
+    fn an_edited_target_is_refused_as_the_whole_entry_is_hashed() {
+        let mut lib = Library::default();
+        lib.insert(entry("TODO: {goal}", &["seed:direct"]));
+        lib.entries[0].target.defense = "=HYPERLINK(\"http://x\")".into();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lib.json");
+        lib.save(&path).unwrap();
+        let err = Library::load(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("entry 0") && err.contains("entry_hash"),
+            "{err}"
+        );
     }
 }

@@ -4,6 +4,7 @@
 
 use super::{CliError, Paths};
 use crate::attack::library::Library;
+use crate::model::Component;
 use crate::model::config::{ModelFactory, ModelOptions};
 use crate::search::attacker::Proposer;
 use crate::search::output::{CurveFile, TARGETS};
@@ -56,6 +57,10 @@ pub struct SearchArgs {
     /// Attacker tokens the search may spend (0: no cap).
     #[arg(long, default_value_t = 0)]
     pub budget_attacker_tokens: u64,
+    /// Attacker queries (proposals and critiques, usable or not) the search may make
+    /// (default: as many as --budget-episodes); recorded in the search's identity.
+    #[arg(long, value_name = "N")]
+    pub budget_attacker_queries: Option<u64>,
     /// The search's seed (attacker, parent draws, held-out split) and the episodes' seed.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -142,6 +147,10 @@ async fn victim_parts(
     Ok((suites.remove(0), models, factory))
 }
 
+/// The files a search (or a merge of searches) writes first into its folder: one that
+/// holds neither is written into only when empty.
+const SEARCH_MARKERS: &[&str] = &[crate::search::output::SETTINGS, targets::MANIFEST];
+
 /// What a search produced: one target's results, or several targets' and their pooled
 /// curve.
 pub enum Searched {
@@ -210,6 +219,9 @@ pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Searched, PathBu
         feedback: args.feedback,
         budget_episodes: args.budget_episodes,
         budget_attacker_tokens: args.budget_attacker_tokens,
+        budget_attacker_queries: args
+            .budget_attacker_queries
+            .unwrap_or(args.budget_episodes as u64),
         seed: args.seed,
         seeds_from: seeds
             .iter()
@@ -234,6 +246,9 @@ pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Searched, PathBu
         }
         PathBuf::from("results").join(name)
     });
+    // Held until the search's files are written: a second search into the folder waits
+    // its turn instead of tearing `cells.jsonl`, and a folder of the user's is refused.
+    let _lock = crate::runner::files::claim_own(&out, SEARCH_MARKERS, "attack search")?;
     let victim = Victim {
         schemas: suite.tools.schemas(),
         suite: &suite,
@@ -304,6 +319,7 @@ async fn search_targets(
 /// `attack merge`: the shards' targets in one folder, with the pooled files written as
 /// the unsharded search writes them.
 pub fn merge(args: &MergeArgs) -> Result<(Searched, PathBuf), CliError> {
+    let _lock = crate::runner::files::claim_own(&args.out, SEARCH_MARKERS, "attack merge")?;
     let (manifest, outcomes) = targets::merge(&args.out, &args.shards)?;
     let curve = targets::write_combined(&args.out, &manifest, &outcomes)?;
     write_cost(&args.out, &outcomes.iter().collect::<Vec<_>>())?;
@@ -315,6 +331,29 @@ pub fn merge(args: &MergeArgs) -> Result<(Searched, PathBuf), CliError> {
         })),
         args.out.clone(),
     ))
+}
+
+/// A search whose attacker made queries but added no template to the pool (every
+/// reply unusable or a repeat) measured nothing about the attacker: an error naming the
+/// counts, after its files and summary are written (exit 1, the endpoint's failure).
+pub fn check_usable(s: &Searched, out: &std::path::Path) -> Result<(), CliError> {
+    let all: Vec<&Outcomes> = match s {
+        Searched::One(o) => vec![o],
+        Searched::Many(t) => t.outcomes.iter().collect(),
+    };
+    let queries: usize = all.iter().map(|o| o.queries).sum();
+    if queries == 0 || all.iter().any(|o| o.new_templates() > 0) {
+        return Ok(());
+    }
+    let unusable: usize = all.iter().map(|o| o.unusable.proposals).sum();
+    let oversized: usize = all.iter().map(|o| o.unusable.oversized).sum();
+    let repeated: usize = all.iter().map(|o| o.repeated).sum();
+    Err(CliError::failed(crate::escape::terminal(&format!(
+        "attacker {}: no usable new template in {queries} queries ({unusable} unusable, {oversized} of all replies over the {} KiB cap; {repeated} repeated a template already scored): the adaptive ASR is the seeds' alone and says nothing about the defense; results in {}",
+        all[0].settings.attacker,
+        crate::search::attacker::MAX_REPLY_BYTES / 1024,
+        out.display()
+    ))))
 }
 
 /// What `attack search` and `attack merge` print.
@@ -420,6 +459,19 @@ pub fn summary(o: &Outcomes, out: &std::path::Path) -> String {
         o.queries,
         o.stopped_by
     );
+    let _ = writeln!(
+        s,
+        "attacker queries: {} of {} budgeted; {} new templates, {} unusable replies ({} proposals, {} critiques, {} over {} KiB), {} repeated templates",
+        o.cost.get(Component::Attacker).calls,
+        o.settings.budget_attacker_queries,
+        o.new_templates(),
+        o.unusable.total(),
+        o.unusable.proposals,
+        o.unusable.critiques,
+        o.unusable.oversized,
+        crate::search::attacker::MAX_REPLY_BYTES / 1024,
+        o.repeated
+    );
     let _ = writeln!(s, "\n  k  episodes  ASR@k (dev)  static  ");
     let mut last = f64::NAN;
     for (i, p) in o.curve.iter().enumerate() {
@@ -519,7 +571,8 @@ fn write_cost(out: &std::path::Path, searches: &[&Outcomes]) -> Result<(), CliEr
     let path = out.join(COST_CSV);
     let text = crate::report::formats::csv(&crate::report::adaptive::cost_grid(searches))
         .map_err(|e| CliError::failed(format!("{}: {e}", path.display())))?;
-    std::fs::write(&path, text).map_err(|e| CliError::failed(format!("{}: {e}", path.display())))
+    crate::runner::files::write_atomic(&path, text.as_bytes())
+        .map_err(|e| CliError::failed(format!("{}: {e}", path.display())))
 }
 
 /// One row of the transfer matrix.
@@ -565,6 +618,7 @@ pub async fn transfer(
         feedback: Feedback::Binary,
         budget_episodes: 0,
         budget_attacker_tokens: 0,
+        budget_attacker_queries: 0,
         seed: args.seed,
         seeds_from: Vec::new(),
         user_tasks: args.user_tasks.clone().unwrap_or_default(),
@@ -625,11 +679,12 @@ fn write_transfer_csv(
     rows: &[TransferRow],
 ) -> std::io::Result<()> {
     let mut w = csv::Writer::from_path(path)?;
+    use crate::escape::csv_cell;
     let mut head = vec!["payload".to_string(), "found_against".to_string()];
-    head.extend(names.iter().cloned());
+    head.extend(names.iter().map(|n| csv_cell(n)));
     w.write_record(&head)?;
     for r in rows {
-        let mut rec = vec![r.payload.clone(), r.found_against.clone()];
+        let mut rec = vec![csv_cell(&r.payload), csv_cell(&r.found_against)];
         rec.extend(r.asr.iter().map(|a| format!("{a:.4}")));
         w.write_record(&rec)?;
     }
@@ -646,13 +701,14 @@ pub fn transfer_table(names: &[String], rows: &[TransferRow], simulated: bool) -
         s,
         "transfer: ASR of each frozen payload (rows) against each defense (columns)\n"
     );
+    use crate::escape::terminal_cell as cell;
     let _ = write!(s, "{:<22} {:<16}", "payload", "found against");
     for n in names {
-        let _ = write!(s, " {n:>14}");
+        let _ = write!(s, " {:>14}", cell(n));
     }
     s.push('\n');
     for r in rows {
-        let _ = write!(s, "{:<22} {:<16}", r.payload, r.found_against);
+        let _ = write!(s, "{:<22} {:<16}", cell(&r.payload), cell(&r.found_against));
         for a in &r.asr {
             let _ = write!(s, " {:>14}", pct(*a));
         }

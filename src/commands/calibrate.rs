@@ -428,8 +428,8 @@ pub async fn calibrate(paths: &Paths, args: CalibrateArgs) -> Result<Calibration
             )
         ))
     });
-    std::fs::create_dir_all(&out)
-        .map_err(|e| CliError::bad_input(format!("cannot create {}: {e}", out.display())))?;
+    // A folder of the user's is refused; a second calibration into it waits its turn.
+    let _lock = crate::runner::files::claim_own(&out, &[CAL_JSON], "calibrate")?;
     let suites = &suites;
     let judge = &judge;
     let judged: Vec<(Item, CostMeter)> = futures::stream::iter(items)
@@ -552,9 +552,12 @@ pub fn markdown(cal: &Calibration) -> String {
     s
 }
 
+/// The calibration's summary file: a folder holding one is a calibration's.
+const CAL_JSON: &str = "calibration.json";
+
 fn write(out: &Path, items: &[Item], cal: &Calibration) -> Result<(), CliError> {
     let put = |name: &str, text: String| {
-        std::fs::write(out.join(name), text).map_err(|e| {
+        crate::runner::files::write_atomic(&out.join(name), text.as_bytes()).map_err(|e| {
             CliError::failed(format!("cannot write {}: {e}", out.join(name).display()))
         })
     };
@@ -563,11 +566,12 @@ fn write(out: &Path, items: &[Item], cal: &Calibration) -> Result<(), CliError> 
         lines.push_str(&serde_json::to_string(it).expect("items serialise"));
         lines.push('\n');
     }
-    put("calibration.jsonl", lines)?;
+    // The marker first: a calibration cut short between files is still its own folder.
     put(
-        "calibration.json",
+        CAL_JSON,
         serde_json::to_string_pretty(cal).expect("calibration serialises"),
     )?;
+    put("calibration.jsonl", lines)?;
     put("calibration.md", markdown(cal))
 }
 

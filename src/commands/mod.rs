@@ -225,6 +225,18 @@ impl From<crate::search::SearchError> for CliError {
     }
 }
 
+impl From<crate::runner::files::ClaimError> for CliError {
+    fn from(e: crate::runner::files::ClaimError) -> Self {
+        use crate::runner::files::{ClaimError as E, LockError as L};
+        let message = e.to_string();
+        match e {
+            E::Foreign { .. } => CliError::BadInput(message),
+            E::Lock(L::Busy(_)) => CliError::Locked(message),
+            E::Lock(L::Io(..)) => CliError::Failed(message),
+        }
+    }
+}
+
 /// Exit code for bad input (malformed suite, unknown name, bad flag value).
 pub const EXIT_BAD_INPUT: i32 = 2;
 

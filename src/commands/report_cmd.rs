@@ -117,10 +117,8 @@ pub fn report(args: &ReportArgs) -> Result<String, CliError> {
         .transpose()?;
     let doc = report::document(&args.runs, per_cell, reference.as_ref())?;
     let format = args.format.unwrap_or(Format::Table);
-    if args.runs.len() == 1 && args.format.is_none() && doc.searches.is_empty() {
-        report::write_all(&args.runs[0], &doc.summary)
-            .map_err(|e| CliError::failed(format!("writing summary: {e}")))?;
-    }
+    // A report reads runs and writes only where --out (and --figures) say: a run's own
+    // summary files are `run`'s and `merge`'s, written under the folder's lock.
     if let Some(dir) = &args.figures {
         write_figures(&doc, dir)?;
     }
@@ -207,7 +205,9 @@ pub fn report(args: &ReportArgs) -> Result<String, CliError> {
     }
     match &args.out {
         Some(path) => {
-            std::fs::write(path, &text)
+            refuse_run_file(path, &args.runs)?;
+            // Through a temporary file and a rename: a full disk keeps the previous file.
+            crate::runner::files::write_atomic(path, text.as_bytes())
                 .map_err(|e| CliError::failed(format!("cannot write {}: {e}", path.display())))?;
             text = warn;
         }
@@ -257,10 +257,37 @@ fn write_figures(doc: &Document, dir: &Path) -> Result<(), CliError> {
     for f in report::html::figure_list(doc) {
         let path = dir.join(format!("{}.svg", f.id));
         let text = format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{}\n", f.svg);
-        std::fs::write(&path, text)
+        crate::runner::files::write_atomic(&path, text.as_bytes())
             .map_err(|e| CliError::failed(format!("cannot write {}: {e}", path.display())))?;
     }
     Ok(())
+}
+
+/// `--out` naming a file a run folder's command writes (its records, its summary), in a
+/// run that is read or any other: refused, as `run` and `merge` own those files.
+fn refuse_run_file(path: &Path, runs: &[PathBuf]) -> Result<(), CliError> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let in_run =
+        dir.join(crate::record::RUN_INFO).is_file() || runs.iter().any(|r| same_dir(r, &dir));
+    if in_run && crate::runner::files::RUN_FILES.contains(&name) {
+        return Err(CliError::bad_input(format!(
+            "--out {}: `{name}` is a file of the run in {}; `report` writes a report elsewhere and never over a run's own files",
+            path.display(),
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
 }
 
 /// Re-renders one run's summary files and returns the tables `run` prints (what `merge`

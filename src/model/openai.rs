@@ -94,6 +94,29 @@ impl OpenAiModel {
 
 const CHAT_PATH: &str = "chat/completions";
 
+/// The most prompt tokens a request of `body` could hold: a token carries at least one
+/// byte of the text sent, and a chat template adds far fewer than this margin.
+const PROMPT_MARGIN: u64 = 4096;
+
+/// Refuses reported usage above what the request allowed: more completion tokens than its
+/// `max_tokens`, or more prompt tokens than the request has bytes (plus a template's
+/// margin). A reply claiming more is an error for that call, so a budget is never charged
+/// what a reply could not have cost (and a run is never stopped by such a claim).
+fn check_usage(prompt: u64, completion: u64, body: &Value, max_tokens: u32) -> Result<(), String> {
+    if completion > u64::from(max_tokens) {
+        return Err(format!(
+            "the reply's usage claims {completion} completion tokens where the request allowed at most {max_tokens} (max_tokens); refused"
+        ));
+    }
+    let bytes = body.to_string().len() as u64;
+    if prompt > bytes + PROMPT_MARGIN {
+        return Err(format!(
+            "the reply's usage claims {prompt} prompt tokens for a request of {bytes} bytes; refused"
+        ));
+    }
+    Ok(())
+}
+
 #[async_trait]
 impl ChatModel for OpenAiModel {
     fn name(&self) -> &str {
@@ -195,6 +218,11 @@ impl ChatModel for OpenAiModel {
         let (resp, retries, latency_ms) = (posted.body, posted.retries, posted.latency_ms);
         let parsed = parse_chat_body(&resp, self.opts.tool_format, step)
             .map_err(|e| ModelError::Request(format!("{}: {e}", self.endpoint.config().name)))?;
+        if let Some((p, c, _)) = parsed.usage {
+            check_usage(p, c, &body, self.opts.max_tokens).map_err(|e| {
+                ModelError::Request(format!("{}: {e}", self.endpoint.config().name))
+            })?;
+        }
         let usage = match parsed.usage {
             Some((p, c, r)) => Usage {
                 prompt_tokens: p,

@@ -2,6 +2,7 @@
 //! question with the agreement rate and Cohen's kappa, then every disagreement.
 
 use crate::aggregate::agreement::AgreementReport;
+use crate::escape::markdown as md;
 
 /// How many disagreements the text lists before saying how many more there are (the
 /// JSON file holds them all).
@@ -20,12 +21,14 @@ fn verdict(question: &str, v: bool) -> &'static str {
     }
 }
 
-/// The section as Markdown.
+/// The section as Markdown. Every text of the judge's or the records' (the judge's
+/// name, its reasons, keys) goes through [`crate::escape::markdown`]: a reason holding
+/// HTML stays text when the file is rendered, and no control character reaches it.
 pub fn markdown(r: &AgreementReport) -> String {
     let mut s = format!(
         "\nAnswer judge {} (rubric {}) against the deterministic checks\n\n",
-        r.judges.join(", "),
-        r.rubrics.join(", ")
+        md(&r.judges.join(", ")),
+        md(&r.rubrics.join(", "))
     );
     s.push_str("| question | n | agree | 95% CI | kappa | 95% CI | checks only right | judge only right |\n");
     s.push_str("|---|---:|---:|---|---:|---|---:|---:|\n");
@@ -44,7 +47,9 @@ pub fn markdown(r: &AgreementReport) -> String {
         };
         s.push_str(&format!(
             "| {} | {n} | {agree} | {ci} | {k} | {kci} | {} | {} |\n",
-            q.question, q.table[1][0], q.table[0][1]
+            md(&q.question),
+            q.table[1][0],
+            q.table[0][1]
         ));
     }
     if r.disagreements.is_empty() {
@@ -55,11 +60,11 @@ pub fn markdown(r: &AgreementReport) -> String {
     for d in r.disagreements.iter().take(SHOWN) {
         s.push_str(&format!(
             "- {} [{}]: checks {}, judge {} ({})\n",
-            d.key,
-            d.question,
+            md(&d.key),
+            md(&d.question),
             verdict(&d.question, d.checks),
             verdict(&d.question, d.judge),
-            d.reason.replace('\n', " ")
+            md(&d.reason)
         ));
     }
     if r.disagreements.len() > SHOWN {

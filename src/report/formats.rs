@@ -135,14 +135,34 @@ fn row_fields(grid: &Grid, row: &[Value]) -> Vec<Json> {
 
 /// A CSV table: a header of field names, then one line per row.
 pub fn csv(grid: &Grid) -> Result<String, csv::Error> {
+    // A CSV has no notes: rows of a partial run carry the mark in a column of their own,
+    // so a spreadsheet or a script reading the file cannot take them for the whole.
+    let partial = grid
+        .notes
+        .iter()
+        .any(|n| n.starts_with(super::PARTIAL_MARK))
+        .then_some(super::PARTIAL_MARK);
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(grid.file_fields().iter().map(|f| escape::csv_cell(f)))?;
+    let mut head: Vec<String> = grid
+        .file_fields()
+        .iter()
+        .map(|f| escape::csv_cell(f))
+        .collect();
+    if partial.is_some() {
+        head.push("partial".into());
+    }
+    w.write_record(&head)?;
     for row in &grid.rows {
-        w.write_record(row_fields(grid, row).iter().map(|j| match j {
-            Json::Null => String::new(),
-            Json::String(s) => escape::csv_cell(s),
-            other => other.to_string(),
-        }))?;
+        let mut cells: Vec<String> = row_fields(grid, row)
+            .iter()
+            .map(|j| match j {
+                Json::Null => String::new(),
+                Json::String(s) => escape::csv_cell(s),
+                other => other.to_string(),
+            })
+            .collect();
+        cells.extend(partial.map(str::to_string));
+        w.write_record(&cells)?;
     }
     let bytes = w.into_inner().map_err(|e| e.into_error())?;
     Ok(String::from_utf8(bytes).expect("csv of utf-8 strings"))

@@ -333,7 +333,9 @@ pub fn markdown(summary: &Summary) -> String {
 
 /// `summary.csv`: one flat row per summary row, every column, fractions in [0,1].
 pub fn csv(summary: &Summary) -> Result<String, csv::Error> {
-    formats::csv(&tables::summary(&summary.rows))
+    let mut g = tables::summary(&summary.rows);
+    g.notes.extend(summary.partial.clone());
+    formats::csv(&g)
 }
 
 /// A terminal table with the house style: columns from `right_from` on are figures and
@@ -447,6 +449,10 @@ pub fn read_run(dir: &Path, keep: runs::Keep) -> Result<(Summary, runs::Loaded),
     Ok((summary, loaded))
 }
 
+/// What starts the note of a partial run, and the value of the `partial` column of its
+/// rows in a CSV.
+pub const PARTIAL_MARK: &str = "PARTIAL";
+
 /// The mark of rows that cover part of what was asked, from the folders' manifests: the
 /// last invocation into a folder was interrupted or stopped, or merged shards with some
 /// missing.
@@ -470,7 +476,7 @@ pub fn partial_note(dirs: &[PathBuf]) -> Option<String> {
         .collect();
     (!why.is_empty()).then(|| {
         format!(
-            "PARTIAL: these rows cover only the episodes finished so far ({}). Rerun the same command to complete them.",
+            "{PARTIAL_MARK}: these rows cover only the episodes finished so far ({}). Rerun the same command to complete them.",
             why.join("; ")
         )
     })

@@ -14,7 +14,7 @@ use crate::record::key_hash;
 use crate::record::{self, EPISODES, EpisodeRecord, RUN_INFO, TRACES};
 use rayon::prelude::*;
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 /// What the report keeps of an episode for the drill-down.
@@ -74,6 +74,10 @@ pub struct Loaded {
     pub errors_as: ErrorPolicy,
     pub malformed: usize,
     pub duplicates: usize,
+    /// Duplicates whose earlier record was no error and whose verdicts differ from the
+    /// later one's (runs merged over one another, a record edited): warned, then counted
+    /// as the last record like any duplicate.
+    pub conflicting: usize,
     pub order: Order,
     pub price: Option<[f64; 2]>,
     pub dirs: Vec<PathBuf>,
@@ -149,6 +153,19 @@ struct Batch {
     lines: record::Batch,
 }
 
+/// A record's verdicts in one byte: errored, utility, and the attack's success (none,
+/// failed, succeeded). Two records of a key that differ here, the first not an error
+/// (which a rerun retries), conflict.
+fn verdicts(r: &EpisodeRecord) -> u8 {
+    u8::from(r.error.is_some())
+        | (u8::from(r.utility) << 1)
+        | match r.attack_success {
+            None => 0,
+            Some(false) => 1 << 2,
+            Some(true) => 2 << 2,
+        }
+}
+
 /// Where a line is: its run and byte offset, in the order runs and lines are read.
 fn position(dir: usize, offset: u64) -> u64 {
     ((dir as u64) << 48) | offset
@@ -172,8 +189,8 @@ struct Folded {
     /// The run's index in the report's list.
     dir: usize,
     aggregate: Aggregate,
-    /// Key hash and position of every well-formed record, in order.
-    keys: Vec<(u64, u64)>,
+    /// Key hash, position and [`verdicts`] of every well-formed record, in order.
+    keys: Vec<(u64, u64, u8)>,
     malformed: usize,
     warnings: Vec<String>,
     /// Each suite's and attack's data version, first seen first, and the first record
@@ -247,7 +264,7 @@ fn fold(batch: &Batch, pass: &Pass<'_>) -> Folded {
         {
             continue;
         }
-        out.keys.push((hash, at));
+        out.keys.push((hash, at, verdicts(&r)));
         if pass.first {
             for (what, fp) in versions_of(&r) {
                 match versions.get(&what) {
@@ -290,6 +307,7 @@ pub fn empty() -> Loaded {
         errors_as: ErrorPolicy::All(ErrorsAs::Excluded),
         malformed: 0,
         duplicates: 0,
+        conflicting: 0,
         order: Order::default(),
         price: None,
         dirs: Vec::new(),
@@ -347,16 +365,19 @@ pub fn load(dirs: &[PathBuf], keep: Keep) -> Result<Loaded, ReportError> {
     };
     // Data versions per suite and attack must agree across runs.
     let mut versions: HashMap<String, (String, usize)> = HashMap::new();
-    let mut seen: HashSet<u64> = HashSet::new();
+    let mut seen: HashMap<u64, u8> = HashMap::new();
     let mut duplicated: HashMap<u64, u64> = HashMap::new();
     let pooled = fold_all(dirs, &pass, |f| {
         loaded.malformed += f.malformed;
         for w in &f.warnings {
             eprintln!("{w}");
         }
-        for (hash, at) in &f.keys {
-            if !seen.insert(*hash) {
+        for (hash, at, v) in &f.keys {
+            if let Some(before) = seen.insert(*hash, *v) {
                 loaded.duplicates += 1;
+                if (before & 1) == 0 && before != *v {
+                    loaded.conflicting += 1;
+                }
                 duplicated.insert(*hash, *at);
             }
         }
@@ -385,6 +406,12 @@ pub fn load(dirs: &[PathBuf], keep: Keep) -> Result<Loaded, ReportError> {
     })?;
     loaded.records = seen.len();
     drop(seen);
+    if loaded.conflicting > 0 {
+        eprintln!(
+            "warning: {} episode key(s) recorded twice with different verdicts, the earlier not an error (runs merged over one another, or an edited record); each counts as its last record. Find them with `sieve-bench merge` into a new folder or by key in episodes.jsonl",
+            loaded.conflicting
+        );
+    }
     let pooled = if duplicated.is_empty() {
         pooled
     } else {

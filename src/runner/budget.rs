@@ -8,9 +8,15 @@
 //! budgeted run), scaled by the largest ratio of actual to estimated cost seen so far;
 //! without an estimate, the most any episode of the folder has cost (the ledger keeps
 //! it across resumes). The first episode of an invocation runs alone, to measure that
-//! ratio. A cap below the first episode's cost is overrun by that one episode, and an
-//! episode that overruns its estimate by more than any before it can overrun the cap by
-//! that excess; nothing else can.
+//! ratio; then no more episodes are in flight than have finished in this invocation
+//! (the width doubles as costs are seen, up to `--concurrency`). An episode is never reserved at less than the costliest episode so far. A cap
+//! below the first episode's cost is overrun by that one episode; otherwise the overrun
+//! is at most what the episodes in flight spend above their reservations (with
+//! `--concurrency 1`, one episode's excess over the costliest before it); nothing else
+//! can overrun. Reported usage above what a request allowed (completion tokens over its
+//! `max_tokens`) is an error for that call and charged nothing.
+//! The ledger in `run.json` is a cache: on resume it is checked against the sum over the
+//! folder's records and recomputed from them when it disagrees ([`Budget::reconcile`]).
 //! Errored episodes spent what they spent and are charged; so is an episode a fatal error
 //! stopped. The budget never changes an episode's outcome, so it is not part of the run's
 //! identity: a folder stopped by its budget resumes under a higher one.
@@ -127,13 +133,47 @@ impl Budget {
     /// What episode `key` could cost: its expected cost scaled by the largest overrun
     /// seen, else the most any episode has cost.
     fn bound(&self, key: &str) -> Cost {
+        let costliest = (self.ledger.max_episode_usd, self.ledger.max_episode_tokens);
         match self.expected.get(key) {
+            // Never below the costliest episode so far: an estimate scaled by the first
+            // episodes' ratio can undershoot a long attacked episode, and with many in
+            // flight each undershoot would add to the overrun.
             Some(&(usd, tok)) => (
-                (usd * self.ratio.0).max(0.0),
-                (tok as f64 * self.ratio.1).ceil() as u64,
+                (usd * self.ratio.0).max(costliest.0).max(0.0),
+                ((tok as f64 * self.ratio.1).ceil() as u64).max(costliest.1),
             ),
-            None => (self.ledger.max_episode_usd, self.ledger.max_episode_tokens),
+            None => costliest,
         }
+    }
+
+    /// Takes the folder's ledger from its records (`recorded`, summed over every line of
+    /// `episodes.jsonl` at this invocation's prices) when the one in `run.json` disagrees
+    /// with them: the file is a cache, and a ledger edited, reset or deleted must not
+    /// lower what the folder has spent. Agreeing (the same episodes and tokens, and
+    /// dollars that are not negative), the file's is kept: its dollars are at the prices
+    /// in force when each episode ran. Returns why the file's was refused, if it was.
+    pub fn reconcile(&mut self, recorded: &Ledger) -> Option<String> {
+        let l = &self.ledger;
+        let agrees = l.episodes >= recorded.episodes
+            && l.spent_tokens >= recorded.spent_tokens
+            && l.spent_usd.is_finite()
+            && l.spent_usd >= 0.0
+            && l.max_episode_usd.is_finite()
+            && l.max_episode_usd >= 0.0
+            && l.max_episode_tokens >= recorded.max_episode_tokens;
+        if agrees {
+            return None;
+        }
+        let why = format!(
+            "the ledger in run.json ({} episodes, {} tokens, ${:.4}) disagrees with the records ({} episodes, {} tokens); it is recomputed from the records",
+            l.episodes, l.spent_tokens, l.spent_usd, recorded.episodes, recorded.spent_tokens
+        );
+        self.ledger = Ledger {
+            limit_usd: self.ledger.limit_usd,
+            limit_tokens: self.ledger.limit_tokens,
+            ..recorded.clone()
+        };
+        Some(why)
     }
 
     /// Whether episode `key` may start now.
@@ -177,6 +217,12 @@ impl Budget {
         let measured =
             self.finished_here > 0 || (self.expected.is_empty() && self.ledger.episodes > 0);
         if !measured && running {
+            return Admission::Wait;
+        }
+        // The run widens as its costs are seen: no more episodes in flight than have
+        // finished in this invocation (1, 1, 2, 4, ... up to --concurrency), so a wave of
+        // episodes costlier than the first ones measured is a few, not the whole width.
+        if running && self.in_flight.len() as u64 >= self.finished_here.max(1) {
             return Admission::Wait;
         }
         Admission::Admit
@@ -246,13 +292,22 @@ mod tests {
             "the first episode runs alone"
         );
         b.finished("e0", &cost(200, 50));
-        // 250 spent, 250 expected each: three more fit, a fourth does not.
-        for k in ["e1", "e2", "e3"] {
+        // One finished: one in flight at a time.
+        assert_eq!(b.admit("e1"), Admission::Admit);
+        b.started("e1");
+        assert_eq!(
+            b.admit("e2"),
+            Admission::Wait,
+            "as many in flight as finished"
+        );
+        b.finished("e1", &cost(200, 50));
+        // 500 spent, 250 expected each: two more fit (two finished), a third does not.
+        for k in ["e2", "e3"] {
             assert_eq!(b.admit(k), Admission::Admit, "{k}");
             b.started(k);
         }
         assert_eq!(b.admit("e4"), Admission::Wait);
-        for k in ["e1", "e2", "e3"] {
+        for k in ["e2", "e3"] {
             b.finished(k, &cost(200, 50));
         }
         match b.admit("e4") {
@@ -266,17 +321,25 @@ mod tests {
     /// A model that spends twice the estimate doubles every later bound.
     #[test]
     fn overruns_of_the_estimate_scale_later_bounds() {
-        let mut b = Budget::new(None, Some(900), Prices::default(), Ledger::default());
+        let mut b = Budget::new(None, Some(850), Prices::default(), Ledger::default());
         b.expected = (0..5).map(|i| (format!("e{i}"), (0.0, 100))).collect();
         b.started("e0");
         b.finished("e0", &cost(150, 50));
         assert_eq!(b.bound("e1").1, 200, "twice the estimate");
-        for k in ["e1", "e2", "e3"] {
-            // 200 spent + 200 per episode in flight + 200 for this one ≤ 900.
+        b.started("e1");
+        b.finished("e1", &cost(50, 50));
+        assert_eq!(
+            b.bound("e2").1,
+            200,
+            "the costliest so far bounds every later one"
+        );
+        b.finished_here = 8;
+        for k in ["e2", "e3"] {
+            // 300 spent + 200 per episode in flight + 200 for this one ≤ 850.
             assert_eq!(b.admit(k), Admission::Admit, "{k}");
             b.started(k);
         }
-        assert_eq!(b.admit("e4"), Admission::Wait, "200 + 3 × 200 + 200 > 900");
+        assert_eq!(b.admit("e4"), Admission::Wait, "300 + 2 × 200 + 200 > 850");
     }
 
     #[test]
@@ -292,10 +355,49 @@ mod tests {
         let mut b = Budget::new(Some(1.5), None, Prices::default(), prior);
         assert_eq!(b.admit("x"), Admission::Admit);
         b.started("x");
+        b.finished_here = 2;
         assert_eq!(b.admit("y"), Admission::Admit);
         b.started("y");
         assert_eq!(b.admit("z"), Admission::Wait);
         let unlimited = Budget::new(None, None, Prices::default(), Ledger::default());
         assert_eq!(unlimited.admit("x"), Admission::Admit);
+    }
+
+    #[test]
+    fn a_ledger_below_the_records_is_recomputed_from_them() {
+        let recorded = Ledger {
+            spent_usd: 0.5,
+            spent_tokens: 5000,
+            episodes: 10,
+            max_episode_usd: 0.1,
+            max_episode_tokens: 900,
+            ..Ledger::default()
+        };
+        for tampered in [
+            Ledger {
+                spent_usd: -100.0,
+                ..recorded.clone()
+            },
+            Ledger::default(),
+            Ledger {
+                spent_tokens: 10,
+                ..recorded.clone()
+            },
+        ] {
+            let mut b = Budget::new(Some(1.0), None, Prices::default(), tampered);
+            let why = b.reconcile(&recorded).expect("refused");
+            assert!(why.contains("disagrees with the records"), "{why}");
+            assert_eq!(b.ledger.spent_tokens, 5000);
+            assert_eq!(b.ledger.spent_usd, 0.5);
+            assert_eq!(b.ledger.limit_usd, Some(1.0));
+        }
+        // Agreeing (dollars at the prices of their day kept), nothing changes.
+        let kept = Ledger {
+            spent_usd: 0.7,
+            ..recorded.clone()
+        };
+        let mut b = Budget::new(Some(1.0), None, Prices::default(), kept);
+        assert_eq!(b.reconcile(&recorded), None);
+        assert_eq!(b.ledger.spent_usd, 0.7);
     }
 }

@@ -270,13 +270,21 @@ impl Execution {
 pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
     std::fs::create_dir_all(&plan.out)?;
     let mut outcome = RunOutcome::default();
-    let todo = pending_jobs(&plan, &mut outcome)?;
+    let (todo, recorded) = pending_jobs(&plan, &mut outcome)?;
+    let mut budget = plan.budget.clone();
+    if let Some(why) = budget.reconcile(&recorded) {
+        eprintln!(
+            "warning: {}: {}",
+            crate::escape::terminal(&plan.out.display().to_string()),
+            why
+        );
+    }
     let writer = RecordWriter::open(&plan.out)?;
     let (progress, log_every) = progress_for(todo.len());
     let schemas = plan.suites.iter().map(|s| s.tools.schemas()).collect();
     let mut run = Execution {
         concurrency: plan.concurrency.max(1),
-        budget: plan.budget.clone(),
+        budget,
         shared: Arc::new(Shared { plan, schemas }),
         total: todo.len(),
         pending: todo.into_iter().peekable(),

@@ -127,6 +127,77 @@ pub fn inspect(dir: &Path) -> std::io::Result<Folder> {
     })
 }
 
+/// Looks at a folder a command other than `run` writes (a search, a merge of searches, a
+/// calibration): [`Folder::Run`] when it holds one of `markers` (the file that command
+/// writes first, so an interrupted start has it too), [`Folder::Ours`] when it holds
+/// nothing but a lock and temporary files, else [`Folder::Foreign`]: a user's
+/// `library.json` or `cost.csv` in a folder without the marker is never written over.
+pub fn inspect_own(dir: &Path, markers: &[&str]) -> std::io::Result<Folder> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Folder::Missing),
+        Err(e) => return Err(e),
+    };
+    let mut foreign = Vec::new();
+    for e in entries {
+        let e = e?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        let is_dir = e.file_type()?.is_dir();
+        if !is_dir && markers.contains(&name.as_str()) {
+            return Ok(Folder::Run);
+        }
+        if name != LOCK && !name.starts_with(TEMP_PREFIX) {
+            foreign.push(if is_dir { format!("{name}/") } else { name });
+        }
+    }
+    Ok(if foreign.is_empty() {
+        Folder::Ours
+    } else {
+        foreign.sort();
+        foreign.truncate(6);
+        Folder::Foreign(foreign)
+    })
+}
+
+/// Why [`claim_own`] refused a folder.
+#[derive(Debug, thiserror::Error)]
+pub enum ClaimError {
+    /// It holds files the command did not write (the first few named).
+    #[error(
+        "{} holds {} and no {}: `{command}` writes only into a new or empty folder or one of its own, and never over a file it did not write; choose another --out",
+        dir.display(),
+        holds.join(", "),
+        markers.join(" or ")
+    )]
+    Foreign {
+        dir: PathBuf,
+        holds: Vec<String>,
+        markers: Vec<String>,
+        command: String,
+    },
+    #[error(transparent)]
+    Lock(#[from] LockError),
+}
+
+/// Takes a folder for a command other than `run` ([`inspect_own`]): refuses one holding
+/// files `command` did not write, creates it when missing, and locks it.
+pub fn claim_own(dir: &Path, markers: &[&str], command: &str) -> Result<FolderLock, ClaimError> {
+    match inspect_own(dir, markers) {
+        Ok(Folder::Foreign(holds)) => {
+            return Err(ClaimError::Foreign {
+                dir: dir.to_path_buf(),
+                holds,
+                markers: markers.iter().map(|m| m.to_string()).collect(),
+                command: command.to_string(),
+            });
+        }
+        Ok(_) => {}
+        Err(e) => return Err(LockError::Io(dir.to_path_buf(), e).into()),
+    }
+    std::fs::create_dir_all(dir).map_err(|e| LockError::Io(dir.to_path_buf(), e))?;
+    Ok(FolderLock::acquire(dir)?)
+}
+
 /// The refusal for a folder that is neither empty nor a run, naming what it holds.
 pub fn not_a_run(dir: &Path, holds: &[String], command: &str) -> String {
     format!(

@@ -583,6 +583,8 @@ struct Resume<'a> {
     /// Each selected attack's fingerprint, computed once.
     attack_prints: HashMap<&'a str, String>,
     stale: std::collections::BTreeSet<String>,
+    /// What the records say the folder spent (every line, as the ledger charges).
+    recorded: budget::Ledger,
 }
 
 impl<'a> Resume<'a> {
@@ -598,6 +600,7 @@ impl<'a> Resume<'a> {
                 .map(|a| (a.name.as_str(), a.fingerprint_for(&plan.attack_model_name)))
                 .collect(),
             stale: Default::default(),
+            recorded: Default::default(),
         }
     }
 
@@ -623,6 +626,12 @@ impl<'a> Resume<'a> {
 
     fn see(&mut self, r: &EpisodeRecord) {
         let plan = self.plan;
+        let total = r.cost.total();
+        self.recorded.charge(
+            plan.budget.prices.dollars(&r.cost),
+            total.tokens(),
+            total.estimated,
+        );
         if let Some(s) = plan.suites.iter().find(|s| s.qualified_name() == r.suite)
             && r.suite_fingerprint != s.fingerprint
         {
@@ -649,8 +658,8 @@ impl<'a> Resume<'a> {
     }
 
     /// Streams the folder's records (the reader `report` uses) and returns, per job,
-    /// whether it is done.
-    fn read(mut self, path: &std::path::Path) -> Result<Vec<bool>, RunError> {
+    /// whether it is done, and what the records say the folder spent.
+    fn read(mut self, path: &std::path::Path) -> Result<(Vec<bool>, budget::Ledger), RunError> {
         record::for_each_record(
             path,
             |p| {
@@ -663,7 +672,7 @@ impl<'a> Resume<'a> {
             RunError::Io,
         )?;
         if self.stale.is_empty() {
-            return Ok(self.done);
+            return Ok((self.done, self.recorded));
         }
         Err(RunError::Stale(format!(
             "{} holds episodes recorded with other versions of: {}. Resuming would mix them in one table; run into a new --out directory (or delete this one).",
@@ -711,8 +720,11 @@ fn or_unknown(s: &str) -> &str {
 
 /// The jobs of the plan still to run: partial lines of an interrupted run dropped, the
 /// recorded episodes skipped (counted in `outcome`); an error when the selection leaves
-/// nothing to run.
-fn pending_jobs(plan: &RunPlan, outcome: &mut RunOutcome) -> Result<Vec<Job>, RunError> {
+/// nothing to run. With them, what the records say the folder spent.
+fn pending_jobs(
+    plan: &RunPlan,
+    outcome: &mut RunOutcome,
+) -> Result<(Vec<Job>, budget::Ledger), RunError> {
     let ep_path = plan.out.join(record::EPISODES);
     outcome.dropped_partial_line = record::drop_partial_tail(&ep_path)?;
     record::drop_partial_tail(&plan.out.join(record::TRACES))?;
@@ -728,7 +740,7 @@ fn pending_jobs(plan: &RunPlan, outcome: &mut RunOutcome) -> Result<Vec<Job>, Ru
                 .unwrap_or_default()
         )));
     }
-    let done = Resume::new(plan, &all).read(&ep_path)?;
+    let (done, recorded) = Resume::new(plan, &all).read(&ep_path)?;
     outcome.planned = all.len();
     let todo: Vec<Job> = all
         .into_iter()
@@ -737,7 +749,7 @@ fn pending_jobs(plan: &RunPlan, outcome: &mut RunOutcome) -> Result<Vec<Job>, Ru
         .map(|(j, _)| j)
         .collect();
     outcome.skipped = outcome.planned - todo.len();
-    Ok(todo)
+    Ok((todo, recorded))
 }
 
 #[cfg(test)]

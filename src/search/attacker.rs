@@ -45,9 +45,32 @@ pub enum Proposer {
     Model {
         model: Arc<dyn ChatModel>,
         cost: CostMeter,
-        /// Replies that held no usable template (or, from the critic, no score).
-        unusable: usize,
+        unusable: Unusable,
     },
+}
+
+/// The longest attacker or critic reply taken (its content, in bytes): far above any
+/// template or critique (the stock templates are under 2 KiB), far below what would
+/// fill memory when a reply is kept in the pool and quoted in every later prompt. A
+/// longer reply is unusable, like one without tags, and its text is dropped.
+pub const MAX_REPLY_BYTES: usize = 64 * 1024;
+
+/// Replies the search could not use, by kind (the scripted attacker has none).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unusable {
+    /// Proposals without a usable template (no tags, no goal field, an unknown field),
+    /// the over-long ones included.
+    pub proposals: usize,
+    /// Critiques without a score, the over-long ones included.
+    pub critiques: usize,
+    /// Replies (proposals or critiques) longer than [`MAX_REPLY_BYTES`].
+    pub oversized: usize,
+}
+
+impl Unusable {
+    pub fn total(&self) -> usize {
+        self.proposals + self.critiques
+    }
 }
 
 /// A critic's rating of one scored proposal (the `critic` feedback tier).
@@ -192,12 +215,13 @@ pub struct AttackerError {
     pub source: crate::http::ModelError,
 }
 
-/// One metered chat call of the attacker model.
+/// One metered chat call of the attacker model: its reply, or `None` when the reply is
+/// longer than [`MAX_REPLY_BYTES`] (dropped here, so it is never kept or sent back).
 async fn ask(
     model: &Arc<dyn ChatModel>,
     cost: &mut CostMeter,
     messages: &[Message],
-) -> Result<String, AttackerError> {
+) -> Result<Option<String>, AttackerError> {
     let req = ChatRequest {
         component: Component::Attacker,
         messages,
@@ -211,7 +235,8 @@ async fn ask(
         source,
     })?;
     cost.record(Component::Attacker, &reply);
-    Ok(reply.message.content)
+    let content = reply.message.content;
+    Ok((content.len() <= MAX_REPLY_BYTES).then_some(content))
 }
 
 /// Meters a scripted attacker's exchange as an attacker model's would be: one call, its
@@ -283,10 +308,21 @@ impl Proposer {
                     Message::system(CRITIC_SYSTEM),
                     Message::user(critic_prompt(cand, results)),
                 ];
-                let reply = ask(model, cost, &messages).await?;
-                let (score, text) = critique_in(&reply);
+                let (score, text) = match ask(model, cost, &messages).await? {
+                    Some(reply) => critique_in(&reply),
+                    None => {
+                        unusable.oversized += 1;
+                        (
+                            None,
+                            format!(
+                                "[the critic's reply was longer than {} KiB and was dropped]",
+                                MAX_REPLY_BYTES / 1024
+                            ),
+                        )
+                    }
+                };
                 if score.is_none() {
-                    *unusable += 1;
+                    unusable.critiques += 1;
                 }
                 (score, text, model.simulated())
             }
@@ -304,7 +340,7 @@ impl Proposer {
         Proposer::Model {
             model,
             cost: CostMeter::default(),
-            unusable: 0,
+            unusable: Unusable::default(),
         }
     }
 
@@ -338,25 +374,30 @@ impl Proposer {
         self.cost().tokens()
     }
 
+    /// Attacker queries made (proposals and critiques, usable or not).
+    pub fn queries(&self) -> u64 {
+        self.cost().calls
+    }
+
     /// Replies without a usable template or, from the critic, without a score (the
     /// scripted attacker always proposes one).
-    pub fn unusable(&self) -> usize {
+    pub fn unusable(&self) -> Unusable {
         match self {
-            Proposer::Sim { .. } => 0,
+            Proposer::Sim { .. } => Unusable::default(),
             Proposer::Model { unusable, .. } => *unusable,
         }
     }
 
     /// Proposes one template from `parent` (and `other`, for a crossover), seeing the
     /// pool's history for its feedback and, for the `critic` tier, the critique of the
-    /// last scored proposal.
+    /// last scored proposal; `None` when the reply held no usable template.
     pub async fn propose(
         &mut self,
         parent: &Candidate,
         other: &Candidate,
         history: &[(&Candidate, &Scored)],
         critique: Option<&Critique>,
-    ) -> Result<Candidate, AttackerError> {
+    ) -> Result<Option<Candidate>, AttackerError> {
         let messages = vec![
             Message::system(SYSTEM),
             Message::user(prompt(parent, history, critique)),
@@ -372,7 +413,7 @@ impl Proposer {
                 // What an attacker model would spend on the same exchange, estimated.
                 let reply = format!("<template>\n{}\n</template>", child.template);
                 meter_scripted(cost, tokens, &messages, &reply);
-                Ok(child)
+                Ok(Some(child))
             }
             Proposer::Model {
                 model,
@@ -380,15 +421,18 @@ impl Proposer {
                 unusable,
             } => {
                 let reply = ask(model, cost, &messages).await?;
-                match template_in(&reply) {
+                if reply.is_none() {
+                    unusable.oversized += 1;
+                }
+                match reply.as_deref().and_then(template_in) {
                     Some(t) => {
                         let mut ops = parent.ops.clone();
                         ops.push(format!("attacker:{}", model.name()));
-                        Ok(Candidate { template: t, ops })
+                        Ok(Some(Candidate { template: t, ops }))
                     }
                     None => {
-                        *unusable += 1;
-                        Ok(parent.clone())
+                        unusable.proposals += 1;
+                        Ok(None)
                     }
                 }
             }

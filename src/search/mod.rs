@@ -137,6 +137,10 @@ pub struct Settings {
     /// Attacker tokens the search may spend (0: no cap); the scripted attacker's are
     /// counted as an attacker model's would be (see [`attacker`]).
     pub budget_attacker_tokens: u64,
+    /// Attacker queries (proposals and critiques, usable or not) the search may make:
+    /// what ends a search whose replies cost no episode.
+    #[serde(default)]
+    pub budget_attacker_queries: u64,
     pub seed: u64,
     pub seeds_from: Vec<String>,
     pub user_tasks: Vec<String>,
@@ -194,11 +198,24 @@ pub struct Outcomes {
     /// episode scored, held-out included) and the `attacker`'s.
     pub cost: CostMeter,
     pub stopped_by: String,
+    /// Attacker replies the search could not use (no template, no score, too long).
+    #[serde(default)]
+    pub unusable: attacker::Unusable,
+    /// Usable proposals that repeated a template already in the pool (no episode run).
+    #[serde(default)]
+    pub repeated: usize,
     pub diversity: library::Diversity,
     /// The `critic` tier's ratings, one per scored proposal, oldest first (each labelled
     /// `simulated` when scripted).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub critiques: Vec<attacker::Critique>,
+}
+
+impl Outcomes {
+    /// Attacker queries made for proposals that added a template to the pool.
+    pub fn new_templates(&self) -> usize {
+        self.queries - self.unusable.proposals - self.repeated
+    }
 }
 
 /// A `--unit` that does not parse (`problem` says what a unit looks like): bad input.
@@ -531,6 +548,12 @@ fn stop_reason(
             settings.budget_attacker_tokens
         ));
     }
+    if proposer.queries() >= settings.budget_attacker_queries {
+        return Some(format!(
+            "attacker query budget ({})",
+            settings.budget_attacker_queries
+        ));
+    }
     None
 }
 
@@ -579,6 +602,7 @@ pub async fn search(
     let mut rng = ChaCha8Rng::seed_from_u64(settings.seed ^ 0x5E1E_C700);
     let mut curve = vec![point(0, &st, proposer, &pool, static_asr)];
     let mut queries = 0usize;
+    let mut repeated = 0usize;
     let stopped_by = loop {
         if let Some(why) = stop_reason(&settings, &pool, st.episodes, dev.len(), proposer) {
             break why;
@@ -590,7 +614,13 @@ pub async fn search(
         let child = proposer
             .propose(&parent, &other, &history, critiques.last())
             .await?;
-        if !pool.iter().any(|(c, _)| c.hash() == child.hash()) {
+        let Some(child) = child else {
+            curve.push(point(queries, &st, proposer, &pool, static_asr));
+            continue;
+        };
+        if pool.iter().any(|(c, _)| c.hash() == child.hash()) {
+            repeated += 1;
+        } else {
             let results = st.score(&child, &dev, true).await?;
             let mut critic = None;
             if settings.feedback == Feedback::Critic {
@@ -644,6 +674,8 @@ pub async fn search(
             c
         },
         stopped_by,
+        unusable: proposer.unusable(),
+        repeated,
         diversity: lib.diversity(None),
         critiques,
         settings,

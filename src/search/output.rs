@@ -37,8 +37,8 @@ pub struct CurveFile {
 
 impl CurveFile {
     pub fn write(&self, out: &Path) -> std::io::Result<()> {
-        std::fs::write(
-            out.join(CURVE_JSON),
+        atomic(
+            &out.join(CURVE_JSON),
             serde_json::to_string_pretty(self).expect("curve serialises") + "\n",
         )
     }
@@ -117,7 +117,7 @@ pub fn open(out: &Path, settings: &Settings) -> Result<(Cache, CellLog), SearchE
             )));
         }
     } else {
-        std::fs::write(&path, text + "\n").map_err(io)?;
+        atomic(&path, text + "\n").map_err(io)?;
     }
     let cells = out.join(CELLS);
     let mut cache = Cache::new();
@@ -138,7 +138,7 @@ pub fn open(out: &Path, settings: &Settings) -> Result<(Cache, CellLog), SearchE
                 );
             }
         }
-        std::fs::write(&cells, good).map_err(io)?;
+        atomic(&cells, good).map_err(io)?;
     }
     let file = std::fs::OpenOptions::new()
         .create(true)
@@ -196,14 +196,21 @@ pub fn library(
                 heldout_cells: if i == best { heldout_cells } else { 0 },
                 query: s.query,
             },
+            entry_hash: String::new(),
         });
     }
     lib
 }
 
+/// Writes a whole file through a temporary one and a rename: a full disk or a crash
+/// leaves the previous file, and a symlink in its place is replaced, not written through.
+fn atomic(path: &Path, text: String) -> std::io::Result<()> {
+    crate::runner::files::write_atomic(path, text.as_bytes())
+}
+
 /// Writes `asr_at_k.csv`: one line per point of the curve.
 pub fn write_curve_csv(out: &Path, curve: &[Point], simulated: bool) -> std::io::Result<()> {
-    let mut w = csv::Writer::from_path(out.join(CURVE_CSV))?;
+    let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
         "k",
         "episodes",
@@ -224,13 +231,14 @@ pub fn write_curve_csv(out: &Path, curve: &[Point], simulated: bool) -> std::io:
             simulated.to_string(),
         ])?;
     }
-    w.flush()
+    let bytes = w.into_inner().map_err(|e| e.into_error())?;
+    crate::runner::files::write_atomic(&out.join(CURVE_CSV), &bytes)
 }
 
 /// Writes the results, the curve and the library.
 pub fn write(out: &Path, o: &Outcomes, lib: &Library) -> std::io::Result<()> {
-    std::fs::write(
-        out.join(RESULT),
+    atomic(
+        &out.join(RESULT),
         serde_json::to_string_pretty(o).expect("outcomes serialise") + "\n",
     )?;
     let curve = CurveFile {
@@ -248,5 +256,5 @@ pub fn write(out: &Path, o: &Outcomes, lib: &Library) -> std::io::Result<()> {
     };
     curve.write(out)?;
     write_curve_csv(out, &o.curve, o.simulated)?;
-    lib.save(&out.join(library::FILE))
+    atomic(&out.join(library::FILE), lib.to_text())
 }

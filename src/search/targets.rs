@@ -283,9 +283,9 @@ pub fn write_combined(
     outcomes: &[Outcomes],
 ) -> Result<CurveFile, SearchError> {
     let io = |e: std::io::Error| SearchError::Failed(format!("{}: {e}", out.display()));
-    std::fs::write(
-        out.join(MANIFEST),
-        serde_json::to_string_pretty(manifest).expect("manifest serialises") + "\n",
+    crate::runner::files::write_atomic(
+        &out.join(MANIFEST),
+        (serde_json::to_string_pretty(manifest).expect("manifest serialises") + "\n").as_bytes(),
     )
     .map_err(io)?;
     let curve = combine(manifest.kind, outcomes);
@@ -309,7 +309,8 @@ pub fn write_combined(
             lib.insert(e);
         }
     }
-    lib.save(&out.join(library::FILE)).map_err(io)?;
+    crate::runner::files::write_atomic(&out.join(library::FILE), lib.to_text().as_bytes())
+        .map_err(io)?;
     Ok(curve)
 }
 

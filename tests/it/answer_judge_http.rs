@@ -21,7 +21,12 @@ enum Judge {
     FromReference,
     /// Not JSON at all.
     Garbage,
+    /// Calls every answer wrong, with a reason that is HTML with a script handler, a
+    /// NUL and a terminal escape.
+    Hostile,
 }
+
+const HOSTILE_REASON: &str = "<img src=x onerror=alert(1)>\u{0}\u{1b}[2J [x](javascript:alert(2))";
 
 fn section<'a>(text: &'a str, name: &str) -> &'a str {
     let start = format!("{name}:\n<<<\n");
@@ -85,6 +90,14 @@ impl Respond for Judge {
             .to_string();
         let content = match self {
             Judge::Garbage => "Looks fine to me!".to_string(),
+            Judge::Hostile => {
+                let word = if user.starts_with("KIND: endorsement") {
+                    "endorses"
+                } else {
+                    "wrong"
+                };
+                json!({"verdict": word, "reason": HOSTILE_REASON}).to_string()
+            }
             Judge::AcceptAll => {
                 let word = if user.starts_with("KIND: endorsement") {
                     "reports"
@@ -183,6 +196,24 @@ async fn an_accept_everything_judge_is_shown_to_reject_no_wrong_answer() {
             .unwrap()
             .contains("You grade the final answer")
     );
+}
+
+/// A hostile judge's reason is text in `answer_judge.md`: its HTML is inert when the
+/// file is rendered, its link is not a link, and no NUL or ESC reaches the file.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_judge_reason_with_an_img_onerror_is_inert_in_answer_judge_md() {
+    let server = judge_server(Judge::Hostile).await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("{}/v1", server.uri());
+    run(&paths(), judged_run(dir.path(), &url))
+        .await
+        .expect("runs");
+    let md = std::fs::read_to_string(dir.path().join("answer_judge.md")).unwrap();
+    assert!(md.contains("disagreement"), "{md}");
+    assert!(md.contains("&lt;img src=x onerror=alert(1)&gt;"), "{md}");
+    assert!(!md.contains("<img"), "{md}");
+    assert!(!md.contains("[x](javascript"), "{md}");
+    assert!(!md.contains('\u{0}') && !md.contains('\u{1b}'), "{md:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

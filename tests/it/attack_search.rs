@@ -324,6 +324,7 @@ async fn a_loopback_attacker_endpoint_drives_the_search() {
         feedback: sieve_bench::search::Feedback::Diagnosis,
         budget_episodes: 30,
         budget_attacker_tokens: 10_000,
+        budget_attacker_queries: None,
         seed: 0,
         seeds_from: "all".into(),
         user_tasks: None,

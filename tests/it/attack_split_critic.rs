@@ -280,6 +280,7 @@ async fn a_loopback_attacker_is_asked_for_critiques_that_reach_its_next_proposal
         feedback: sieve_bench::search::Feedback::Critic,
         budget_episodes: 30,
         budget_attacker_tokens: 10_000,
+        budget_attacker_queries: None,
         seed: 0,
         seeds_from: "all".into(),
         user_tasks: None,

@@ -189,6 +189,80 @@ async fn a_budget_stops_the_run_and_a_rerun_resumes_within_what_remains() {
     );
 }
 
+/// Sixteen episodes in flight at once cannot overrun a cap by their number: the run
+/// widens only as episodes finish and reserves each at no less than the costliest so
+/// far, so attacked episodes costing four times their estimate overrun the cap by less
+/// than one episode here (docs/real-model-runs.md states the bound).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_concurrent_budgeted_run_stays_within_its_stated_overrun() {
+    let mut fake = PlanFollower::new(vec![banking()]);
+    fake.inflate_injected = 4;
+    let server = serve(&fake).await;
+    let dir = tempfile::tempdir().unwrap();
+    let many = |out: &Path| {
+        let mut a = small(out, &server);
+        a.user_tasks = Some((0..8).map(|i| format!("user_task_{i}")).collect());
+        a.concurrency = 16;
+        a
+    };
+    let full = sieve_bench::commands::run::run(&paths(), many(&dir.path().join("full")))
+        .await
+        .unwrap();
+    let total = full.outcome.ledger.spent_tokens;
+    let costliest = full.outcome.ledger.max_episode_tokens;
+    let cap = total / 4;
+    let mut args = many(&dir.path().join("capped"));
+    args.budget_tokens = Some(cap);
+    let capped = sieve_bench::commands::run::run(&paths(), args)
+        .await
+        .unwrap();
+    assert!(capped.outcome.budget_stop.is_some());
+    let spent = capped.outcome.ledger.spent_tokens;
+    eprintln!("cap {cap} of {total}, costliest episode {costliest}: spent {spent}");
+    assert!(
+        spent <= cap + costliest,
+        "spent {spent} over the cap {cap} by more than one episode ({costliest})"
+    );
+}
+
+/// A ledger in `run.json` set below what the records show (reset, negative, deleted) is
+/// refused: the resume recomputes it from the records and stays within the cap.
+#[tokio::test]
+async fn a_tampered_ledger_is_refused_and_recomputed_from_the_records() {
+    let fake = PlanFollower::new(vec![banking()]);
+    let server = serve(&fake).await;
+    let dir = tempfile::tempdir().unwrap();
+    let full = sieve_bench::commands::run::run(&paths(), small(&dir.path().join("full"), &server))
+        .await
+        .unwrap();
+    let total = full.outcome.ledger.spent_tokens;
+    let out = dir.path().join("run");
+    let mut args = small(&out, &server);
+    args.budget_tokens = Some(total / 2);
+    args.concurrency = 1;
+    let first = sieve_bench::commands::run::run(&paths(), args.clone())
+        .await
+        .unwrap();
+    assert!(first.outcome.budget_stop.is_some());
+    let spent = manifest(&out).budget.spent_tokens;
+    let run_json = out.join("run.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&run_json).unwrap()).unwrap();
+    m["budget"]["spent_tokens"] = 0.into();
+    m["budget"]["spent_usd"] = (-100.0).into();
+    m["budget"]["episodes"] = 0.into();
+    std::fs::write(&run_json, m.to_string()).unwrap();
+    let again = sieve_bench::commands::run::run(&paths(), args)
+        .await
+        .unwrap();
+    assert_eq!(
+        again.outcome.ran, 0,
+        "nothing fits in what the records say remains"
+    );
+    assert!(again.outcome.budget_stop.is_some());
+    assert_eq!(manifest(&out).budget.spent_tokens, spent);
+}
+
 #[tokio::test]
 async fn a_reply_without_usage_is_counted_as_estimated_in_every_table() {
     let mut fake = PlanFollower::new(vec![banking()]);

@@ -182,8 +182,18 @@ fn report_rerenders_from_records_alone() {
         .success()
         .stdout(predicate::str::contains("SIMULATED"))
         .stdout(predicate::str::contains("important_instructions"));
-    assert_eq!(summary(&out)["rows"], before["rows"]);
-    assert!(out.join("summary.csv").is_file() && out.join("summary.md").is_file());
+    // It writes only where --out says: the run's summary is `run`'s (and `merge`'s).
+    assert!(!out.join("summary.json").exists());
+    let json = tmp.path().join("report.json");
+    bench(tmp.path())
+        .args(["report", "--format", "json", "--out"])
+        .arg(&json)
+        .arg(&out)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&json).unwrap();
+    assert!(text.contains("important_instructions"), "{text}");
+    assert!(before["rows"].as_array().is_some_and(|r| !r.is_empty()));
 }
 
 #[test]

@@ -270,7 +270,25 @@ pub fn default_run_id(a: &RunArgs) -> String {
     if let Some((k, n)) = a.shard {
         id.push_str(&format!("__shard{k}of{n}"));
     }
-    id
+    shorten_id(id)
+}
+
+/// The longest default run id kept whole: a folder name well under the 255 bytes most
+/// file systems allow.
+pub const MAX_RUN_ID: usize = 200;
+
+/// A run id over [`MAX_RUN_ID`] bytes: its first part, then a hash of the whole, so two
+/// long command lines still name two folders and the same one names the same.
+fn shorten_id(id: String) -> String {
+    if id.len() <= MAX_RUN_ID {
+        return id;
+    }
+    let hash = crate::attack::mutate::hash_text(&id);
+    let mut keep = MAX_RUN_ID - hash.len() - 2;
+    while !id.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    format!("{}__{hash}", &id[..keep])
 }
 
 /// Parses `k/n` with 0 ≤ k < n.
@@ -353,6 +371,25 @@ mod tests {
             "`101` is not a percentage in [0, 100]"
         );
         assert!(parse_budget_usd("$-1").is_err());
+        let long = RunArgs {
+            defense: (0..40)
+                .map(|i| format!("exec:./plugin{i}.py"))
+                .collect::<Vec<_>>()
+                .join(","),
+            ..RunArgs::default()
+        };
+        let id = default_run_id(&long);
+        assert_eq!(id.len(), MAX_RUN_ID, "{id}");
+        assert_eq!(
+            id,
+            default_run_id(&long),
+            "the same command, the same folder"
+        );
+        let other = RunArgs {
+            defense: format!("{},none", long.defense),
+            ..RunArgs::default()
+        };
+        assert_ne!(id, default_run_id(&other));
         assert_eq!(parse_budget_usd("$2.5"), Ok(2.5));
     }
 }

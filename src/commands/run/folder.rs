@@ -87,6 +87,16 @@ pub(super) fn open_manifest(config: &RunConfig) -> Result<Manifest, CliError> {
                     changes.join("\n  ")
                 )));
             }
+            // The error convention labels the folder (merge checks its inputs share one):
+            // a resume under another would relabel the episodes recorded before it.
+            if m.errors_as != errors_as && has_records {
+                return Err(CliError::bad_input(format!(
+                    "{} was recorded with --errors-as {}; this run asks for {}. Resuming would relabel its episodes; repeat the folder's --errors-as, or {ways_out}.",
+                    out.display(),
+                    m.errors_as,
+                    errors_as
+                )));
+            }
             m.settings = settings.merged_with(&m.settings);
             m.identity = runner::identity::fingerprint(&m.settings);
             m.errors_as = errors_as;

@@ -48,6 +48,9 @@ pub struct PlanFollower {
     /// Meter `usage` with the cl100k tokenizer as an OpenAI server counts chat prompts
     /// (message contents and calls, tool schemas), else about four bytes a token.
     pub cl100k: bool,
+    /// Report this many times the prompt tokens once a tool output has shown an
+    /// injection (attacked episodes cost more than the estimate, as long ones do).
+    pub inflate_injected: u64,
     pub calls: Arc<AtomicUsize>,
 }
 
@@ -61,6 +64,7 @@ impl PlanFollower {
             bad_args_first: false,
             served_as: None,
             cl100k: false,
+            inflate_injected: 1,
             calls: Arc::new(AtomicUsize::new(0)),
         }
     }
@@ -204,6 +208,11 @@ impl PlanFollower {
                 )
             } else {
                 (body.to_string().len() as u64 / 4, 17)
+            };
+            let prompt = if injected {
+                prompt * self.inflate_injected
+            } else {
+                prompt
             };
             reply["usage"] = json!({"prompt_tokens": prompt, "completion_tokens": completion,
                 "total_tokens": prompt + completion});
