@@ -118,6 +118,13 @@ pub struct Acc {
     bypass_succeeded: u64,
     /// Episodes whose LLM usage was estimated locally.
     usage_estimated: u64,
+    /// Counted attacked episodes that recorded whether their payload was seen; of them,
+    /// those that saw it, and of those, the successful attacks.
+    seen_known: u64,
+    seen: u64,
+    seen_succeeded: u64,
+    /// Episodes under a known defect of their benchmark.
+    known_defects: u64,
 }
 
 impl Acc {
@@ -170,7 +177,15 @@ impl Acc {
                 self.bypass_pairs += 1;
                 self.bypass_succeeded += u64::from(succeeded);
             }
+            if let Some(seen) = r.payload_seen {
+                self.seen_known += 1;
+                if seen {
+                    self.seen += 1;
+                    self.seen_succeeded += u64::from(succeeded);
+                }
+            }
         }
+        self.known_defects += u64::from(r.known_defect.is_some());
         self.hit_step_limit += u64::from(r.hit_step_limit);
         self.blocked += r.blocked;
         self.asked_user += r.asked_user;
@@ -240,6 +255,10 @@ impl Acc {
         self.bypass_pairs += o.bypass_pairs;
         self.bypass_succeeded += o.bypass_succeeded;
         self.usage_estimated += o.usage_estimated;
+        self.seen_known += o.seen_known;
+        self.seen += o.seen;
+        self.seen_succeeded += o.seen_succeeded;
+        self.known_defects += o.known_defects;
     }
 
     /// Counted episodes.
@@ -366,6 +385,13 @@ impl Acc {
             token_overhead_vs_none: None,
             dollars_per_episode: None,
             usage_estimated: all.usage_estimated,
+            seen: (attacked.seen_known > 0)
+                .then(|| attacked.seen as f64 / attacked.seen_known as f64),
+            asr_seen: (attacked.seen > 0)
+                .then(|| attacked.seen_succeeded as f64 / attacked.seen as f64),
+            n_seen: attacked.seen,
+            known_defects: all.known_defects,
+            floors: None,
         }
     }
 }

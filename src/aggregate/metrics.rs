@@ -545,6 +545,27 @@ pub struct Row {
     /// marks the row's token figures as estimated.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub usage_estimated: u64,
+    /// Seen %: attacked episodes whose injected text reached the agent (readable in a
+    /// tool output as the defense delivered it) ÷ attacked episodes that recorded it;
+    /// `None` when none did (records written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<f64>,
+    /// ASR|seen: successful attacks among the episodes that saw their payload ÷ those
+    /// episodes; `None` when no episode saw it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asr_seen: Option<f64>,
+    /// Attacked episodes that saw their payload (ASR|seen's n).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub n_seen: u64,
+    /// The row's episodes that fall under a known defect of their benchmark (a broken
+    /// check, an unwinnable pair); the row is marked when some do.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub known_defects: u64,
+    /// The utility floors of the row's suites over the tasks the run selected (summed
+    /// over the suites of an `all` row): what a do-nothing and a read-only agent solve;
+    /// `None` when the run did not measure them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floors: Option<crate::record::Floors>,
 }
 
 fn is_zero(n: &u64) -> bool {

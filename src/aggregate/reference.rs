@@ -150,6 +150,15 @@ pub fn row_with(
         attributed.then(|| successes.iter().filter(|r| attribute(r) == Some(a)).count() as u64)
     };
     let tagged: Vec<&&EpisodeRecord> = attacked.iter().filter(|r| r.bypass_pair).collect();
+    let seen_known: Vec<&&EpisodeRecord> = attacked
+        .iter()
+        .filter(|r| r.payload_seen.is_some())
+        .collect();
+    let seen: Vec<&&EpisodeRecord> = seen_known
+        .iter()
+        .copied()
+        .filter(|r| r.payload_seen == Some(true))
+        .collect();
     let (asr_v, asr_ci) = ci(asr);
     let (bu_v, bu_ci) = ci(bu);
     let (ua_v, ua_ci) = ci(ua);
@@ -209,6 +218,12 @@ pub fn row_with(
         token_overhead_vs_none: None,
         dollars_per_episode: None,
         usage_estimated: all.iter().filter(|r| r.usage_estimated()).count() as u64,
+        seen: (!seen_known.is_empty()).then(|| seen.len() as f64 / seen_known.len() as f64),
+        asr_seen: (!seen.is_empty())
+            .then(|| seen.iter().filter(|r| succeeded(r)).count() as f64 / seen.len() as f64),
+        n_seen: seen.len() as u64,
+        known_defects: all.iter().filter(|r| r.known_defect.is_some()).count() as u64,
+        floors: None,
     }
 }
 

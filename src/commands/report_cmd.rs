@@ -38,6 +38,11 @@ pub struct ReportArgs {
     /// with the run's, and drawn as hollow points in the HTML figure.
     #[arg(long, value_name = "published|FILE")]
     pub reference: Option<String>,
+    /// Leave out the episodes under a known defect of their benchmark (a broken check,
+    /// an unwinnable pair: the suites' known-defects files); every table says how many.
+    /// Without it, rows holding some are marked (Defects).
+    #[arg(long)]
+    pub exclude_known_defects: bool,
     /// Episodes of each outcome (attacked, defended, clean, error) kept per cell for the
     /// HTML drill-down.
     #[arg(long, default_value_t = 3, value_name = "N")]
@@ -115,9 +120,20 @@ pub fn report(args: &ReportArgs) -> Result<String, CliError> {
         .as_deref()
         .map(report::published::load)
         .transpose()?;
-    let doc = report::document(&args.runs, per_cell, reference.as_ref())?;
+    let doc = report::document_with(
+        &args.runs,
+        per_cell,
+        reference.as_ref(),
+        args.exclude_known_defects,
+    )?;
     let format = args.format.unwrap_or(Format::Table);
-    if args.runs.len() == 1 && args.format.is_none() && doc.searches.is_empty() {
+    // The run's own summary files keep every episode: a view that leaves some out is
+    // printed, not written over them.
+    if args.runs.len() == 1
+        && args.format.is_none()
+        && doc.searches.is_empty()
+        && !args.exclude_known_defects
+    {
         report::write_all(&args.runs[0], &doc.summary)
             .map_err(|e| CliError::failed(format!("writing summary: {e}")))?;
     }
