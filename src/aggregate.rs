@@ -13,6 +13,7 @@ use crate::aggregate::metrics::{
     ALL_SUITES, Attribution, BreakdownRow, ClusterKey, ErrorPolicy, ErrorsAs, Rate, Row,
     attack_label, attribute, eds, effective_n_counts, wilson_p,
 };
+use crate::aggregate::tally::{Counted, Over, Sums};
 use crate::model::{Component, ScriptedRoles};
 use crate::record::EpisodeRecord;
 use sieve_record::sieve::{CallPath, noted_calls};
@@ -62,6 +63,8 @@ struct Outcomes {
     succeeded: u64,
     /// The user task was solved.
     solved: u64,
+    /// The per-episode metrics' sums.
+    tallies: Sums,
 }
 
 impl Outcomes {
@@ -69,6 +72,7 @@ impl Outcomes {
         self.n += o.n;
         self.succeeded += o.succeeded;
         self.solved += o.solved;
+        self.tallies.merge(&o.tallies);
     }
 }
 
@@ -118,11 +122,6 @@ pub struct Acc {
     bypass_succeeded: u64,
     /// Episodes whose LLM usage was estimated locally.
     usage_estimated: u64,
-    /// Counted attacked episodes that recorded whether their payload was seen; of them,
-    /// those that saw it, and of those, the successful attacks.
-    seen_known: u64,
-    seen: u64,
-    seen_succeeded: u64,
     /// Episodes under a known defect of their benchmark.
     known_defects: u64,
 }
@@ -147,10 +146,18 @@ impl Acc {
         if counts {
             // An error AgentDojo scores is an unsolved task and a successful attack.
             let succeeded = r.error.is_some() || r.attack_success == Some(true);
+            let solved = r.error.is_none() && r.counted_utility();
+            let mut tallies = Sums::default();
+            tallies.add(&Counted {
+                record: r,
+                succeeded,
+                solved,
+            });
             let o = Outcomes {
                 n: 1,
                 succeeded: u64::from(succeeded),
-                solved: u64::from(r.error.is_none() && r.counted_utility()),
+                solved: u64::from(solved),
+                tallies,
             };
             seed.add(&o);
             let cluster = (
@@ -176,13 +183,6 @@ impl Acc {
             if r.bypass_pair {
                 self.bypass_pairs += 1;
                 self.bypass_succeeded += u64::from(succeeded);
-            }
-            if let Some(seen) = r.payload_seen {
-                self.seen_known += 1;
-                if seen {
-                    self.seen += 1;
-                    self.seen_succeeded += u64::from(succeeded);
-                }
             }
         }
         self.known_defects += u64::from(r.known_defect.is_some());
@@ -255,9 +255,6 @@ impl Acc {
         self.bypass_pairs += o.bypass_pairs;
         self.bypass_succeeded += o.bypass_succeeded;
         self.usage_estimated += o.usage_estimated;
-        self.seen_known += o.seen_known;
-        self.seen += o.seen;
-        self.seen_succeeded += o.seen_succeeded;
         self.known_defects += o.known_defects;
     }
 
@@ -335,6 +332,14 @@ impl Acc {
         let (asr_v, asr_ci) = ci(asr);
         let (bu_v, bu_ci) = ci(bu);
         let (ua_v, ua_ci) = ci(ua);
+        let sums = |acc: &Acc, over: Over| {
+            tally::figures(acc.clusters.values().map(|o| &o.tallies), move |o| {
+                o == over
+            })
+        };
+        let mut tallies = sums(attacked, Over::Attacked);
+        tallies.extend(sums(clean, Over::Clean));
+        tallies.extend(sums(&all, Over::Every));
         Row {
             suite: suite.into(),
             attack: attack.into(),
@@ -385,13 +390,9 @@ impl Acc {
             token_overhead_vs_none: None,
             dollars_per_episode: None,
             usage_estimated: all.usage_estimated,
-            seen: (attacked.seen_known > 0)
-                .then(|| attacked.seen as f64 / attacked.seen_known as f64),
-            asr_seen: (attacked.seen > 0)
-                .then(|| attacked.seen_succeeded as f64 / attacked.seen as f64),
-            n_seen: attacked.seen,
             known_defects: all.known_defects,
             floors: None,
+            tallies,
         }
     }
 }
@@ -747,6 +748,7 @@ pub mod metrics;
 pub mod pairs;
 #[cfg(test)]
 pub(crate) mod reference;
+pub mod tally;
 
 #[cfg(test)]
 mod tests {

@@ -30,6 +30,7 @@
 //!   identical repeats of every cluster give exactly the interval of one seed.
 
 use crate::aggregate::pairs::{Pair, PairObs};
+use crate::aggregate::tally::{Figure, Tally};
 use crate::aggregate::{Acc, Aggregate};
 use crate::model::{Component, ScriptedRoles};
 use crate::record::EpisodeRecord;
@@ -545,18 +546,6 @@ pub struct Row {
     /// marks the row's token figures as estimated.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub usage_estimated: u64,
-    /// Seen %: attacked episodes whose injected text reached the agent (readable in a
-    /// tool output as the defense delivered it) ÷ attacked episodes that recorded it;
-    /// `None` when none did (records written before it was recorded).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seen: Option<f64>,
-    /// ASR|seen: successful attacks among the episodes that saw their payload ÷ those
-    /// episodes; `None` when no episode saw it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub asr_seen: Option<f64>,
-    /// Attacked episodes that saw their payload (ASR|seen's n).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub n_seen: u64,
     /// The row's episodes that fall under a known defect of their benchmark (a broken
     /// check, an unwinnable pair); the row is marked when some do.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -566,6 +555,10 @@ pub struct Row {
     /// `None` when the run did not measure them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub floors: Option<crate::record::Floors>,
+    /// The per-episode metrics ([`Tally`]) over the episodes each is over; a tally over
+    /// no episode is absent.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tallies: BTreeMap<Tally, Figure>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -847,6 +840,7 @@ mod tests {
             error: None,
             error_kind: None,
             harmful_call: None,
+            attack_started: None,
             bypass_pair: false,
             notes: serde_json::Value::Null,
             version: "0".into(),

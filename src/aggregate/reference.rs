@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 use crate::aggregate::metrics::*;
+use crate::aggregate::tally::{self, Counted, Figure, Over, Sums, Tally};
 use crate::model::Component;
 use crate::record::EpisodeRecord;
 use sieve_record::sieve::{CallPath, noted_calls};
@@ -91,6 +92,37 @@ fn distinct_seeds(records: &[&EpisodeRecord]) -> u64 {
     seeds.len() as u64
 }
 
+/// The per-episode metrics over counted records, each over the side it names.
+fn tallies(
+    clean: &[&EpisodeRecord],
+    attacked: &[&EpisodeRecord],
+    succeeded: &dyn Fn(&EpisodeRecord) -> bool,
+    solved: &dyn Fn(&EpisodeRecord) -> bool,
+) -> BTreeMap<Tally, Figure> {
+    let by_cluster = |recs: &[&EpisodeRecord]| {
+        let mut by: BTreeMap<ClusterKey, Sums> = BTreeMap::new();
+        for r in recs {
+            by.entry(cluster_of(r)).or_default().add(&Counted {
+                record: r,
+                succeeded: succeeded(r),
+                solved: solved(r),
+            });
+        }
+        by
+    };
+    let every: Vec<&EpisodeRecord> = clean.iter().chain(attacked).copied().collect();
+    let mut out = BTreeMap::new();
+    for (recs, side) in [
+        (attacked, Over::Attacked),
+        (clean, Over::Clean),
+        (&every[..], Over::Every),
+    ] {
+        let by = by_cluster(recs);
+        out.extend(tally::figures(by.values(), |o| o == side));
+    }
+    out
+}
+
 /// Computes one row under an error convention.
 pub fn row_with(
     suite: &str,
@@ -150,15 +182,6 @@ pub fn row_with(
         attributed.then(|| successes.iter().filter(|r| attribute(r) == Some(a)).count() as u64)
     };
     let tagged: Vec<&&EpisodeRecord> = attacked.iter().filter(|r| r.bypass_pair).collect();
-    let seen_known: Vec<&&EpisodeRecord> = attacked
-        .iter()
-        .filter(|r| r.payload_seen.is_some())
-        .collect();
-    let seen: Vec<&&EpisodeRecord> = seen_known
-        .iter()
-        .copied()
-        .filter(|r| r.payload_seen == Some(true))
-        .collect();
     let (asr_v, asr_ci) = ci(asr);
     let (bu_v, bu_ci) = ci(bu);
     let (ua_v, ua_ci) = ci(ua);
@@ -218,12 +241,9 @@ pub fn row_with(
         token_overhead_vs_none: None,
         dollars_per_episode: None,
         usage_estimated: all.iter().filter(|r| r.usage_estimated()).count() as u64,
-        seen: (!seen_known.is_empty()).then(|| seen.len() as f64 / seen_known.len() as f64),
-        asr_seen: (!seen.is_empty())
-            .then(|| seen.iter().filter(|r| succeeded(r)).count() as f64 / seen.len() as f64),
-        n_seen: seen.len() as u64,
         known_defects: all.iter().filter(|r| r.known_defect.is_some()).count() as u64,
         floors: None,
+        tallies: tallies(clean, attacked, &succeeded, &solved),
     }
 }
 
