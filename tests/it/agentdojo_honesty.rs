@@ -135,6 +135,17 @@ fn the_payload_is_seen_under_none_and_never_when_every_output_is_dropped() {
         .success();
         let (n, of) = seen(&out);
         assert_eq!(n, if all { of } else { 0 }, "toy, {name}");
+        // The table's Seen %: 100 under none, 0 when every output is dropped.
+        let s = summary(&out);
+        let row = rows(&s)
+            .iter()
+            .find(|r| r["attack"] != "none")
+            .expect("an attacked row");
+        assert_eq!(
+            row["tallies"]["seen"]["value"],
+            if all { 1.0 } else { 0.0 },
+            "{row}"
+        );
         if all {
             for r in records(&out).iter().filter(|r| r["payload_seen"] == true) {
                 assert_eq!(
@@ -274,4 +285,29 @@ fn a_known_defect_is_recorded_on_its_episodes() {
             "{r}"
         );
     }
+}
+
+/// `list suites` shows each of this project's suites' floors beside its counts.
+#[test]
+fn list_suites_shows_the_floors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = bench(tmp.path())
+        .env("SIEVE_BENCH_PROOF_CACHE", "off")
+        .args(["list", "suites"])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    assert!(
+        text.contains("no-op") && text.contains("read-only"),
+        "{text}"
+    );
+    let banking = text
+        .lines()
+        .find(|l| l.starts_with("dojo-style/banking"))
+        .expect("banking is listed");
+    let fractions = banking
+        .split_whitespace()
+        .filter(|w| w.contains('/') && !w.contains("style"))
+        .count();
+    assert_eq!(fractions, 2, "{banking}");
 }
