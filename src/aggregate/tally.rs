@@ -123,6 +123,7 @@ impl Tally {
 /// A tally's figure over a row.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Figure {
+    /// The figure: a share in [0, 1], or a mean per episode.
     pub value: f64,
     /// The episodes it is over.
     pub n: u64,

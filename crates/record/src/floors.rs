@@ -7,8 +7,11 @@ use serde::{Deserialize, Serialize};
 /// One floor: user tasks solved of those the suite has; tasks whose episode errored.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Floor {
+    /// User tasks the agent solved.
     pub solved: usize,
+    /// User tasks it was run on (the run's selection of the suite's).
     pub tasks: usize,
+    /// Tasks whose episode errored (counted as unsolved).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub errors: usize,
 }
