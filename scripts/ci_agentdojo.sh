@@ -49,4 +49,4 @@ for m in oracle obedient; do
 done
 python3 scripts/ci_agentdojo_check.py "$out" suites/external/agentdojo/known-defects-v1.2.2.toml
 # The banking no-op floor as the tables print it, beside BU and UA.
-"$bin" report "$out/oracle" | grep -q "5/16"
+COLUMNS=200 "$bin" report "$out/oracle" | grep -q "5/16"
