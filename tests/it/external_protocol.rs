@@ -119,7 +119,12 @@ async fn a_described_suite_becomes_an_ordinary_suite() {
     let provider = Provider::open(&suites, "toy").unwrap();
     assert_eq!(
         provider.list().await.unwrap(),
-        vec!["toy@v1/counter", "toy@v1/label", "toy@v1/bill"]
+        vec![
+            "toy@v1/counter",
+            "toy@v1/label",
+            "toy@v1/bill",
+            "toy@v1/trace"
+        ]
     );
     let suite = provider.load("toy@v1/counter").await.unwrap();
     assert_eq!(suite.qualified_name(), "toy@v1/counter");
