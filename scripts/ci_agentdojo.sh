@@ -47,4 +47,6 @@ for m in oracle obedient; do
     "$bin" run --suite "$suites" --attack data_only --model "sim:$m" \
         --concurrency 2 --out "$out/data-only-$m" --quiet
 done
-python3 scripts/ci_agentdojo_check.py "$out" adapters/agentdojo/unwinnable-v1.2.2.txt
+python3 scripts/ci_agentdojo_check.py "$out" suites/external/agentdojo/known-defects-v1.2.2.toml
+# The banking no-op floor as the tables print it, beside BU and UA.
+COLUMNS=200 "$bin" report "$out/oracle" | grep -q "5/16"

@@ -122,6 +122,8 @@ pub struct Acc {
     bypass_succeeded: u64,
     /// Episodes whose LLM usage was estimated locally.
     usage_estimated: u64,
+    /// Episodes under a known defect of their benchmark.
+    known_defects: u64,
 }
 
 impl Acc {
@@ -183,6 +185,7 @@ impl Acc {
                 self.bypass_succeeded += u64::from(succeeded);
             }
         }
+        self.known_defects += u64::from(r.known_defect.is_some());
         self.hit_step_limit += u64::from(r.hit_step_limit);
         self.blocked += r.blocked;
         self.asked_user += r.asked_user;
@@ -252,6 +255,7 @@ impl Acc {
         self.bypass_pairs += o.bypass_pairs;
         self.bypass_succeeded += o.bypass_succeeded;
         self.usage_estimated += o.usage_estimated;
+        self.known_defects += o.known_defects;
     }
 
     /// Counted episodes.
@@ -386,6 +390,8 @@ impl Acc {
             token_overhead_vs_none: None,
             dollars_per_episode: None,
             usage_estimated: all.usage_estimated,
+            known_defects: all.known_defects,
+            floors: None,
             tallies,
         }
     }

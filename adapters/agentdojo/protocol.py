@@ -45,6 +45,7 @@ class StartRequest(TypedDict):
     user_task: str
     injection_task: str | None
     injections: dict[str, str]
+    trace: NotRequired[Literal["all", "executed"]]
 
 
 class CallRequest(TypedDict):
@@ -60,11 +61,18 @@ class FinishRequest(TypedDict):
 # ---------------------------------------------------------------------- replies
 
 
+class PackageOrigin(TypedDict):
+    record_sha256: str
+    source_url: NotRequired[str]
+
+
 class Hello(TypedDict):
     protocol: int
     provider: str
     package: str
     package_version: str
+    package_origin: NotRequired[PackageOrigin]
+    traces: list[Literal["all", "executed"]]
 
 
 class Listing(TypedDict):

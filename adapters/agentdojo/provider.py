@@ -15,11 +15,13 @@ The messages are typed in `protocol.py`, beside this file.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import traceback
 from ast import literal_eval
 from collections.abc import Callable, Iterable
+from importlib.metadata import PackageNotFoundError, distribution
 from importlib.metadata import version as installed_version
 from pathlib import Path
 from typing import IO, Any
@@ -39,6 +41,7 @@ from protocol import (  # noqa: E402
     Injections,
     InjectionTaskDesc,
     Listing,
+    PackageOrigin,
     Started,
     StartRequest,
     ToolDesc,
@@ -78,6 +81,42 @@ READ_PREFIXES = ("get_", "search_", "read_", "list_", "check_")
 # can be checked; the scripted obedient agent uses it to keep an attacker's setting
 # standing (README, "AgentDojo's own suites").
 REPLACING_TOOLS = {"update_password", "update_user_info", "reserve_hotel", "reserve_restaurant", "reserve_car_rental"}
+
+
+# Files of a distribution's RECORD that the installer writes, not the package: left out of
+# its origin so the same wheel installed by another tool or Python hashes alike.
+INSTALLER_FILES = ("INSTALLER", "REQUESTED", "direct_url.json")
+
+
+def package_origin(name: str = PACKAGE) -> PackageOrigin | None:
+    """Where the installed package came from: SHA-256 over its RECORD's hashed files (path
+    and hash, sorted; compiled bytecode and the installer's own files carry none or are
+    left out), and the URL it was installed from when the installer recorded one
+    (direct_url.json, PEP 610: a git fork, a local folder, a wheel file). A fork published
+    under the same name and version has other files, so another origin."""
+    try:
+        dist = distribution(name)
+    except PackageNotFoundError:
+        return None
+    record = dist.read_text("RECORD")
+    if record is None:
+        return None
+    entries = []
+    for line in record.splitlines():
+        path, _, rest = line.partition(",")
+        digest = rest.partition(",")[0]
+        if digest and not path.endswith(INSTALLER_FILES):
+            entries.append(f"{path},{digest}")
+    origin: PackageOrigin = {"record_sha256": hashlib.sha256("\n".join(sorted(entries)).encode()).hexdigest()}
+    direct = dist.read_text("direct_url.json")
+    if direct:
+        try:
+            url = json.loads(direct).get("url")
+        except (ValueError, AttributeError):
+            url = None
+        if isinstance(url, str) and url:
+            origin["source_url"] = url
+    return origin
 
 
 class ProtocolError(Exception):
@@ -144,6 +183,9 @@ class Episode:
         self.env = env
         self.runtime = FunctionsRuntime(suite.tools)
         self.trace: list[Any] = []
+        # `all`: every call the agent made, failed ones too, as AgentDojo's tool executor
+        # keeps it; `executed`: only calls that ran without error.
+        self.trace_mode = "all"
 
 
 class Provider:
@@ -190,12 +232,17 @@ class Provider:
     # ------------------------------------------------------------------ operations
 
     def hello(self, _req: object) -> Hello:
-        return {
+        reply: Hello = {
             "protocol": PROTOCOL,
             "provider": "sieve-bench agentdojo adapter",
             "package": PACKAGE,
             "package_version": installed_version(PACKAGE),
+            "traces": ["executed"],
         }
+        origin = package_origin()
+        if origin is not None:
+            reply["package_origin"] = origin
+        return reply
 
     def list(self, _req: object) -> Listing:
         return {"suites": [f"{family_of(v)}/{name}" for v in versions() for name in get_suites(v)]}
@@ -313,7 +360,11 @@ class Provider:
         plans: Started = {"plan": calls_of(user_task, env.model_copy(deep=True))}
         if injection_task_id and injection_task is not None:
             plans["injection_plan"], _ = injection_plan(suite, injection_task_id, injection_task, env)
+        trace_mode = req.get("trace") or "all"
+        if trace_mode not in ("all", "executed"):
+            raise ProtocolError(f"unknown trace mode `{trace_mode}`: all or executed")
         self.episode = Episode(suite, user_task, injection_task, env)
+        self.episode.trace_mode = trace_mode
         return plans
 
     def current(self) -> Episode:
@@ -328,10 +379,14 @@ class Provider:
         for k, v in list(args.items()):
             if isinstance(v, str) and is_string_list(v):
                 args[k] = literal_eval(v)
-        ep.trace.append(FunctionCall(function=name, args=args, id=req.get("call_id")))
+        call = FunctionCall(function=name, args=args, id=req.get("call_id"))
+        if ep.trace_mode == "all":
+            ep.trace.append(call)  # before it runs, as AgentDojo's tool executor does
         result, error = ep.runtime.run_function(ep.env, name, args)
         if error is not None:
             return {"error": error}
+        if ep.trace_mode == "executed":
+            ep.trace.append(call)
         return {"output": tool_result_to_str(result)}
 
     def finish(self, req: FinishRequest) -> Verdicts:

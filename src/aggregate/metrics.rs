@@ -546,6 +546,15 @@ pub struct Row {
     /// marks the row's token figures as estimated.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub usage_estimated: u64,
+    /// The row's episodes that fall under a known defect of their benchmark (a broken
+    /// check, an unwinnable pair); the row is marked when some do.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub known_defects: u64,
+    /// The utility floors of the row's suites over the tasks the run selected (summed
+    /// over the suites of an `all` row): what a do-nothing and a read-only agent solve;
+    /// `None` when the run did not measure them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floors: Option<crate::record::Floors>,
     /// The per-episode metrics ([`Tally`]) over the episodes each is over; a tally over
     /// no episode is absent.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -810,6 +819,9 @@ mod tests {
             severity: attack.map(|_| severity),
             injection_tags: vec![],
             injected_vectors: vec![],
+            payload_seen: None,
+            payload_seen_step: None,
+            known_defect: None,
             vector_class: None,
             surface: None,
             steps: 2,

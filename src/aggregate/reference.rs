@@ -241,6 +241,8 @@ pub fn row_with(
         token_overhead_vs_none: None,
         dollars_per_episode: None,
         usage_estimated: all.iter().filter(|r| r.usage_estimated()).count() as u64,
+        known_defects: all.iter().filter(|r| r.known_defect.is_some()).count() as u64,
+        floors: None,
         tallies: tallies(clean, attacked, &succeeded, &solved),
     }
 }

@@ -15,24 +15,49 @@ pub fn list_suites(paths: &Paths) -> Result<String, CliError> {
     let mut out = String::new();
     writeln!(
         out,
-        "{:<24} {:>10} {:>15} {:>6} {:>8} {:>15} {:>8}",
-        "suite", "user tasks", "injection tasks", "tools", "vectors", "attacked pairs", "samples"
+        "{:<24} {:>10} {:>15} {:>6} {:>8} {:>15} {:>8} {:>7} {:>9}",
+        "suite",
+        "user tasks",
+        "injection tasks",
+        "tools",
+        "vectors",
+        "attacked pairs",
+        "samples",
+        "no-op",
+        "read-only"
     )
     .unwrap();
+    let runtime = runtime()?;
+    let build = paths.proof_build();
     for s in &suites {
+        let floors = runtime.block_on(crate::episode::floors::floors(
+            s,
+            None,
+            paths.proofs.as_deref(),
+            build.as_deref(),
+            2,
+        ));
         writeln!(
             out,
-            "{:<24} {:>10} {:>15} {:>6} {:>8} {:>15} {:>8}",
+            "{:<24} {:>10} {:>15} {:>6} {:>8} {:>15} {:>8} {:>7} {:>9}",
             s.qualified_name(),
             s.user_tasks.len(),
             s.injection_tasks.len(),
             s.tools.len(),
             s.vectors.len(),
             s.user_tasks.len() * s.injection_tasks.len(),
-            s.samples.len()
+            s.samples.len(),
+            floors.no_op.fraction(),
+            floors.read_only.fraction()
         )
         .unwrap();
     }
+    out.push_str(
+        "\nno-op and read-only: the user tasks a do-nothing agent (no call, no answer) and a read-only\n\
+         agent (the reference plan's reads, then its answer) solve by the suite's own checks: the\n\
+         utility floors printed beside BU and UA. A bridged suite's floors are measured by `run`\n\
+         (its table and run.json), since measuring them runs the suite's episodes.\n",
+    );
     let samples: usize = suites.iter().map(|s| s.samples.len()).sum();
     if samples > 0 {
         writeln!(
@@ -49,6 +74,13 @@ pub fn list_suites(paths: &Paths) -> Result<String, CliError> {
     Ok(out)
 }
 
+fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::failed(format!("cannot start the async runtime: {e}")))
+}
+
 /// The suites each external provider serves (`suites/external/*.toml`), or why it cannot
 /// start and what to run. Listing runs each provider's command (the output says so);
 /// counts need a `describe` per suite, so only names are listed.
@@ -59,10 +91,7 @@ fn list_external(paths: &Paths) -> Result<String, CliError> {
     if packages.is_empty() {
         return Ok(out);
     }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::failed(format!("cannot start the async runtime: {e}")))?;
+    let runtime = runtime()?;
     for package in packages {
         let provider = crate::external::Provider::open(suites_dir, &package)?;
         // Listing starts the provider: say so, and what runs.

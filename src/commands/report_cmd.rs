@@ -38,6 +38,11 @@ pub struct ReportArgs {
     /// with the run's, and drawn as hollow points in the HTML figure.
     #[arg(long, value_name = "published|FILE")]
     pub reference: Option<String>,
+    /// Leave out the episodes under a known defect of their benchmark (a broken check,
+    /// an unwinnable pair: the suites' known-defects files); every table says how many.
+    /// Without it, rows holding some are marked (Defects).
+    #[arg(long)]
+    pub exclude_known_defects: bool,
     /// Episodes of each outcome (attacked, defended, clean, error) kept per cell for the
     /// HTML drill-down.
     #[arg(long, default_value_t = 3, value_name = "N")]
@@ -115,7 +120,12 @@ pub fn report(args: &ReportArgs) -> Result<String, CliError> {
         .as_deref()
         .map(report::published::load)
         .transpose()?;
-    let doc = report::document(&args.runs, per_cell, reference.as_ref())?;
+    let doc = report::document_with(
+        &args.runs,
+        per_cell,
+        reference.as_ref(),
+        args.exclude_known_defects,
+    )?;
     let format = args.format.unwrap_or(Format::Table);
     // A report reads runs and writes only where --out (and --figures) say: a run's own
     // summary files are `run`'s and `merge`'s, written under the folder's lock.
@@ -346,6 +356,7 @@ pub fn compare_fitted(
             name: dir.display().to_string(),
         })
     };
+    refuse_other_origins(base, new)?;
     let b = side(base)?;
     let n = side(new)?;
     if b.summary.rows.is_empty() {
@@ -372,6 +383,48 @@ pub fn compare_fitted(
         text.push('\n');
     }
     Ok((text, failure))
+}
+
+/// Runs of a bridged package from different distributions (a fork under the same name
+/// and version, another release) measure different code: `compare` refuses to pair them,
+/// naming the package and both origins from each run's `run.json`. A run without
+/// `run.json` (a committed summary) or recorded before origins were is not refused.
+fn refuse_other_origins(base: &Path, new: &Path) -> Result<(), CliError> {
+    use crate::runner::manifest::{Found, read};
+    let key = crate::commands::run::config::PACKAGES_SETTING;
+    let packages = |dir: &Path| match read(dir) {
+        Found::Manifest(m) => m
+            .settings
+            .extra
+            .get(key)
+            .and_then(|v| v.as_object().cloned())
+            .unwrap_or_default(),
+        _ => Default::default(),
+    };
+    let (b, n) = (packages(base), packages(new));
+    for (package, theirs) in &b {
+        if let Some(ours) = n.get(package)
+            && ours != theirs
+        {
+            let show = |v: &serde_json::Value| {
+                let version = v["version"].as_str().unwrap_or("?");
+                match serde_json::from_value::<crate::external::protocol::PackageOrigin>(
+                    v["origin"].clone(),
+                ) {
+                    Ok(o) => format!("{version}, {}", o.label()),
+                    Err(_) => format!("{version}, origin not recorded"),
+                }
+            };
+            return Err(CliError::bad_input(format!(
+                "{} and {} ran different distributions of `{package}` (base: {}; new: {}): their rows measure different code and are not paired",
+                base.display(),
+                new.display(),
+                show(theirs),
+                show(ours)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Warnings where the two runs' manifests say different models served a role (an

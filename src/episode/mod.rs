@@ -2,6 +2,7 @@
 //! answers without tool calls or the step cap is reached, with the defense's hooks at
 //! every crossing.
 
+pub mod floors;
 pub mod provider;
 pub mod world;
 
@@ -118,8 +119,55 @@ pub struct EpisodeResult {
     /// The injected text as placed in the environment (for provider-rendered attacks,
     /// known only once the episode started).
     pub payload: Option<String>,
+    /// For an attacked episode: the agent turn whose input first carried the injected text
+    /// readably in a tool output, as the defense delivered it ([`Sighting`]); `None` when
+    /// no turn did (or the episode is clean).
+    pub payload_seen: Option<usize>,
     /// Whether the agent proposed a call of the attacker's ([`attack_started`]).
     pub attack_started: Option<bool>,
+}
+
+/// Whether the injected text reached the agent: at each agent turn, the tool outputs of
+/// the conversation the agent is given (after the defense's `review_output` and
+/// `agent_view`) are read for the instruction each placed text carries
+/// ([`crate::readable::Instruction::of_payload`]). What the scripted agent decides to
+/// read plays no part: a text a defense removed, masked or never let through is unseen,
+/// one it only marked or wrapped is seen.
+struct Sighting {
+    instructions: Vec<crate::readable::Instruction>,
+    /// The turn it was first seen at.
+    at: Option<usize>,
+}
+
+impl Sighting {
+    fn new(texts: &[String], goal: Option<&str>) -> Sighting {
+        let mut instructions: Vec<crate::readable::Instruction> = Vec::new();
+        for t in texts {
+            if let Some(i) = crate::readable::Instruction::of_payload(t, goal)
+                && !instructions.contains(&i)
+            {
+                instructions.push(i);
+            }
+        }
+        Sighting {
+            instructions,
+            at: None,
+        }
+    }
+
+    /// Reads the tool outputs the agent is given at turn `step`.
+    fn look(&mut self, step: usize, given: &[Message]) {
+        if self.at.is_some() || self.instructions.is_empty() {
+            return;
+        }
+        let seen = given
+            .iter()
+            .filter(|m| m.role == crate::model::Role::Tool)
+            .any(|m| self.instructions.iter().any(|i| i.readable_in(&m.content)));
+        if seen {
+            self.at = Some(step);
+        }
+    }
 }
 
 /// The system prompt every agent gets, before a defense's additions; it lives with the
@@ -187,6 +235,12 @@ pub async fn run_episode(
         ),
     };
     let mut episode = Episode::new(&spec, models, Arc::new(script));
+    episode.sighting = spec.injection.as_ref().map(|inj| {
+        let texts = rendered
+            .clone()
+            .unwrap_or_else(|| inj.placements.iter().map(|(_, p)| p.clone()).collect());
+        Sighting::new(&texts, Some(inj.task.goal.as_str()))
+    });
     let mut error = match world.as_mut() {
         Ok(world) => episode.run(world.as_mut(), defense).await.err(),
         Err(_) => None,
@@ -231,6 +285,7 @@ pub async fn run_episode(
         steps,
         hit_step_limit,
         stopped_by_defense,
+        sighting,
         ..
     } = episode;
     EpisodeResult {
@@ -254,6 +309,7 @@ pub async fn run_episode(
         notes: defense.notes(),
         latency_ms: started.elapsed().as_secs_f64() * 1000.0,
         payload: rendered.map(|texts| join_payloads(texts.iter().map(String::as_str))),
+        payload_seen: sighting.and_then(|s| s.at),
         attack_started,
     }
 }
@@ -403,6 +459,8 @@ struct Episode<'s, 'a> {
     steps: usize,
     hit_step_limit: bool,
     stopped_by_defense: bool,
+    /// For an attacked episode, whether and when the injected text reached the agent.
+    sighting: Option<Sighting>,
 }
 
 impl<'s, 'a> Episode<'s, 'a> {
@@ -423,6 +481,7 @@ impl<'s, 'a> Episode<'s, 'a> {
             steps: 0,
             hit_step_limit: false,
             stopped_by_defense: false,
+            sighting: None,
         }
     }
 
@@ -468,6 +527,9 @@ impl<'s, 'a> Episode<'s, 'a> {
                 return Ok(());
             }
             let view = defense.agent_view(&self.messages);
+            if let Some(s) = self.sighting.as_mut() {
+                s.look(self.steps, view.as_deref().unwrap_or(&self.messages));
+            }
             let req = ChatRequest {
                 component: Component::Agent,
                 messages: view.as_deref().unwrap_or(&self.messages),

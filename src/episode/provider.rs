@@ -97,6 +97,8 @@ impl ExternalWorld {
                     .filter(|_| matches!(security, Security::Provider))
                     .map(|i| i.task.id.as_str()),
                 injections: &injections,
+                trace: (suite.trace != crate::external::protocol::TraceMode::All)
+                    .then_some(suite.trace),
             })
             .await?;
         // The plans recomputed for this episode are checked as the described ones were.

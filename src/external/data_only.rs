@@ -84,6 +84,8 @@ async fn replay(
             user_task: task.id.as_str(),
             injection_task: None,
             injections,
+            // Replaying plans reads outputs only: the trace plays no part.
+            trace: None,
         })
         .await?;
     let plan = match &started.plan {

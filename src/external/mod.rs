@@ -105,6 +105,8 @@ pub struct Provider {
     /// The files of the command that exist (the adapter script): their bytes are part of
     /// every served suite's fingerprint.
     command_files: Vec<PathBuf>,
+    /// The suites folder, where the package's known-defects files are.
+    suites_dir: PathBuf,
 }
 
 impl Provider {
@@ -190,6 +192,7 @@ impl Provider {
             spec,
             file,
             command_files,
+            suites_dir: suites_dir.to_path_buf(),
         })
     }
 
@@ -266,9 +269,19 @@ impl Provider {
                 message: format!("cannot read: {e}"),
             })?);
         }
+        let (family, name) = qualified.split_once('/').expect("a qualified name");
+        let version = family.split_once('@').map_or("", |(_, v)| v);
+        let defects_file =
+            crate::suite::defects::external_file(&self.suites_dir, &self.spec.package, version);
+        let known_defects = crate::suite::defects::KnownDefects::read(&defects_file, name)
+            .map_err(|e| ExternalError::Spec {
+                file: defects_file.clone(),
+                message: e.to_string(),
+            })?;
         let origin = Origin {
             qualified: qualified.to_string(),
             error_convention: self.spec.error_convention,
+            known_defects,
         };
         build_suite(self.pool.clone(), hello, desc, &files, origin)
             .map_err(|e| refused(e.to_string()))
@@ -335,6 +348,7 @@ pub fn package_of(part: &str) -> &str {
 }
 
 /// What the harness knows of a suite that lives in a provider.
+#[derive(Clone)]
 pub struct ExternalSuite {
     /// `package@version/suite`.
     pub qualified: String,
@@ -351,6 +365,64 @@ pub struct ExternalSuite {
     pub error_convention: ErrorConvention,
     /// The tools as described, to check the plans `start` recomputes.
     pub tools: Vec<protocol::ToolDesc>,
+    /// Which calls reach the package's trace (`--trace`).
+    pub trace: protocol::TraceMode,
+}
+
+impl ExternalSuite {
+    /// The package's name, version and origin, as labels show them.
+    pub fn package_label(&self) -> String {
+        let h = &self.hello;
+        match &h.package_origin {
+            Some(o) => format!("{} {} ({})", h.package, h.package_version, o.label()),
+            None => format!("{} {}", h.package, h.package_version),
+        }
+    }
+}
+
+/// Why a suite cannot run with the trace mode asked for.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "--trace {mode}: the provider of `{suite}` ({provider}) does not offer it; it keeps the package's own trace only"
+)]
+pub struct TraceUnsupported {
+    pub suite: String,
+    pub provider: String,
+    pub mode: &'static str,
+}
+
+/// `suite` with its provider's trace kept as `mode`: the same suite under another
+/// fingerprint when the mode is not the package's own (records of the two never mix).
+/// A data suite has no package trace: it is returned as it is.
+pub fn with_trace(mut suite: Suite, mode: protocol::TraceMode) -> Result<Suite, TraceUnsupported> {
+    let Some(served) = served(&suite) else {
+        return Ok(suite);
+    };
+    if mode == served.trace {
+        return Ok(suite);
+    }
+    if mode != protocol::TraceMode::All && !served.hello.traces.contains(&mode) {
+        return Err(TraceUnsupported {
+            suite: served.qualified.clone(),
+            provider: served.hello.provider.clone(),
+            mode: mode.as_str(),
+        });
+    }
+    let mut changed = served.clone();
+    changed.trace = mode;
+    if mode != protocol::TraceMode::All {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(suite.fingerprint.as_bytes());
+        h.update(b"\0trace:");
+        h.update(mode.as_str().as_bytes());
+        suite.fingerprint = h.finalize()[..8]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+    }
+    suite.external = Some(Arc::new(changed));
+    Ok(suite)
 }
 
 impl crate::suite::Served for ExternalSuite {
@@ -371,11 +443,12 @@ pub fn served(suite: &Suite) -> Option<&ExternalSuite> {
     served.downcast_ref()
 }
 
-/// What the harness decides about a described suite, not the provider: its name and its
-/// error convention.
+/// What the harness decides about a described suite, not the provider: its name, its
+/// error convention and its known defects.
 pub struct Origin {
     pub qualified: String,
     pub error_convention: ErrorConvention,
+    pub known_defects: crate::suite::defects::KnownDefects,
 }
 
 impl fmt::Debug for ExternalSuite {
@@ -674,6 +747,7 @@ pub fn build_suite(
         dos_attacks: desc.dos_attacks.clone(),
         error_convention: origin.error_convention,
         tools: desc.tools.clone(),
+        trace: protocol::TraceMode::All,
     };
     Ok(Suite {
         meta,
@@ -695,5 +769,6 @@ pub fn build_suite(
         samples: Vec::new(),
         variants: Default::default(),
         external: Some(Arc::new(external)),
+        known_defects: origin.known_defects,
     })
 }

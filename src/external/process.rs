@@ -64,6 +64,8 @@ impl ProviderProcess {
                 provider: String::new(),
                 package: String::new(),
                 package_version: String::new(),
+                package_origin: None,
+                traces: Vec::new(),
             },
         };
         let hello: Hello = p.request(&Request::Hello { protocol: PROTOCOL }).await?;

@@ -41,6 +41,10 @@ pub enum Request<'a> {
         user_task: &'a str,
         injection_task: Option<&'a str>,
         injections: &'a BTreeMap<String, String>,
+        /// Which calls the package's trace holds; sent only when not the package's own
+        /// behaviour, and only to a provider whose `hello` offers it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        trace: Option<TraceMode>,
     },
     /// Runs one tool in the current episode.
     Call {
@@ -80,6 +84,60 @@ pub struct Hello {
     pub package: String,
     #[serde(default)]
     pub package_version: String,
+    /// Where the installed package came from, when the provider can tell (a fork under
+    /// the same name and version is another origin).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package_origin: Option<PackageOrigin>,
+    /// The trace modes `start` accepts besides the package's own (`executed`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub traces: Vec<TraceMode>,
+}
+
+/// The installed distribution of a provider's package: the hash of its file list with
+/// each file's hash (a wheel's `RECORD`), and the URL it was installed from when the
+/// installer recorded one (`direct_url.json`: a git fork, a local folder).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(deny_unknown_fields)]
+pub struct PackageOrigin {
+    /// SHA-256 of the distribution's `RECORD`, hex.
+    pub record_sha256: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_url: Option<String>,
+}
+
+impl PackageOrigin {
+    /// The short form labels show: the record hash's first 12 digits and the URL.
+    pub fn label(&self) -> String {
+        let short: String = self.record_sha256.chars().take(12).collect();
+        match &self.source_url {
+            Some(u) => format!("RECORD {short}, from {u}"),
+            None => format!("RECORD {short}"),
+        }
+    }
+}
+
+/// Which calls of an episode reach the package's trace (the list its trace-based checks
+/// read).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum TraceMode {
+    /// Every call the agent made, before it runs, failed ones too: the package's own
+    /// behaviour (AgentDojo's tool executor).
+    #[default]
+    All,
+    /// Only calls that ran without error.
+    Executed,
+}
+
+impl TraceMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TraceMode::All => "all",
+            TraceMode::Executed => "executed",
+        }
+    }
 }
 
 /// The reply to `list`.

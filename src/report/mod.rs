@@ -221,7 +221,18 @@ pub struct Summary {
     /// The order rows follow: the command line's (see [`Order`]).
     #[serde(default, skip_serializing_if = "is_default")]
     pub order: Order,
+    /// Episodes `--exclude-known-defects` left out (under a known defect of their
+    /// benchmark).
+    #[serde(default, skip_serializing_if = "is_zero_usize")]
+    pub left_out_known_defects: usize,
 }
+
+fn is_zero_usize(n: &usize) -> bool {
+    *n == 0
+}
+
+/// What the floor columns are.
+pub const FLOORS_NOTE: &str = "No-op / Read-only = user tasks of the row's suites that a do-nothing agent (no call, no answer) / a read-only agent (the reference plan's reads, then the reference answer) solves by the suites' own checks: the utility a defense gets for nothing, beside BU and UA. Seen % = attacked episodes whose injected text reached the agent in a tool output as the defense delivered it; ASR|seen = ASR among those.";
 
 fn is_default(o: &Order) -> bool {
     *o == Order::default()
@@ -248,6 +259,73 @@ impl Summary {
             footnotes,
             price_per_mtok: None,
             order: Order::default(),
+            left_out_known_defects: 0,
+        }
+    }
+
+    /// Sets each row's utility floors from the runs' manifests (an `all` row: the sum
+    /// over the suites of the rows it pools), and notes what the floors are.
+    pub fn set_floors(
+        &mut self,
+        floors: &std::collections::BTreeMap<String, crate::record::Floors>,
+    ) {
+        if floors.is_empty() {
+            return;
+        }
+        let of_suite = |suite: &str| floors.get(suite).copied();
+        let pooled: Vec<(usize, crate::record::Floors)> = self
+            .rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.suite == crate::aggregate::metrics::ALL_SUITES)
+            .map(|(i, all)| {
+                let mut suites: Vec<&str> = self
+                    .rows
+                    .iter()
+                    .filter(|r| {
+                        r.suite != all.suite
+                            && r.attack == all.attack
+                            && r.defense == all.defense
+                            && r.model == all.model
+                    })
+                    .map(|r| r.suite.as_str())
+                    .collect();
+                suites.sort();
+                suites.dedup();
+                let mut sum = crate::record::Floors::default();
+                for s in suites {
+                    if let Some(f) = of_suite(s) {
+                        sum.add(&f);
+                    }
+                }
+                (i, sum)
+            })
+            .collect();
+        for r in &mut self.rows {
+            r.floors = of_suite(&r.suite);
+        }
+        for (i, f) in pooled {
+            self.rows[i].floors = Some(f);
+        }
+        if self.rows.iter().any(|r| r.floors.is_some()) {
+            self.footnotes.push(FLOORS_NOTE.into());
+        }
+    }
+
+    /// Records how many episodes `--exclude-known-defects` left out, or marks the rows
+    /// that hold some when none were.
+    pub fn set_left_out(&mut self, left_out: usize) {
+        self.left_out_known_defects = left_out;
+        if left_out > 0 {
+            self.footnotes.push(format!(
+                "--exclude-known-defects left out {left_out} episode{} under known defects of their benchmark (broken checks, unwinnable pairs: the suites' known-defects files); every rate here is over the rest.",
+                if left_out == 1 { "" } else { "s" }
+            ));
+        } else if self.rows.iter().any(|r| r.known_defects > 0) {
+            self.footnotes.push(
+                "Defects = episodes of the row under a known defect of their benchmark (a broken check, an unwinnable pair: the suites' known-defects files), counted in the rates as scored; --exclude-known-defects leaves them out."
+                    .into(),
+            );
         }
     }
 
@@ -496,6 +574,8 @@ fn summary_of(loaded: &runs::Loaded, order_always: bool) -> Summary {
     if order_always || loaded.order != Order::default() {
         summary.set_order(loaded.order.clone());
     }
+    summary.set_floors(&loaded.floors);
+    summary.set_left_out(loaded.left_out);
     summary
 }
 
@@ -528,6 +608,17 @@ pub fn document(
     per_outcome: usize,
     reference: Option<&published::References>,
 ) -> Result<Document, ReportError> {
+    document_with(dirs, per_outcome, reference, false)
+}
+
+/// [`document`], leaving out the episodes under known defects when
+/// `exclude_known_defects` (`--exclude-known-defects`; the summary says how many).
+pub fn document_with(
+    dirs: &[PathBuf],
+    per_outcome: usize,
+    reference: Option<&published::References>,
+    exclude_known_defects: bool,
+) -> Result<Document, ReportError> {
     let (search_dirs, run_dirs): (Vec<PathBuf>, Vec<PathBuf>) =
         dirs.iter().cloned().partition(|d| adaptive::is_search(d));
     let searches = search_dirs
@@ -542,6 +633,7 @@ pub fn document(
             // The ablation table's paired tests, over one run's episodes.
             pairs: run_dirs.len() == 1,
             judged: false,
+            exclude_known_defects,
         };
         runs::load(&run_dirs, keep)?
     };

@@ -189,6 +189,9 @@ pub struct BesideRow {
     pub bu: Option<f64>,
     pub bu_ci: Option<[f64; 2]>,
     pub n_attacked: Option<u64>,
+    /// The run's utility floors (a do-nothing and a read-only agent), when measured;
+    /// published rows state none.
+    pub floors: Option<crate::record::Floors>,
     pub source: String,
     pub note: String,
 }
@@ -208,6 +211,7 @@ impl BesideRow {
             bu: r.bu,
             bu_ci: r.bu_ci,
             n_attacked: Some(r.n_attacked),
+            floors: r.floors,
             source: if r.simulated {
                 "this run (simulated)".into()
             } else {
@@ -228,6 +232,7 @@ impl BesideRow {
                 p.model.clone()
             },
             benchmark: p.benchmark(),
+            floors: None,
             // The run's label for the same attack, so one attack reads as one.
             attack: p.run_attack(),
             asr: pct(p.asr),
@@ -400,6 +405,32 @@ fn beside_columns<'a>(cited: &'a [&'a str]) -> Vec<Column<'a, BesideRow>> {
             Value::rate(r.bu, r.bu_ci)
         })
         .with_interval(),
+        C::figure(
+            "floor_no_op",
+            "No-op",
+            "User tasks a do-nothing agent solves by the suites' own checks (the run's measurement; docs/agentdojo.md gives each version's).",
+            Show::Default,
+            |r| {
+                r.floors.map_or(Value::Missing, |f| Value::Part {
+                    k: f.no_op.solved as u64,
+                    n: f.no_op.tasks as u64,
+                })
+            },
+        )
+        .drop_if_empty(),
+        C::figure(
+            "floor_read_only",
+            "Read-only",
+            "User tasks a read-only agent solves (the reference plan's reads, then its answer).",
+            Show::Extra,
+            |r| {
+                r.floors.map_or(Value::Missing, |f| Value::Part {
+                    k: f.read_only.solved as u64,
+                    n: f.read_only.tasks as u64,
+                })
+            },
+        )
+        .drop_if_empty(),
         C::figure(
             "n_attacked",
             "n",

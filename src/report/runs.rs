@@ -64,6 +64,9 @@ pub struct Keep {
     pub pairs: bool,
     /// The records the answer judge saw ([`Loaded::judged`]).
     pub judged: bool,
+    /// Leaves out episodes under a known defect of their benchmark (`known_defect`),
+    /// counted in [`Loaded::left_out`] (`--exclude-known-defects`).
+    pub exclude_known_defects: bool,
 }
 
 /// Runs loaded for a report: their records folded into an [`Aggregate`], never kept.
@@ -89,6 +92,10 @@ pub struct Loaded {
     /// With [`Keep::judged`]: every counted record that carries the answer judge's
     /// verdicts, whole, in record order.
     pub judged: Vec<EpisodeRecord>,
+    /// Episodes left out as under a known defect (`--exclude-known-defects`).
+    pub left_out: usize,
+    /// Each suite's utility floors, from the runs' manifests.
+    pub floors: std::collections::BTreeMap<String, crate::record::Floors>,
 }
 
 fn read_info(dir: &Path) -> Option<Value> {
@@ -201,6 +208,8 @@ struct Folded {
     samples: Vec<Episode>,
     pairs: Option<PairTable>,
     judged: Vec<EpisodeRecord>,
+    /// Records left out as under a known defect.
+    left_out: usize,
 }
 
 /// The data versions a record was made with: its suite's, and its attack's.
@@ -238,6 +247,7 @@ fn fold(batch: &Batch, pass: &Pass<'_>) -> Folded {
         samples: Vec::new(),
         pairs: pass.keep.pairs.then(PairTable::default),
         judged: Vec::new(),
+        left_out: 0,
     };
     let mut versions: HashMap<String, String> = HashMap::new();
     let mut kept: HashMap<(String, &'static str), usize> = HashMap::new();
@@ -279,6 +289,10 @@ fn fold(batch: &Batch, pass: &Pass<'_>) -> Folded {
                 }
             }
         }
+        if pass.keep.exclude_known_defects && r.known_defect.is_some() {
+            out.left_out += 1;
+            continue;
+        }
         if pass.keep.per_outcome > 0 {
             let attack = r.attack.as_deref().unwrap_or("none");
             let cell = cell_id(&r.suite, attack, &r.defense, &r.model);
@@ -314,6 +328,8 @@ pub fn empty() -> Loaded {
         episodes: Vec::new(),
         pairs: None,
         judged: Vec::new(),
+        left_out: 0,
+        floors: Default::default(),
     }
 }
 
@@ -339,6 +355,14 @@ pub fn load(dirs: &[PathBuf], keep: Keep) -> Result<Loaded, ReportError> {
     for dir in dirs {
         if let Some(info) = read_info(dir) {
             loaded.errors_as = ErrorPolicy::from_name(info["errors_as"].as_str().unwrap_or(""));
+            if let Some(f) = info.get("floors").and_then(|f| {
+                serde_json::from_value::<std::collections::BTreeMap<String, crate::record::Floors>>(
+                    f.clone(),
+                )
+                .ok()
+            }) {
+                loaded.floors.extend(f);
+            }
             if let Some(p) = info
                 .get("price_per_mtok")
                 .and_then(|p| serde_json::from_value::<[f64; 2]>(p.clone()).ok())
@@ -423,6 +447,7 @@ pub fn load(dirs: &[PathBuf], keep: Keep) -> Result<Loaded, ReportError> {
     loaded.aggregate = pooled.aggregate;
     loaded.pairs = pooled.pairs;
     loaded.judged = pooled.judged;
+    loaded.left_out = pooled.left_out;
     if keep.per_outcome > 0 {
         let mut wanted: HashMap<String, (PathBuf, usize)> = HashMap::new();
         for (dir, e) in pooled.samples {
@@ -441,6 +466,7 @@ struct Pooled {
     samples: Vec<(usize, Episode)>,
     pairs: Option<PairTable>,
     judged: Vec<EpisodeRecord>,
+    left_out: usize,
 }
 
 /// One pass over every run's records: batches folded in parallel, then merged in the
@@ -455,6 +481,7 @@ fn fold_all(
         samples: Vec::new(),
         pairs: pass.keep.pairs.then(PairTable::default),
         judged: Vec::new(),
+        left_out: 0,
     };
     let mut kept: HashMap<(String, &'static str), usize> = HashMap::new();
     let group = rayon::current_num_threads().max(1) * 2;
@@ -487,6 +514,7 @@ fn fold_all(
                         all.merge(these);
                     }
                     pooled.judged.extend(f.judged);
+                    pooled.left_out += f.left_out;
                 }
                 Ok(())
             },

@@ -222,6 +222,46 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
             |r: &Row| Value::rate(r.eds, None),
         )
         .better(Better::Higher),
+            "floor_no_op",
+            "No-op",
+            "User tasks of the row's suites a do-nothing agent (no call, no answer) solves by the suites' own checks, of the tasks the run selected: the benign utility a defense gets for nothing (a run measures it; an `all` row sums its suites).",
+            Show::Default,
+            |r: &Row| {
+                r.floors.map_or(Value::Missing, |f| Value::Part {
+                    k: f.no_op.solved as u64,
+                    n: f.no_op.tasks as u64,
+                })
+            },
+        )
+        .drop_if_empty(),
+        Column::figure(
+            "floor_read_only",
+            "Read-only",
+            "User tasks a read-only agent solves (the reference plan's reads, none of its writes, then the reference answer): the most a defense that lets no write through can keep.",
+            Show::Extra,
+            |r: &Row| {
+                r.floors.map_or(Value::Missing, |f| Value::Part {
+                    k: f.read_only.solved as u64,
+                    n: f.read_only.tasks as u64,
+                })
+            },
+        )
+        .drop_if_empty(),
+        Column::figure(
+            "known_defects",
+            "Defects",
+            "Episodes of the row under a known defect of their benchmark (a broken check or an unwinnable pair, from the suite's known-defects file), scored as the benchmark scores them; --exclude-known-defects leaves them out.",
+            Show::Default,
+            |r: &Row| {
+                if r.known_defects > 0 {
+                    Value::Count(r.known_defects)
+                } else {
+                    Value::Missing
+                }
+            },
+        )
+        .drop_if_empty()
+        .alert(),
         Column::figure(
             "error_rate",
             "Err %",
@@ -474,6 +514,18 @@ fn tally_column<'a>(t: Tally) -> Column<'a, Row> {
             "Episodes (clean and attacked) in which the defense referred some tool call to the user ÷ episodes: how often the agent could not go on alone.",
             Show::Extra,
             None,
+        ),
+        Tally::Seen => (
+            "Seen %",
+            "Attacked episodes whose injected text reached the agent, readable in a tool output as the defense delivered it (not what a scripted agent chose to read) ÷ attacked episodes that recorded it.",
+            Show::Extra,
+            None,
+        ),
+        Tally::AsrSeen => (
+            "ASR|seen %",
+            "ASR among the attacked episodes whose payload reached the agent: a defense that resists what it lets through, apart from one that never lets it through.",
+            Show::Extra,
+            Some(Better::Lower),
         ),
         Tally::StartedRate => (
             "Started %",

@@ -462,6 +462,11 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> Finished {
         .into_iter()
         .map(|(c, ids)| (c, ids.into_iter().collect()))
         .collect();
+    let payload_seen = it.as_ref().map(|_| result.payload_seen.is_some());
+    let known_defect = suite
+        .known_defects
+        .find(ut.id.as_str(), it.as_deref())
+        .map(|d| d.id.clone());
     let record = EpisodeRecord {
         run_id: plan.run_id.clone(),
         key: job.key.to_string(),
@@ -479,6 +484,9 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> Finished {
         severity,
         injection_tags: tags,
         injected_vectors: vectors,
+        payload_seen,
+        payload_seen_step: result.payload_seen,
+        known_defect,
         vector_class: sample.map(|s| s.class.to_string()),
         surface: sample.map(|s| s.surface.to_string()),
         steps: result.steps,

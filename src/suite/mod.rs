@@ -7,6 +7,7 @@ pub mod alternatives;
 pub mod check;
 pub mod corpus;
 pub mod data_only;
+pub mod defects;
 pub mod env;
 pub mod facts;
 pub mod lexicon;
@@ -267,6 +268,9 @@ pub struct Suite {
     pub fingerprint: String,
     /// Set when the suite lives in a provider process: its episodes run there.
     pub external: Option<Arc<dyn Served>>,
+    /// The tasks and pairs of this suite whose checks are known to be broken
+    /// ([`defects`]).
+    pub known_defects: defects::KnownDefects,
 }
 
 /// A suite whose episodes run in a provider process (docs/external-suites.md), as the
@@ -584,6 +588,9 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
     let injection_tasks = load_injection_tasks(dir, &tools, &benign, &user_tasks)?;
     let samples = samples::load(dir, &vectors, &user_tasks, &injection_tasks, &tools)?;
     let variants = load_variants(dir, &tools, &user_tasks, &injection_tasks)?;
+    let defects_file = dir.join(defects::SUITE_FILE);
+    let known_defects = defects::KnownDefects::read(&defects_file, &meta.name)
+        .map_err(|e| SuiteError::at(&defects_file, None, None, e.to_string()))?;
 
     let mut suite = Suite {
         meta,
@@ -607,6 +614,7 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
             )
         })?,
         external: None,
+        known_defects,
     };
     suite.injectable = suite
         .user_tasks

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// The toy provider binary, built once per test process (a no-op when it is fresh;
 /// `cargo test --test it external_protocol` alone does not build examples).
-fn toy_binary() -> PathBuf {
+pub(crate) fn toy_binary() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT
         .get_or_init(|| {
@@ -28,7 +28,7 @@ fn toy_binary() -> PathBuf {
 }
 
 /// A suites folder whose only content is the toy provider's declaration.
-fn toy_suites(root: &Path, timeout_secs: f64) -> PathBuf {
+pub(crate) fn toy_suites(root: &Path, timeout_secs: f64) -> PathBuf {
     let suites = root.join("suites");
     std::fs::create_dir_all(suites.join("external")).unwrap();
     std::fs::write(
@@ -119,7 +119,12 @@ async fn a_described_suite_becomes_an_ordinary_suite() {
     let provider = Provider::open(&suites, "toy").unwrap();
     assert_eq!(
         provider.list().await.unwrap(),
-        vec!["toy@v1/counter", "toy@v1/label", "toy@v1/bill"]
+        vec![
+            "toy@v1/counter",
+            "toy@v1/label",
+            "toy@v1/bill",
+            "toy@v1/trace"
+        ]
     );
     let suite = provider.load("toy@v1/counter").await.unwrap();
     assert_eq!(suite.qualified_name(), "toy@v1/counter");

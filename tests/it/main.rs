@@ -6,6 +6,7 @@ mod fake_llm;
 
 mod ablate_cli;
 mod agentdojo_conventions;
+mod agentdojo_honesty;
 mod answer_facts;
 mod answer_judge_http;
 mod attack_search;

@@ -144,6 +144,20 @@ pub struct EpisodeRecord {
     /// The injection vectors the payload was placed in.
     #[serde(default)]
     pub injected_vectors: Vec<String>,
+    /// For an attacked episode: whether the injected text reached the agent, readable in
+    /// a tool output as the defense delivered it (not whether the agent acted on it, nor
+    /// what a scripted agent chose to read); `None` for a clean episode and in records
+    /// written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload_seen: Option<bool>,
+    /// The agent turn (0-based) whose input first carried it, when seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload_seen_step: Option<usize>,
+    /// The id of the benchmark's known defect this episode falls under (a task or pair
+    /// whose check is known to be broken, from the suite's known-defects file when the
+    /// episode ran); `None` when none is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub known_defect: Option<String>,
     /// The vector class of a context-aware sample (`--attack context`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vector_class: Option<String>,

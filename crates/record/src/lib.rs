@@ -12,6 +12,7 @@
 
 mod cost;
 mod episode;
+mod floors;
 mod jsonl;
 mod judged;
 mod ledger;
@@ -25,6 +26,7 @@ pub use cost::{CostMeter, CostTotals, MeteredCall, Usage};
 pub use episode::{
     CallRecord, Decision, EpisodeRecord, ErrorConvention, ErrorKind, TraceRecord, proposed_calls,
 };
+pub use floors::{Floor, Floors};
 pub use jsonl::{
     BATCH_BYTES, Batch, EPISODES, LineError, Parsed, RUN_INFO, RecordWriter, TRACES,
     drop_partial_tail, key_hash, key_of, parse_line, read_batches, skipped_line,

@@ -76,6 +76,11 @@ pub struct Manifest {
     /// served it (an alias resolves to a dated snapshot).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub served_models: BTreeMap<Component, Lineage>,
+    /// Per suite (its qualified name): the utility a do-nothing and a read-only agent get
+    /// with its checks, measured when the run started (absent in folders written before
+    /// floors were).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub floors: BTreeMap<String, crate::floors::Floors>,
 }
 
 /// The model a role asked for and the models that answered.

@@ -111,6 +111,17 @@ pub struct RunArgs {
     /// AgentDojo's own suites (`agentdojo@…`), `excluded` for the rest.
     #[arg(long, value_enum)]
     pub errors_as: Option<ErrorsAs>,
+    /// Which calls of an episode reach a bridged package's trace (the call list its
+    /// trace-based checks read): `all`, every call the agent made, failed ones too, as
+    /// AgentDojo keeps it (the default), or `executed`, only calls that ran without
+    /// error. Part of the run's identity; only providers that offer it accept `executed`.
+    #[arg(long, value_enum, default_value = "all")]
+    pub trace: crate::external::protocol::TraceMode,
+    /// Leave out of every table the episodes that fall under a known defect of their
+    /// benchmark (a broken check, an unwinnable pair: the suite's known-defects file);
+    /// each table says how many it left out. Without it, rows holding some are marked.
+    #[arg(long)]
+    pub exclude_known_defects: bool,
     /// Mark rows whose error rate exceeds this percentage and exit 3 when any does.
     #[arg(long, value_name = "PCT", default_value_t = 5.0, value_parser = parse_percent)]
     pub max_error_rate: f64,

@@ -48,6 +48,8 @@ pub struct RunConfig {
     /// The defense configuration's hash as folders recorded before the serialised form
     /// hold it: only read, to recognise such a folder as recorded with this very one.
     pub defense_config_before: String,
+    /// Each suite's utility floors (qualified name → floors), for `run.json`.
+    pub floors: std::collections::BTreeMap<String, crate::record::Floors>,
 }
 
 impl RunConfig {
@@ -104,7 +106,13 @@ pub async fn resolve(paths: &Paths, args: &RunArgs) -> Result<RunConfig, CliErro
     // Its tables are built in the background while the suites load.
     let tokens = paths.token_counter()?;
     let suites = crate::commands::load_selected(paths, &args.suite, args.concurrency).await?;
+    let suites = suites
+        .into_iter()
+        .map(|s| crate::external::with_trace(s, args.trace))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| CliError::bad_input(e.to_string()))?;
     prove(paths, &suites)?;
+    let floors = measure_floors(paths, &suites, args.user_tasks.as_deref(), args.concurrency).await;
     let all_attacks = crate::attack::load_all(&paths.attacks)?;
     let selection = crate::attack::select(&all_attacks, &args.attack)?;
     check_provider_attacks(&suites, &selection.templates)?;
@@ -121,6 +129,7 @@ pub async fn resolve(paths: &Paths, args: &RunArgs) -> Result<RunConfig, CliErro
     if let Some(j) = &m.answer_judge {
         settings.extra.insert("answer_judge".into(), j.identity());
     }
+    add_package_settings(&mut settings, &suites, args.trace);
     let run_id = default_run_id(args);
     Ok(RunConfig {
         args: args.clone(),
@@ -138,7 +147,33 @@ pub async fn resolve(paths: &Paths, args: &RunArgs) -> Result<RunConfig, CliErro
         named: m.named,
         answer_judge: m.answer_judge,
         settings,
+        floors,
     })
+}
+
+/// Each selected suite's utility floors (a do-nothing and a read-only agent) over the
+/// user tasks the run selects, measured once per task, suite fingerprint and build and
+/// kept beside the suite proofs.
+async fn measure_floors(
+    paths: &Paths,
+    suites: &[Suite],
+    only: Option<&[String]>,
+    concurrency: usize,
+) -> std::collections::BTreeMap<String, crate::record::Floors> {
+    let build = paths.proof_build();
+    let mut out = std::collections::BTreeMap::new();
+    for s in suites {
+        let f = crate::episode::floors::floors(
+            s,
+            only,
+            paths.proofs.as_deref(),
+            build.as_deref(),
+            concurrency,
+        )
+        .await;
+        out.insert(s.qualified_name(), f);
+    }
+    out
 }
 
 /// Refuses suites that fail validation (each proved once per fingerprint and build).
@@ -361,6 +396,46 @@ fn run_settings(
         extra: Default::default(),
     }
 }
+
+/// The bridged packages' settings that decide outcomes: which calls reach their traces
+/// (only when not the package's own behaviour, so earlier folders keep their identity),
+/// and each package's name, version and origin (its distribution's file hashes and source
+/// URL), so a fork under the same name and version is another run.
+fn add_package_settings(
+    settings: &mut RunSettings,
+    suites: &[Arc<Suite>],
+    trace: crate::external::protocol::TraceMode,
+) {
+    let served: Vec<&crate::external::ExternalSuite> = suites
+        .iter()
+        .filter_map(|s| crate::external::served(s))
+        .collect();
+    if served.is_empty() {
+        return;
+    }
+    if trace != crate::external::protocol::TraceMode::All {
+        settings
+            .extra
+            .insert("trace".into(), serde_json::json!(trace.as_str()));
+    }
+    let mut packages = serde_json::Map::new();
+    for s in served {
+        let h = &s.hello;
+        packages.insert(
+            h.package.clone(),
+            serde_json::json!({
+                "version": h.package_version,
+                "origin": h.package_origin,
+            }),
+        );
+    }
+    settings
+        .extra
+        .insert(PACKAGES_SETTING.into(), serde_json::Value::Object(packages));
+}
+
+/// The key of `run.json`'s settings that holds each bridged package's version and origin.
+pub const PACKAGES_SETTING: &str = "packages";
 
 /// A provider's suites get their data-only attacks only when a run asks for them: the
 /// derivation replays every injectable user task's plan in the provider's process.

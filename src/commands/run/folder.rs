@@ -112,6 +112,7 @@ pub(super) fn open_manifest(config: &RunConfig) -> Result<Manifest, CliError> {
                 )));
             }
             m.shard = args.shard;
+            m.floors.extend(config.floors.clone());
             m.finished = None;
             m.invocations.push(invocation);
             Ok(m)
@@ -133,6 +134,7 @@ pub(super) fn open_manifest(config: &RunConfig) -> Result<Manifest, CliError> {
             budget: Default::default(),
             budget_parts: Default::default(),
             served_models: Default::default(),
+            floors: config.floors.clone(),
         }),
     }
 }

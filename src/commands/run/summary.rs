@@ -144,6 +144,7 @@ pub(super) fn summarise(
         per_outcome: 0,
         pairs: config.defenses.len() > 2,
         judged: true,
+        exclude_known_defects: args.exclude_known_defects,
     };
     let (mut summary, mut loaded) = report::read_run(out, keep)?;
     summary
