@@ -222,6 +222,7 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
             |r: &Row| Value::rate(r.eds, None),
         )
         .better(Better::Higher),
+        Column::figure(
             "floor_no_op",
             "No-op",
             "User tasks of the row's suites a do-nothing agent (no call, no answer) solves by the suites' own checks, of the tasks the run selected: the benign utility a defense gets for nothing (a run measures it; an `all` row sums its suites).",
