@@ -34,6 +34,7 @@ mod replay_fixture;
 mod report_cli;
 mod roles_http;
 mod run_cli;
+mod scripted_reading;
 mod suite_errors;
 mod suite_fixes;
 mod suite_sight;
