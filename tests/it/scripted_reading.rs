@@ -220,3 +220,37 @@ fn a_data_only_restatement_is_no_detector_positive() {
     let (i, m) = flagged("important_instructions");
     assert!(i * 2 > m, "{i} of {m}");
 }
+
+/// A replacement that is not text, or that grows an output past the size cap, errors the
+/// episode naming the hook: never a silent win.
+#[test]
+fn a_replacement_that_is_not_text_or_too_large_errors_naming_the_hook() {
+    if !tool_present("python3") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    for (mode, needle) in [("--nul", "is not text"), ("--grow", "size cap")] {
+        let out = tmp.path().join(mode);
+        let mut c = bench(tmp.path());
+        c.args([
+            "run",
+            "--suite",
+            "banking",
+            "--user-tasks",
+            "user_task_0",
+            "--attack",
+            "none",
+            "--quiet",
+            "--defense",
+            &rewrite(mode),
+            "--out",
+        ])
+        .arg(&out);
+        c.assert().code(3);
+        for e in episodes(&out) {
+            let err = e["error"].as_str().unwrap_or_else(|| panic!("{mode}: {e}"));
+            assert!(err.contains("at hook `tool_output`"), "{err}");
+            assert!(err.contains(needle), "{err}");
+        }
+    }
+}
