@@ -233,7 +233,7 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
             "tokens_per_clean_episode",
             "Tok/clean",
             "Tokens per clean episode: what the defense costs where nothing attacks it (the base of the relative cost).",
-            Show::Extra,
+            Show::File,
             |r: &Row| Value::tokens(r.tokens_per_clean_episode, r.usage_estimated > 0),
         )
         .better(Better::Lower),
@@ -241,7 +241,7 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
             "tokens_per_attacked_episode",
             "Tok/att",
             "Tokens per attacked episode (a defense that stops attacked episodes spends less here, which says nothing of its price).",
-            Show::Extra,
+            Show::File,
             |r: &Row| Value::tokens(r.tokens_per_attacked_episode, r.usage_estimated > 0),
         ),
         Column::figure(
