@@ -229,7 +229,7 @@ fn a_replacement_that_is_not_text_or_too_large_errors_naming_the_hook() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    for (mode, needle) in [("--nul", "is not text"), ("--grow", "size cap")] {
+    for (mode, needle) in [("--nul", "is not text"), ("--grow", "-byte cap")] {
         let out = tmp.path().join(mode);
         let mut c = bench(tmp.path());
         c.args([
