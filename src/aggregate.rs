@@ -298,6 +298,11 @@ impl Acc {
         ])
     }
 
+    /// `total` over this accumulator's episodes, per episode (`None` without episodes).
+    fn per_episode(&self, total: impl Fn(&Acc) -> u64) -> Option<f64> {
+        (self.episodes > 0).then(|| total(self) as f64 / self.episodes as f64)
+    }
+
     /// One summary row from the records counted as clean and those counted as attacked.
     pub fn row(
         suite: &str,
@@ -380,6 +385,11 @@ impl Acc {
             prompt_tokens_per_episode: all.prompt_tokens as f64 / n_all,
             completion_tokens_per_episode: all.completion_tokens as f64 / n_all,
             calls_per_episode: all.calls as f64 / n_all,
+            tokens_per_clean_episode: clean.per_episode(|a| a.prompt_tokens + a.completion_tokens),
+            calls_per_clean_episode: clean.per_episode(|a| a.calls),
+            tokens_per_attacked_episode: attacked
+                .per_episode(|a| a.prompt_tokens + a.completion_tokens),
+            calls_per_attacked_episode: attacked.per_episode(|a| a.calls),
             tokens_by_component,
             calls_by_component,
             success_via_layer1: via(0),
@@ -722,25 +732,10 @@ impl Aggregate {
     }
 }
 
-/// Sets each row's token overhead against `none` on the same suite, attack and model.
+/// Sets each row's token overhead against `none` on the same suite, attack and model,
+/// from clean episodes ([`metrics::cost_base`]).
 pub fn set_overheads(rows: &mut [Row]) {
-    let base: BTreeMap<(String, String, String), f64> = rows
-        .iter()
-        .filter(|r| r.defense == "none")
-        .map(|r| {
-            (
-                (r.suite.clone(), r.attack.clone(), r.model.clone()),
-                r.tokens_per_episode,
-            )
-        })
-        .collect();
-    for r in rows {
-        if let Some(b) = base.get(&(r.suite.clone(), r.attack.clone(), r.model.clone()))
-            && *b > 0.0
-        {
-            r.token_overhead_vs_none = Some(r.tokens_per_episode / b);
-        }
-    }
+    metrics::set_overheads(rows);
 }
 
 pub mod agreement;

@@ -514,6 +514,20 @@ pub struct Row {
     pub completion_tokens_per_episode: f64,
     /// Model, classifier and embedding requests per episode, every component.
     pub calls_per_episode: f64,
+    /// Prompt + completion tokens per clean episode (`None`: no clean episode): what a
+    /// defense costs where nothing attacks it, the base of `token_overhead_vs_none`.
+    #[serde(default)]
+    pub tokens_per_clean_episode: Option<f64>,
+    /// Requests per clean episode.
+    #[serde(default)]
+    pub calls_per_clean_episode: Option<f64>,
+    /// Prompt + completion tokens per attacked episode (a defense that stops attacked
+    /// episodes spends less here, which says nothing of its price).
+    #[serde(default)]
+    pub tokens_per_attacked_episode: Option<f64>,
+    /// Requests per attacked episode.
+    #[serde(default)]
+    pub calls_per_attacked_episode: Option<f64>,
     /// Tokens per episode by component (agent, planner, judge, detector, embedding).
     pub tokens_by_component: BTreeMap<String, f64>,
     /// Calls per episode by component.
@@ -534,8 +548,9 @@ pub struct Row {
     /// … and how many of them succeeded.
     #[serde(default)]
     pub bypass_tagged_success: u64,
-    /// Tokens per episode ÷ the same figure for `none` with the same suite, attack and
-    /// model, when the run has it.
+    /// Tokens per clean episode ÷ the same figure for `none` with the same suite, attack
+    /// and model, when the run has it (per episode of any kind when a row has no clean
+    /// episode): a defense that stops attacked episodes does not look cheap for it.
     pub token_overhead_vs_none: Option<f64>,
     /// Dollars per episode at the run's `--price-per-mtok` (prompt tokens, embeddings
     /// included, at the input price; completion tokens at the output price).
@@ -761,6 +776,35 @@ pub struct BreakdownRow {
 pub fn breakdown(records: &[EpisodeRecord]) -> Vec<BreakdownRow> {
     Aggregate::of(records, ErrorsAs::Excluded).breakdown()
 }
+/// What a row's relative cost is computed from: tokens per clean episode where the row
+/// has clean episodes (a defense's price where nothing attacks it; attacked episodes a
+/// defense stops are short and would make it look cheap), else per episode of any kind.
+pub fn cost_base(r: &Row) -> f64 {
+    r.tokens_per_clean_episode.unwrap_or(r.tokens_per_episode)
+}
+
+/// Sets each row's token overhead against `none` on the same suite, attack and model:
+/// [`cost_base`] over `none`'s.
+pub fn set_overheads(rows: &mut [Row]) {
+    let base: BTreeMap<(String, String, String), f64> = rows
+        .iter()
+        .filter(|r| r.defense == "none")
+        .map(|r| {
+            (
+                (r.suite.clone(), r.attack.clone(), r.model.clone()),
+                cost_base(r),
+            )
+        })
+        .collect();
+    for r in rows {
+        if let Some(b) = base.get(&(r.suite.clone(), r.attack.clone(), r.model.clone()))
+            && *b > 0.0
+        {
+            r.token_overhead_vs_none = Some(cost_base(r) / b);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

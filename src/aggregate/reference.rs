@@ -231,6 +231,10 @@ pub fn row_with(
             as f64
             / n_all,
         calls_per_episode: totals.iter().map(|t| t.calls).sum::<u64>() as f64 / n_all,
+        tokens_per_clean_episode: per_episode(clean_all, |t| t.tokens()),
+        calls_per_clean_episode: per_episode(clean_all, |t| t.calls),
+        tokens_per_attacked_episode: per_episode(attacked_all, |t| t.tokens()),
+        calls_per_attacked_episode: per_episode(attacked_all, |t| t.calls),
         tokens_by_component,
         calls_by_component,
         success_via_layer1: via(Attribution::Layer1),
@@ -245,6 +249,16 @@ pub fn row_with(
         floors: None,
         tallies: tallies(clean, attacked, &succeeded, &solved),
     }
+}
+
+/// `total` of the records' costs, per record (`None` without records).
+fn per_episode(
+    recs: &[&EpisodeRecord],
+    total: impl Fn(&crate::model::CostTotals) -> u64,
+) -> Option<f64> {
+    (!recs.is_empty()).then(|| {
+        recs.iter().map(|r| total(&r.cost.total())).sum::<u64>() as f64 / recs.len() as f64
+    })
 }
 
 /// Summarises records: one row per suite × attack × defense × model, plus an `all` row
@@ -337,23 +351,7 @@ pub fn summarise_with(records: &[EpisodeRecord], errors_as: ErrorsAs) -> Vec<Row
         add_rows(ALL_SUITES, &suites);
     }
     // Overhead against `none` where the run has it.
-    let baseline: BTreeMap<(String, String, String), f64> = rows
-        .iter()
-        .filter(|r| r.defense == "none")
-        .map(|r| {
-            (
-                (r.suite.clone(), r.attack.clone(), r.model.clone()),
-                r.tokens_per_episode,
-            )
-        })
-        .collect();
-    for r in &mut rows {
-        if let Some(b) = baseline.get(&(r.suite.clone(), r.attack.clone(), r.model.clone()))
-            && *b > 0.0
-        {
-            r.token_overhead_vs_none = Some(r.tokens_per_episode / b);
-        }
-    }
+    super::metrics::set_overheads(&mut rows);
     rows
 }
 

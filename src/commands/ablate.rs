@@ -470,6 +470,7 @@ pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, Cli
             .error_policy()
             .for_suites(base.iter().chain(new).map(|(_, o)| o.own))
     });
+    let footnotes = crate::report::ablation::footnotes(&ablation_rows);
     let ablation = Ablation {
         simulated,
         note: crate::report::simulated_note(&report.summary.rows),
@@ -480,7 +481,7 @@ pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, Cli
             .first()
             .map_or_else(|| args.run.model.clone(), |r| r.model.clone()),
         rows: ablation_rows,
-        footnotes: FOOTNOTES.iter().map(|s| s.to_string()).collect(),
+        footnotes,
     };
     let write = |name: &str, text: String| {
         std::fs::write(out.join(name), text).map_err(|e| {

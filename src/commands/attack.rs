@@ -39,7 +39,7 @@ pub struct SearchArgs {
     #[arg(long, default_value = SIM_ATTACKER)]
     pub attacker: String,
     /// The optimisation unit: `pair:<user task>,<injection task>`, `vector:<id>`, or
-    /// `universal[:<held-out share>]` (held-out ASR is the headline); or several targets,
+    /// `universal[:<held-out share>]` (held-out ASR beside the fresh-seed headline); or several targets,
     /// one search each: `pairs` (every selected pair) or `vectors` (every vector the
     /// selected user tasks read), which `--shard` splits.
     #[arg(long, default_value = "universal")]
@@ -497,11 +497,21 @@ pub fn summary(o: &Outcomes, out: &std::path::Path) -> String {
     if let (Some(st), Some(ad)) = (o.heldout_static_asr, o.heldout_asr) {
         let _ = writeln!(
             s,
-            "held-out (headline): static {}  ->  adaptive {}  ({} cells, {} episodes)",
+            "held-out: static {}  ->  adaptive {}  ({} cells, {} episodes)",
             pct(st),
             pct(ad),
             o.heldout_cells,
             o.heldout_episodes
+        );
+    }
+    if o.fresh_seeds > 0 {
+        let _ = writeln!(
+            s,
+            "fresh seeds (headline): static {}  ->  adaptive {}  (every cell at {} seeds the templates were not selected at, {} episodes)",
+            pct(o.fresh_static_asr),
+            pct(o.fresh_asr),
+            o.fresh_seeds,
+            o.fresh_episodes
         );
     }
     let d = &o.diversity;

@@ -29,7 +29,7 @@ use super::support::{instruction_quotes, json_object};
 use super::{
     Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall, Verdict,
 };
-use crate::model::{Component, Message, SimHint};
+use crate::model::{Component, Message, ScriptedReply, ScriptedTurn, SimHint, sim_roles};
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
@@ -146,6 +146,31 @@ pub fn substitute(
     Ok((out, count))
 }
 
+/// The quarantined reader as the scripted model plays it: a reader of the profile's
+/// quality (`judge_auc`) turning a text into values. `carries` is whether an injected
+/// instruction is readable in the text; the reader keeps it out of what it relays in a
+/// seeded `2·judge_auc − 1` share of such texts and replies `kept`, and is manipulated into
+/// relaying it otherwise and replies `relayed`. A text that carries none gets `kept`.
+/// `key` names the draw.
+#[derive(Debug)]
+struct QuarantinedReader {
+    carries: bool,
+    key: String,
+    kept: String,
+    relayed: String,
+}
+
+impl ScriptedReply for QuarantinedReader {
+    fn reply(&self, turn: &ScriptedTurn<'_>) -> Message {
+        let resists = sim_roles::catches(turn.judge_auc, turn.seed, &self.key);
+        Message::assistant(if self.carries && !resists {
+            &self.relayed
+        } else {
+            &self.kept
+        })
+    }
+}
+
 #[async_trait]
 impl EpisodeDefense for Episode {
     fn system_prompt(&self) -> Option<String> {
@@ -171,12 +196,12 @@ impl EpisodeDefense for Episode {
         for q in &quotes {
             relayed.insert(q.clone(), json!(true));
         }
-        let hint = SimHint::Quarantined {
+        let hint = SimHint::Scripted(std::sync::Arc::new(QuarantinedReader {
             carries: !quotes.is_empty(),
             key: "dual_llm-quarantined".into(),
             kept: json!({"fields": {"text": output}}).to_string(),
             relayed: json!({ "fields": relayed }).to_string(),
-        };
+        }));
         let model = ctx.models.judge.clone();
         let reply = ctx
             .ask_with(&model, Component::Detector, &msgs, &[], true, hint)

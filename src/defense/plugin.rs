@@ -237,7 +237,46 @@ struct UsageReport {
     completion_tokens: u64,
 }
 
+/// The most a plugin's replacement may grow what it replaces to: a rewrite that marks,
+/// wraps or encodes an output fits; one that buries it in padding does not.
+pub const MAX_REPLACEMENT_BYTES: usize = 256 << 10;
+
 impl PluginEpisode {
+    /// A replacement must be text (no NUL or other control character but tab and line
+    /// breaks) and no larger than [`MAX_REPLACEMENT_BYTES`] unless what it replaces was:
+    /// otherwise the episode errors naming the hook, never a silent win.
+    fn check_replacement(
+        &self,
+        hook: &str,
+        field: &str,
+        before: &str,
+        after: &str,
+    ) -> Result<(), DefenseError> {
+        if let Some(c) = after
+            .chars()
+            .find(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
+        {
+            return Err(self.err(
+                hook,
+                format!(
+                    "`{field}` is not text: it holds the control character U+{:04X}",
+                    c as u32
+                ),
+            ));
+        }
+        if after.len() > MAX_REPLACEMENT_BYTES.max(before.len()) {
+            return Err(self.err(
+                hook,
+                format!(
+                    "`{field}` grows the {} bytes it replaces to {} bytes, past the {MAX_REPLACEMENT_BYTES}-byte cap",
+                    before.len(),
+                    after.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     fn err(&self, hook: &str, what: impl std::fmt::Display) -> DefenseError {
         let tail = self
             .process
@@ -437,6 +476,9 @@ impl EpisodeDefense for PluginEpisode {
         }
         .encode();
         let reply: OutputReply = self.exchange(request, ctx).await?;
+        if let OutputReply::Replace { output: new } | OutputReply::Stop { output: new } = &reply {
+            self.check_replacement("tool_output", "output", &output, new)?;
+        }
         Ok(match reply {
             OutputReply::Pass {} => OutputVerdict::Pass(output),
             OutputReply::Replace { output } => {
@@ -461,6 +503,9 @@ impl EpisodeDefense for PluginEpisode {
         // its process group.
         if let Some(p) = self.process.take() {
             p.close(Duration::from_millis(200)).await;
+        }
+        if let AnswerReply::Replace { answer: new } = &reply {
+            self.check_replacement("final_answer", "answer", answer, new)?;
         }
         Ok(match reply {
             AnswerReply::Allow {} => None,

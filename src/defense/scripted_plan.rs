@@ -235,6 +235,7 @@ mod tests {
                             answer: String::new(),
                             injection: None,
                             alternatives: Vec::new(),
+                            needs: Vec::new(),
                         });
                         for name in defenses {
                             let mut tools = suite.tools.schemas();

@@ -194,7 +194,13 @@ pub fn call_text(tool: &str, args: &Value) -> String {
 pub fn injected_call(script: Option<&EpisodeScript>, tool: &str, args: &Value) -> bool {
     let Some(s) = script else { return false };
     let m = |c: &crate::suite::PlannedCall| c.tool.as_str() == tool && loose_eq(&c.args, args);
-    s.injection.as_ref().is_some_and(|i| i.plan.iter().any(m)) && !s.user_plan.iter().any(m)
+    // A data-only attack's call is the user's own with a value read in the data: no
+    // injected call to a detector that reads meaning.
+    s.injection
+        .as_ref()
+        .filter(|i| i.substitution.is_none())
+        .is_some_and(|i| i.plan.iter().any(m))
+        && !s.user_plan.iter().any(m)
 }
 
 /// For the sim hint only: whether an instruction the episode injected is readable in
@@ -363,6 +369,7 @@ pub mod testing {
                 answer: String::new(),
                 injection: None,
                 alternatives: Vec::new(),
+                needs: Vec::new(),
             });
             Bench {
                 tools: suite.tools.schemas(),

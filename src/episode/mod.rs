@@ -354,13 +354,29 @@ fn script_of(
     alternatives: bool,
 ) -> EpisodeScript {
     let suite = spec.suite;
+    let user_plan = user_plan.unwrap_or_else(|| spec.user_task.plan.clone());
+    let answer = spec
+        .user_task
+        .answer
+        .clone()
+        .unwrap_or_else(|| "Done.".into());
+    let alternatives = if alternatives {
+        suite.alternatives(spec.user_task)
+    } else {
+        Vec::new()
+    };
+    // What each path takes from tool outputs: the scripted agent uses only what it reads.
+    let needs = std::iter::once((user_plan.as_slice(), answer.as_str()))
+        .chain(
+            alternatives
+                .iter()
+                .map(|a| (a.plan.as_slice(), a.answer.as_str())),
+        )
+        .map(|(plan, answer)| crate::suite::sight::needs(suite, spec.user_task, plan, answer))
+        .collect();
     EpisodeScript {
-        user_plan: user_plan.unwrap_or_else(|| spec.user_task.plan.clone()),
-        answer: spec
-            .user_task
-            .answer
-            .clone()
-            .unwrap_or_else(|| "Done.".into()),
+        user_plan,
+        answer,
         injection: spec.injection.as_ref().map(|inj| {
             // A denial-of-service payload asks the agent to stop: a follower stops, it
             // carries out no injection task.
@@ -397,11 +413,8 @@ fn script_of(
             }
             scripted
         }),
-        alternatives: if alternatives {
-            suite.alternatives(spec.user_task)
-        } else {
-            Vec::new()
-        },
+        alternatives,
+        needs,
     }
 }
 

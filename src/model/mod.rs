@@ -54,22 +54,10 @@ pub enum SimHint {
         flagged: String,
         clear: String,
     },
-    /// MELON's masked run: the conversation holds tool outputs but no user task. The
-    /// scripted model, a detector of the profile's `judge_auc`, reproduces the injection
-    /// task's calls when it reads an injected instruction and catches it, and otherwise
-    /// only summarises.
-    Masked,
-    /// A quarantined reader of the profile's quality (`judge_auc`) turning a text into
-    /// values. `carries` is whether an injected instruction is readable in the text; the
-    /// reader keeps it out of what it relays in a seeded `2·judge_auc − 1` share of such
-    /// texts and replies `kept`, and is manipulated into relaying it otherwise and replies
-    /// `relayed`. A text that carries none gets `kept`. `key` names the draw.
-    Quarantined {
-        carries: bool,
-        key: String,
-        kept: String,
-        relayed: String,
-    },
+    /// A role only one defense has (a masked re-run of the agent, a quarantined reader):
+    /// the defense scripts it itself ([`ScriptedReply`]) from the episode's answer key and
+    /// the profile's stated quality, so this layer names no defense.
+    Scripted(Arc<dyn ScriptedReply>),
     /// Plan: what a planner that reads only the request can plan (every plan-based
     /// defense builds it the same way), which the scripted planner degrades by its
     /// stated quality (`planner_recall`, `planner_extra`) and writes with `render`, the
@@ -78,6 +66,23 @@ pub enum SimHint {
         plan: sim_roles::ScriptedPlan,
         render: fn(&sim_roles::ScriptedPlan) -> String,
     },
+}
+
+/// What the scripted model lends a defense's own scripted role ([`SimHint::Scripted`]):
+/// the episode's answer key and seed, the conversation of the request, and the profile's
+/// stated detector quality.
+pub struct ScriptedTurn<'a> {
+    pub script: &'a sim::EpisodeScript,
+    pub seed: u64,
+    pub messages: &'a [Message],
+    /// The profile's `judge_auc`: the quality every scripted detector has.
+    pub judge_auc: f64,
+}
+
+/// A defense's scripted behaviour in a role only it has, behind the defense's own type:
+/// the scripted model answers with [`ScriptedReply::reply`]; a real backend never calls it.
+pub trait ScriptedReply: Send + Sync + std::fmt::Debug {
+    fn reply(&self, turn: &ScriptedTurn<'_>) -> Message;
 }
 
 /// A request to a chat model.

@@ -10,7 +10,7 @@
 //!   `d = √2·Φ⁻¹(auc)`, so a benign call outscores a harmful one with probability `auc`
 //!   (the binormal ROC model). Scores are continuous in (0,1); `auc = 1` is the answer key
 //!   (scores exactly 0 or 1, labelled oracle), `auc = 0.5` is a coin.
-//! - **Binary detectors** (MELON's masked run, the dual LLM's quarantined reader): a
+//! - **Binary detectors** (a defense's masked re-run of the agent, a quarantined reader): a
 //!   yes/no detector's AUC is (TPR + TNR) / 2; these work at the point with no false
 //!   alarm and catch a seeded `2·auc − 1` share of what they should ([`catches`]), so at
 //!   `auc = 0.5` they never fire and the defense they serve scores as no defense.

@@ -21,6 +21,10 @@ pub struct AblationRow {
     pub scripted_roles: Option<crate::model::ScriptedRoles>,
     /// Their labels in one line (`scripted agent; scripted judge (judge_auc=0.9)`).
     pub scripted: String,
+    /// When this variant's difference from `sieve` is fixed by a scripted role or by
+    /// construction rather than measured, why (`defense::sieve::config::scripted_difference`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decided: Option<String>,
     pub n_clean: u64,
     pub n_attacked: u64,
     /// Errored episodes, outside the rates, of `episodes` in all.
@@ -74,6 +78,22 @@ pub const FOOTNOTES: &[&str] = &[
     "Variants: no-X drops a term of S_align and renormalises the rest; layer1-only blocks every deviation; no-graph-update does not add approved calls to the graph; dynamic-prov takes S_prov from the per-tool trust table; sieve@<setting>=<x> is a sweep point.",
 ];
 
+/// The table's footnotes: [`FOOTNOTES`], then one line per variant row whose difference
+/// from `sieve` the simulation or the construction decides (the row's `decided`).
+pub fn footnotes(rows: &[AblationRow]) -> Vec<String> {
+    let mut out: Vec<String> = FOOTNOTES.iter().map(|s| s.to_string()).collect();
+    let mut seen: Vec<&str> = Vec::new();
+    for r in rows {
+        if let Some(why) = &r.decided
+            && !seen.contains(&r.defense.as_str())
+        {
+            seen.push(&r.defense);
+            out.push(format!("{}: not measured, {why}.", r.defense));
+        }
+    }
+    out
+}
+
 /// `a - b`, with float noise from different summation orders flushed to 0.
 fn diff(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     let d = a? - b?;
@@ -110,6 +130,10 @@ pub fn rows(summary_rows: &[Row], order: &[String]) -> Vec<AblationRow> {
                 defense: r.defense.clone(),
                 scripted_roles: r.scripted_roles.clone(),
                 scripted: crate::aggregate::metrics::roles_text(r),
+                decided: crate::defense::sieve::config::scripted_difference(
+                    &r.defense,
+                    r.scripted_roles.as_ref(),
+                ),
                 n_clean: r.n_clean,
                 n_attacked: r.n_attacked,
                 errors: r.errors,

@@ -382,7 +382,7 @@ fn asr_at_k_figure(i: usize, s: &super::adaptive::SearchDoc) -> Figure {
             c.unit,
             c.feedback,
             if c.heldout_asr.is_some() {
-                "; the held-out markers are the best seed and the best template scored on held-out cells (the headline)"
+                "; the held-out markers are the best seed and the best template scored on held-out cells (the headline is their fresh-seed replay, in the summary)"
             } else {
                 ""
             },

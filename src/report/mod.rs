@@ -735,13 +735,14 @@ fn paired_ablation(
     ablation::pair_with_reference(&mut rows, records, |base, new| {
         policy.for_suites(base.iter().chain(new).map(|(_, o)| o.own))
     });
+    let footnotes = ablation::footnotes(&rows);
     let a = ablation::Ablation {
         simulated: summary.simulated,
         // The banner is added to every table below.
         note: None,
         model,
         rows,
-        footnotes: ablation::FOOTNOTES.iter().map(|s| s.to_string()).collect(),
+        footnotes,
     };
     let mut g = ablation::grid(&a);
     g.id = "ablation".into();

@@ -289,6 +289,35 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
         )
         .better(Better::Lower),
         Column::figure(
+            "tokens_per_clean_episode",
+            "Tok/clean",
+            "Tokens per clean episode: what the defense costs where nothing attacks it (the base of the relative cost).",
+            Show::File,
+            |r: &Row| Value::tokens(r.tokens_per_clean_episode, r.usage_estimated > 0),
+        )
+        .better(Better::Lower),
+        Column::figure(
+            "tokens_per_attacked_episode",
+            "Tok/att",
+            "Tokens per attacked episode (a defense that stops attacked episodes spends less here, which says nothing of its price).",
+            Show::File,
+            |r: &Row| Value::tokens(r.tokens_per_attacked_episode, r.usage_estimated > 0),
+        ),
+        Column::figure(
+            "calls_per_clean_episode",
+            "Calls/clean",
+            "Model and embedding API calls per clean episode, every role.",
+            Show::File,
+            |r: &Row| Value::num(r.calls_per_clean_episode, 1),
+        ),
+        Column::figure(
+            "calls_per_attacked_episode",
+            "Calls/att",
+            "Model and embedding API calls per attacked episode, every role.",
+            Show::File,
+            |r: &Row| Value::num(r.calls_per_attacked_episode, 1),
+        ),
+        Column::figure(
             "n_clean",
             "n clean",
             "Clean (no attack) episodes: the denominator of BU.",
@@ -298,7 +327,7 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
         Column::figure(
             "token_overhead_vs_none",
             "×none",
-            "Tokens per episode ÷ those of `none` on the same suite, attack and model.",
+            "Tokens per clean episode ÷ those of `none` on the same suite, attack and model (every episode when the row has no clean one): a defense that stops attacked episodes does not look cheap for it.",
             Show::Extra,
             |r: &Row| r.token_overhead_vs_none.map_or(Value::Missing, Value::Factor),
         ),
@@ -644,7 +673,7 @@ pub fn efficiency(rows: &[Row]) -> Grid {
     columns.push(Column::figure(
         "token_overhead_vs_none",
         "×none",
-        "Tokens per episode ÷ those of `none` on the same suite, attack and model.",
+        "Tokens per clean episode ÷ those of `none` on the same suite, attack and model (every episode when the row has no clean one): a defense that stops attacked episodes does not look cheap for it.",
         Show::Default,
         |r: &Row| {
             r.token_overhead_vs_none

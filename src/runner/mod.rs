@@ -103,21 +103,20 @@ impl std::fmt::Display for JobKey {
 }
 
 impl JobKey {
-    /// The part of the key that seeds the episode: suite, task pair, attack and the agent
-    /// model's [`seed_name`](crate::model::ChatModel::seed_name), nothing else. Leaving
-    /// out the defense (and its settings), the other roles' models and the scripted
-    /// knobs gives every setting the same random draws for the same episode (common
-    /// random numbers): a `sim:p=<x>` agent obeys in the same episodes and a scripted
-    /// judge draws the same scores for the same calls whatever defense runs and whatever
-    /// quality the judge is given, so differences between two settings come from the
-    /// settings, not from luck. The record's key (this key's text form) still names the
-    /// whole model.
+    /// The part of the key that seeds the episode: suite, task pair and the agent model's
+    /// [`seed_name`](crate::model::ChatModel::seed_name), nothing else. Leaving out the
+    /// attack (its name and so its template), the defense (and its settings), the other
+    /// roles' models and the scripted knobs gives every setting the same random draws
+    /// for the same episode (common random numbers): a `sim:p=<x>` agent obeys in the
+    /// same episodes and a scripted judge draws the same scores for the same calls
+    /// whatever template, defense or judge quality runs, so differences between two
+    /// templates or two settings come from them, not from luck. The record's key (this
+    /// key's text form) still names the whole setting.
     pub fn seed_identity(&self, seed_model: &str) -> String {
         [
             self.suite.as_str(),
             self.user_task.as_str(),
             self.injection_task.as_deref().unwrap_or("-"),
-            self.attack.as_deref().unwrap_or("-"),
             seed_model,
         ]
         .join("|")
@@ -766,19 +765,19 @@ mod tests {
 
     #[test]
     fn settings_share_an_episode_seed_and_the_episode_changes_it() {
-        let k = |d: &str, model: &str, ut: &str, seed: u64| {
+        let ka = |d: &str, model: &str, ut: &str, seed: u64, attack: &str| {
             let key = JobKey {
                 suite: "dojo-style/banking".into(),
                 user_task: ut.into(),
                 injection_task: Some("injection_task_0".into()),
-                attack: Some("important".into()),
+                attack: Some(attack.into()),
                 defense: d.into(),
                 model: model.into(),
                 seed,
             };
             assert_eq!(
                 key.to_string(),
-                format!("dojo-style/banking|{ut}|injection_task_0|important|{d}|{model}|{seed}"),
+                format!("dojo-style/banking|{ut}|injection_task_0|{attack}|{d}|{model}|{seed}"),
                 "the record key keeps its text form"
             );
             let seed_model = match model.strip_prefix("sim:") {
@@ -794,6 +793,7 @@ mod tests {
             };
             episode_seed(&key.seed_identity(&seed_model), seed)
         };
+        let k = |d: &str, model: &str, ut: &str, seed: u64| ka(d, model, ut, seed, "important");
         let base = k("none", "sim:p=0.5", "user_task_0", 0);
         assert_eq!(base, k("sieve:no-causal", "sim:p=0.5", "user_task_0", 0));
         // The scripted profile's knobs are settings compared on the same draws.
@@ -807,5 +807,10 @@ mod tests {
         assert_ne!(base, k("none", "openai:gpt-4o", "user_task_0", 0));
         assert_ne!(base, k("none", "sim:p=0.5", "user_task_1", 0));
         assert_ne!(base, k("none", "sim:p=0.5", "user_task_0", 1));
+        // Templates are compared on the same draws: the attack's name seeds nothing.
+        assert_eq!(
+            base,
+            ka("none", "sim:p=0.5", "user_task_0", 0, "important_copy")
+        );
     }
 }

@@ -6,8 +6,11 @@
 //! (the scripted `sim-attacker` mutates a parent drawn from the top five, or an attacker
 //! model rewrites it), which is scored on the development cells and joins the pool. The
 //! curve ASR@k is the best development ASR after k queries. For the `universal` unit the
-//! best template and the best seed are then scored on the held-out user tasks, and the
-//! held-out ASR is the headline.
+//! best template and the best seed are then scored on the held-out user tasks. Selection
+//! is kept apart from evaluation: the best template and the best seed, picked at the run
+//! seed, are re-scored on every cell at [`REPLAY_SEEDS`] fresh seeds, and that ASR is the
+//! headline (a pick on one seed's draws regresses on others). Episode draws never depend
+//! on the template (common random numbers), so templates are compared on the same luck.
 //!
 //! Identity: the unit, the feedback tier, the budget, the seed, the suite, the defense,
 //! the models and the attacker; a folder holding another identity is refused. Every
@@ -191,6 +194,19 @@ pub struct Outcomes {
     /// `universal` only: held-out ASR of the best seed and of the best template.
     pub heldout_static_asr: Option<f64>,
     pub heldout_asr: Option<f64>,
+    /// How many fresh seeds the selected templates were re-scored on ([`REPLAY_SEEDS`]).
+    #[serde(default)]
+    pub fresh_seeds: u64,
+    /// The headline: the best seed's and the best template's ASR over every cell
+    /// (development and held-out) at [`REPLAY_SEEDS`] seeds other than the one they were
+    /// selected at (selection kept apart from evaluation).
+    #[serde(default)]
+    pub fresh_static_asr: f64,
+    #[serde(default)]
+    pub fresh_asr: f64,
+    /// Episodes the fresh-seed replay ran (not counted against the budget).
+    #[serde(default)]
+    pub fresh_episodes: usize,
     pub queries: usize,
     pub episodes: usize,
     pub heldout_episodes: usize,
@@ -646,6 +662,18 @@ pub async fn search(
         heldout_static_asr = Some(st.rate(&pool[static_idx].0, &s, 0, None).asr);
         heldout_asr = Some(st.rate(&pool[best_idx].0, &b, 0, None).asr);
     }
+    // Selection kept apart from evaluation: the best template and the best seed were
+    // picked on the development cells at the run seed, where luck favours the pick; both
+    // are re-scored on every cell at fresh seeds, and that is the headline.
+    let replay_cells: Vec<Cell> = dev.iter().chain(heldout.iter()).copied().collect();
+    let (fresh_static_asr, fresh_asr, fresh_episodes) = replay(
+        victim,
+        &pool[static_idx].0,
+        &pool[best_idx].0,
+        &replay_cells,
+    )
+    .await;
+    st.victim_cost.add(&fresh_episodes.1);
     let lib = output::library(
         &settings,
         &pool,
@@ -665,6 +693,10 @@ pub async fn search(
         best_asr: pool[best_idx].1.asr,
         heldout_static_asr,
         heldout_asr,
+        fresh_seeds: REPLAY_SEEDS,
+        fresh_static_asr,
+        fresh_asr,
+        fresh_episodes: fresh_episodes.0,
         queries,
         episodes: st.episodes,
         heldout_episodes,
@@ -682,6 +714,57 @@ pub async fn search(
     };
     output::write(out, &outcomes, &lib).map_err(|e| SearchError::Failed(e.to_string()))?;
     Ok(outcomes)
+}
+
+/// How many fresh seeds the search re-scores its selected templates on.
+pub const REPLAY_SEEDS: u64 = 3;
+
+/// The seed of fresh replay `k` (1-based) after a search at `seed`: never the search's.
+fn fresh_seed(seed: u64, k: u64) -> u64 {
+    seed.wrapping_add(k.wrapping_mul(0x9E37_79B9_7F4A_7C15)) ^ 0xF2E5_4000
+}
+
+/// Scores `static_best` and `best` on `cells` at [`REPLAY_SEEDS`] fresh seeds: their
+/// ASRs, and the episodes run with what they cost. Cells are not cached: the cache holds
+/// the search seed's episodes.
+async fn replay(
+    victim: &Victim<'_>,
+    static_best: &Candidate,
+    best: &Candidate,
+    cells: &[Cell],
+) -> (f64, f64, (usize, CostMeter)) {
+    let mut cost = CostMeter::default();
+    let mut episodes = 0usize;
+    let mut asr = [0.0f64; 2];
+    for (n, cand) in [static_best, best].into_iter().enumerate() {
+        let attack = library_entry_attack(cand);
+        let hash = cand.hash();
+        let (mut wins, mut total) = (0usize, 0usize);
+        for k in 1..=REPLAY_SEEDS {
+            let fresh = Victim {
+                suite: victim.suite,
+                defense: victim.defense.clone(),
+                models: victim.models,
+                schemas: victim.schemas.clone(),
+                max_steps: victim.max_steps,
+                seed: fresh_seed(victim.seed, k),
+                attack_model_name: victim.attack_model_name.clone(),
+            };
+            for &c in cells {
+                let r = fresh.score(&attack, &hash, c).await;
+                total += 1;
+                if r.ran {
+                    episodes += 1;
+                }
+                cost.add(&r.cost);
+                if r.outcome == Outcome::Success {
+                    wins += 1;
+                }
+            }
+        }
+        asr[n] = wins as f64 / total.max(1) as f64;
+    }
+    (asr[0], asr[1], (episodes, cost))
 }
 
 fn point(

@@ -73,6 +73,18 @@ impl Suite {
         self.reorderings.get_or_init(|| of_suite(self))
     }
 
+    /// What `task`'s agent reads in the prompts and in all ([`sight::task_sights`]), found
+    /// on first use; `None` for a suite whose environment runs in a provider.
+    pub fn task_sight(
+        &self,
+        task: &crate::ids::TaskId,
+    ) -> Option<std::sync::Arc<sight::TaskSight>> {
+        self.sights
+            .get_or_init(|| sight::task_sights(self))
+            .get(task)
+            .cloned()
+    }
+
     /// Every valid alternative to `task`'s reference behaviour, as `check-suites` proves
     /// them: the variant corpus's, then the reordered reference plans with the reference
     /// answer. A `varied` agent draws among these.

@@ -263,6 +263,9 @@ pub struct Suite {
     /// make ([`alternatives`]), found on first use ([`Suite::reorderings`]): only a `varied`
     /// agent and `check-suites` read them.
     pub(crate) reorderings: std::sync::OnceLock<BTreeMap<TaskId, Vec<Vec<PlannedCall>>>>,
+    /// For each user task, what its agent reads in the prompts and in all
+    /// ([`sight::TaskSight`]), found on first use ([`Suite::task_sight`]).
+    pub(crate) sights: std::sync::OnceLock<BTreeMap<TaskId, Arc<sight::TaskSight>>>,
     /// SHA-256 of every file in the suite folder: records carry it, so a resumed run
     /// never mixes episodes of two versions of a suite.
     pub fingerprint: String,
@@ -605,6 +608,7 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
         injectable: BTreeMap::new(),
         data_only: Vec::new(),
         reorderings: std::sync::OnceLock::new(),
+        sights: std::sync::OnceLock::new(),
         fingerprint: fingerprint(dir).map_err(|e| {
             SuiteError::at(
                 dir,

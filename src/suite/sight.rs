@@ -7,7 +7,14 @@
 //! Tool schemas and a defense's additions to the system prompt are not in it: the first
 //! describe tools rather than hold facts, the second differ by defense.
 
-use super::{InjectionTask, Suite, UserTask, run_plan};
+use super::check::loose_eq;
+use super::facts::FactValue;
+use super::trace::{View, facts_of, shows_in, text_facts};
+use super::{InjectionTask, PlannedCall, Suite, UserTask, run_plan};
+use crate::ids::TaskId;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The system prompt every agent gets, before a defense's additions.
 pub fn system_prompt(suite: &Suite) -> String {
@@ -111,6 +118,147 @@ pub fn seen_while_following(
     Seen {
         before,
         outputs: attacker_outputs.to_vec(),
+    }
+}
+
+/// What a user task's agent reads before any tool output (the two prompts as the suite
+/// writes them and the tools' schemas) and what its reference agent has read once its
+/// plan is done: a fact in the second but not the first comes from a tool output.
+#[derive(Debug)]
+pub struct TaskSight {
+    prompts: View,
+    everything: View,
+}
+
+/// The facts a plan's calls and an answer take from tool outputs ([`needs`]): the scripted
+/// agent makes a call, or states an answer fact, only where what it was shown still
+/// shows them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Needs {
+    /// Per call of the plan: each argument with the facts it takes from tool outputs.
+    pub calls: Vec<Vec<(String, Vec<Value>)>>,
+    /// Each fact the answer states with the facts it takes from tool outputs (the fact
+    /// itself, or for a value the task works out, what its `derived` note names).
+    pub answer: Vec<(Value, Vec<Value>)>,
+}
+
+impl Needs {
+    /// Whether nothing is taken from a tool output.
+    pub fn is_empty(&self) -> bool {
+        self.calls.iter().all(Vec::is_empty) && self.answer.is_empty()
+    }
+}
+
+/// The [`TaskSight`] of every user task of a suite whose environment runs here.
+pub fn task_sights(suite: &Suite) -> BTreeMap<TaskId, Arc<TaskSight>> {
+    let schemas: String = suite
+        .tools
+        .iter()
+        .map(|t| format!("{}\n{}\n", t.description, t.parameters))
+        .collect();
+    suite
+        .user_tasks
+        .iter()
+        .map(|t| {
+            let seen = seen(suite, t);
+            let prompts = View::new(format!("{}\n{schemas}", seen.up_to(0)));
+            let everything = View::new(format!("{}\n{schemas}", seen.everything()));
+            (
+                t.id.clone(),
+                Arc::new(TaskSight {
+                    prompts,
+                    everything,
+                }),
+            )
+        })
+        .collect()
+}
+
+/// What `plan` and `answer` (the reference, or one of the task's alternatives) take from
+/// tool outputs: every fact of a call's arguments (a number given to a read tool is the
+/// agent's choice, not a fact) or of the answer that the reference agent reads in an
+/// output and not in the prompts. An argument or answer value the task works out
+/// (`derived`) takes the facts its note names instead. Empty for a suite whose
+/// environment runs in a provider.
+pub fn needs(suite: &Suite, task: &UserTask, plan: &[PlannedCall], answer: &str) -> Needs {
+    let Some(sight) = suite.task_sight(&task.id) else {
+        return Needs::default();
+    };
+    let from_outputs = |facts: Vec<Value>| -> Vec<Value> {
+        facts
+            .into_iter()
+            .filter(|f| !shows_in(&sight.prompts, f) && shows_in(&sight.everything, f))
+            .collect()
+    };
+    // A call the reference plan makes at step j: its `derived` notes are `j.<arg>`.
+    let reference_step = |call: &PlannedCall| {
+        task.plan
+            .iter()
+            .position(|c| c.tool == call.tool && loose_eq(&c.args, &call.args))
+    };
+    let calls = plan
+        .iter()
+        .map(|call| {
+            let reads = suite
+                .tools
+                .get(call.tool.as_str())
+                .is_some_and(|t| t.kind == crate::tools::ToolKind::Read);
+            let step = reference_step(call);
+            let Some(args) = call.args.as_object() else {
+                return Vec::new();
+            };
+            args.iter()
+                .filter(|(_, v)| !(reads && v.is_number()))
+                .filter_map(|(k, v)| {
+                    let note = step.and_then(|j| task.derived.get(&format!("{j}.{k}")));
+                    let facts = from_outputs(match note {
+                        Some(note) => text_facts(note),
+                        None => facts_of(v),
+                    });
+                    (!facts.is_empty()).then(|| (k.clone(), facts))
+                })
+                .collect()
+        })
+        .collect();
+    let mut stated = text_facts(answer);
+    for facts in task.utility.facts() {
+        for f in &facts.0 {
+            match &f.value {
+                FactValue::Text(t) => stated.push(Value::String(t.clone())),
+                FactValue::Items(items) => {
+                    stated.extend(items.iter().map(|i| Value::String(i.clone())))
+                }
+                _ => {}
+            }
+        }
+    }
+    let answer_view = View::new(answer.to_string());
+    let worked_out: Vec<(&str, &String)> = task
+        .derived
+        .iter()
+        .filter_map(|(k, note)| k.strip_prefix("answer.").map(|v| (v, note)))
+        .collect();
+    let mut answer_needs: Vec<(Value, Vec<Value>)> = Vec::new();
+    for fact in stated {
+        // A utility fact the answer does not state is nothing the answer omits.
+        if !shows_in(&answer_view, &fact) || answer_needs.iter().any(|(f, _)| f == &fact) {
+            continue;
+        }
+        let note = worked_out
+            .iter()
+            .find(|(v, _)| shows_in(&View::new((*v).to_string()), &fact))
+            .map(|(_, note)| note);
+        let facts = from_outputs(match note {
+            Some(note) => text_facts(note),
+            None => vec![fact.clone()],
+        });
+        if !facts.is_empty() {
+            answer_needs.push((fact, facts));
+        }
+    }
+    Needs {
+        calls,
+        answer: answer_needs,
     }
 }
 

@@ -26,6 +26,7 @@ static GROUPED_CODE: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// Text the agent has read, searched as it is and folded, built once per step.
+#[derive(Debug)]
 pub struct View {
     text: String,
     folded: String,

@@ -37,6 +37,7 @@ mod report_cli;
 mod roles_http;
 mod run_cli;
 mod search_limits;
+mod scripted_reading;
 mod suite_errors;
 mod suite_fixes;
 mod suite_sight;

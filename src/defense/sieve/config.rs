@@ -502,6 +502,45 @@ impl SieveConfig {
     }
 }
 
+/// Whether the difference of `defense` (a SIEVE variant as reports name it,
+/// `sieve:no-sem`) from full SIEVE is fixed by a scripted role or by construction rather
+/// than measured, given the roles no LLM played in its row: the reason, for the row's
+/// note. `None` for a variant whose difference is measured, or when the roles that decide
+/// it are real models.
+pub fn scripted_difference(
+    defense: &str,
+    roles: Option<&crate::model::ScriptedRoles>,
+) -> Option<String> {
+    use crate::model::Component;
+    let variant = defense.strip_prefix("sieve:")?;
+    let role = |c: Component| roles.and_then(|r| r.get(&c));
+    match variant {
+        "no-sem" => role(Component::Embedding).map(|e| {
+            format!(
+                "decided by the {}: S_sem from it measures word overlap, not meaning, so dropping it removes a term no model computed",
+                e.label
+            )
+        }),
+        "no-graph-update" => role(Component::Judge).map(|j| {
+            format!(
+                "decided by the {}: it scores an identical call identically, so judging a repeated approved call again approves it again; only a real judge's drift between calls is measured here",
+                j.label
+            )
+        }),
+        "no-causal" => role(Component::Judge).map(|j| {
+            format!(
+                "decided by the {}: the sign and size of the difference follow the judge quality the row is given (judge_auc), not a measured judge",
+                j.label
+            )
+        }),
+        "no-prov" => Some(
+            "decided by construction: static provenance gives every tool output the same trust (0.5), so most escalated calls have S_prov at the threshold and dropping it mostly renormalises the other terms; `dynamic-prov` is the variant whose provenance differs by source"
+                .to_string(),
+        ),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -94,6 +94,7 @@ impl Harness {
                 false,
             )),
             alternatives: Vec::new(),
+            needs: Vec::new(),
         });
         Harness {
             tools: suite.tools.schemas(),
