@@ -330,7 +330,14 @@ fn latex_of_24_defenses_fits_the_text_width() {
     let latex = std::fs::read_to_string(&file).unwrap();
     // The note once, as a footnote; every caption short and marked simulated.
     assert_eq!(latex.matches("SIMULATED: ").count(), 1, "note repeated");
-    assert_eq!(latex.matches("\\footnotetext{SIMULATED: ").count(), 1);
+    assert_eq!(
+        latex.matches("\\textsuperscript{*}\\,SIMULATED: ").count(),
+        1
+    );
+    assert!(
+        !latex.contains("\\footnotemark"),
+        "a counted mark in a caption"
+    );
     let captions: Vec<&str> = latex
         .lines()
         .filter(|l| l.starts_with("\\caption["))
