@@ -69,8 +69,9 @@ pub struct Shared {
 /// and what to say about it.
 pub fn shared(rows: &[Row]) -> Shared {
     let mut suites: BTreeMap<(&str, &str), BTreeSet<&str>> = BTreeMap::new();
-    // Episodes per (defense, model) and suite, attacks together.
-    let mut episodes: BTreeMap<(&str, &str), BTreeMap<&str, u64>> = BTreeMap::new();
+    // Per (defense, model) and suite: attacked episodes over its attacks, and the clean
+    // episodes (repeated on every attack's row of the suite: counted once).
+    let mut counts: BTreeMap<(&str, &str), BTreeMap<&str, (u64, u64)>> = BTreeMap::new();
     for r in rows
         .iter()
         .filter(|r| r.suite != ALL_SUITES && !r.suite.contains('+'))
@@ -79,23 +80,18 @@ pub fn shared(rows: &[Row]) -> Shared {
             .entry((&r.defense, &r.model))
             .or_default()
             .insert(&r.suite);
-        *episodes
+        let c = counts
             .entry((&r.defense, &r.model))
             .or_default()
             .entry(&r.suite)
-            .or_default() += r.n_attacked;
+            .or_default();
+        c.0 += r.n_attacked;
+        c.1 = c.1.max(r.n_clean);
     }
-    // Clean episodes are repeated on every attack's row of a suite: count them once.
-    for r in rows
-        .iter()
-        .filter(|r| r.suite != ALL_SUITES && !r.suite.contains('+'))
-    {
-        let e = episodes
-            .get_mut(&(r.defense.as_str(), r.model.as_str()))
-            .and_then(|m| m.get_mut(r.suite.as_str()))
-            .expect("counted above");
-        *e = (*e).max(r.n_attacked + r.n_clean);
-    }
+    let episodes: BTreeMap<(&str, &str), BTreeMap<&str, u64>> = counts
+        .into_iter()
+        .map(|(k, by)| (k, by.into_iter().map(|(s, (a, c))| (s, a + c)).collect()))
+        .collect();
     if suites.len() < 2 {
         return Shared::default();
     }

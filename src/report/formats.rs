@@ -235,7 +235,7 @@ const PAD_PT: f64 = 12.0;
 /// attack with its provenance-bypass suffix) wrap in a box this wide. Narrowed, down to
 /// [`KEY_WRAP_MIN_PT`], when the labels leave too little room for the figures.
 const KEY_WRAP_PT: f64 = 110.0;
-const KEY_WRAP_MIN_PT: f64 = 50.0;
+const KEY_WRAP_MIN_PT: f64 = 34.0;
 
 /// A generous estimate of `text`'s width in points at `\small` (9 pt Computer Modern).
 fn latex_text_pt(text: &str) -> f64 {
@@ -415,7 +415,7 @@ impl Layout {
     /// The figure columns of the parts: as few parts as fit `width` (at most
     /// [`MAX_DATA_COLUMNS`] figures each), the figures spread evenly over them; `None`
     /// when no split leaves every part [`MIN_DATA_COLUMNS`] figures.
-    fn split(&self, width: f64) -> Option<Vec<Vec<usize>>> {
+    fn split(&self, width: f64, least: usize) -> Option<Vec<Vec<usize>>> {
         let keys: f64 = (0..self.grid.columns.len())
             .filter(|&c| self.is_key(c))
             .map(|c| self.column_pt(c))
@@ -428,7 +428,7 @@ impl Layout {
         if n == 0 {
             return Some(vec![Vec::new()]);
         }
-        let least = MIN_DATA_COLUMNS.min(n);
+        let least = least.min(n);
         for k in n.div_ceil(MAX_DATA_COLUMNS)..=n {
             if n / k < least {
                 break;
@@ -458,17 +458,19 @@ impl Layout {
             .filter(|&c| self.is_key(c))
             .collect();
         let split = loop {
-            if let Some(s) = self.split(width) {
+            if let Some(s) = self.split(width, MIN_DATA_COLUMNS) {
                 break s;
             }
             if self.wrap <= KEY_WRAP_MIN_PT {
-                // Nothing fits three figures a part: one figure column a part.
-                break (0..self.grid.columns.len())
-                    .filter(|&c| !self.is_key(c))
-                    .map(|c| vec![c])
-                    .collect();
+                // Nothing fits three figures a part: as few parts as fit.
+                break self.split(width, 1).unwrap_or_else(|| {
+                    (0..self.grid.columns.len())
+                        .filter(|&c| !self.is_key(c))
+                        .map(|c| vec![c])
+                        .collect()
+                });
             }
-            self.wrap = (self.wrap - 10.0).max(KEY_WRAP_MIN_PT);
+            self.wrap = (self.wrap - 8.0).max(KEY_WRAP_MIN_PT);
         };
         split
             .into_iter()

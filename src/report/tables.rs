@@ -640,7 +640,7 @@ pub fn views(aggregate: &Aggregate, summary_rows: &[Row], order: &Order) -> View
     let per_defense = finish(
         dm.iter()
             .filter_map(|(d, m)| {
-                aggregate.pooled_row(ALL_SUITES, ALL_SUITES, d, m, |k| pooled(&k.suite))
+                aggregate.pooled_row(ALL_SUITES, ALL_SUITES, d, m, |k| pooled(k.suite.as_str()))
             })
             .collect(),
     );
@@ -665,7 +665,7 @@ pub fn views(aggregate: &Aggregate, summary_rows: &[Row], order: &Order) -> View
                 .map(|r| r.suite.as_str())
                 .collect();
             per_attack.extend(aggregate.pooled_row(ALL_SUITES, a, d, m, |k| {
-                if !pooled(&k.suite) {
+                if !pooled(k.suite.as_str()) {
                     false
                 } else if k.attacked {
                     k.label.as_ref() == Some(a)
