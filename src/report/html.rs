@@ -169,6 +169,19 @@ fn merge_roles(grid: &Grid) -> Grid {
     g.select(&keep)
 }
 
+/// A header's break points: after a name's own separators (`_ + / @ = :`), so a long
+/// attack or defense name wraps there and never inside a word.
+fn header_breaks(title: &str) -> String {
+    let mut out = String::new();
+    for c in title.chars() {
+        out.push(c);
+        if matches!(c, '_' | '+' | '/' | '@' | '=' | ':') {
+            out.push_str("<wbr>");
+        }
+    }
+    out
+}
+
 /// A grid as an HTML table whose cells open their drill-down.
 fn table_markup(grid: &Grid, notes_keys: &[(String, String)]) -> String {
     let mut s = String::from("<div class=\"tablewrap\"><table><thead><tr>");
@@ -179,7 +192,7 @@ fn table_markup(grid: &Grid, notes_keys: &[(String, String)]) -> String {
             s,
             "<th title=\"{}\">{}</th>",
             esc(&c.doc),
-            esc(&c.title).replace('_', "_<wbr>")
+            header_breaks(&esc(&c.title))
         )
         .unwrap();
     }
