@@ -34,7 +34,7 @@ g.drill:hover circle.point,g.drill:hover rect{stroke:#000;stroke-width:1.5}
 .tag.attacked{background:#D55E00}.tag.defended{background:#009E73}.tag.clean{background:#0072B2}.tag.error{background:#555}
 .foot{color:#555;font-size:12px}
 /* Last, so that it overrides the rules above at narrow widths. */
-@media (max-width:1100px){main{padding:10px 12px}th,td{padding:2px 4px;font-size:13px}th{min-width:0}td small{display:none}}
+@media (max-width:1100px){main{padding:10px 12px}th,td{padding:2px 4px;font-size:13px}th{min-width:0;font-size:11px;padding:2px 3px}td small{display:none}}
 "#;
 
 /// Shows the episodes of the cell an element names (its `data-*` attributes; a missing
