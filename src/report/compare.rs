@@ -553,19 +553,31 @@ pub fn compare(
 /// The table's power note: one line per gated metric and threshold, however many rows
 /// lack the episodes (the verdict column marks which), with the episodes needed and had.
 fn power_note(underpowered: &[(String, super::power::Shortfall)], rows: usize) -> String {
-    let mut groups: Vec<(&'static str, f64, Vec<&super::power::Shortfall>, Vec<&str>)> = Vec::new();
+    /// The rows short of one metric's threshold.
+    struct Group<'a> {
+        metric: &'static str,
+        threshold: f64,
+        shorts: Vec<&'a super::power::Shortfall>,
+        labels: Vec<&'a str>,
+    }
+    let mut groups: Vec<Group<'_>> = Vec::new();
     for (label, s) in underpowered {
         match groups
             .iter_mut()
-            .find(|g| g.0 == s.metric && g.1 == s.threshold)
+            .find(|g| g.metric == s.metric && g.threshold == s.threshold)
         {
             Some(g) => {
-                g.2.push(s);
-                if !g.3.contains(&label.as_str()) {
-                    g.3.push(label);
+                g.shorts.push(s);
+                if !g.labels.contains(&label.as_str()) {
+                    g.labels.push(label);
                 }
             }
-            None => groups.push((s.metric, s.threshold, vec![s], vec![label])),
+            None => groups.push(Group {
+                metric: s.metric,
+                threshold: s.threshold,
+                shorts: vec![s],
+                labels: vec![label],
+            }),
         }
     }
     let range = |v: Vec<u64>| {
@@ -577,7 +589,13 @@ fn power_note(underpowered: &[(String, super::power::Shortfall)], rows: usize) -
         }
     };
     let mut text = String::new();
-    for (metric, threshold, shorts, labels) in groups {
+    for Group {
+        metric,
+        threshold,
+        shorts,
+        labels,
+    } in groups
+    {
         let example = if labels.len() == 1 {
             format!(" ({})", labels[0])
         } else {
