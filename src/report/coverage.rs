@@ -65,13 +65,16 @@ pub struct Shared {
     pub note: Option<String>,
 }
 
+/// A row of the pooled views: its defense and model.
+type RowKey<'a> = (&'a str, &'a str);
+
 /// The coverage of the summary's per-suite rows: which suites the pooled views may use,
 /// and what to say about it.
 pub fn shared(rows: &[Row]) -> Shared {
     let mut suites: BTreeMap<(&str, &str), BTreeSet<&str>> = BTreeMap::new();
     // Per (defense, model) and suite: attacked episodes over its attacks, and the clean
     // episodes (repeated on every attack's row of the suite: counted once).
-    let mut counts: BTreeMap<(&str, &str), BTreeMap<&str, (u64, u64)>> = BTreeMap::new();
+    let mut counts: BTreeMap<RowKey<'_>, BTreeMap<&str, (u64, u64)>> = BTreeMap::new();
     for r in rows
         .iter()
         .filter(|r| r.suite != ALL_SUITES && !r.suite.contains('+'))
@@ -88,7 +91,7 @@ pub fn shared(rows: &[Row]) -> Shared {
         c.0 += r.n_attacked;
         c.1 = c.1.max(r.n_clean);
     }
-    let episodes: BTreeMap<(&str, &str), BTreeMap<&str, u64>> = counts
+    let episodes: BTreeMap<RowKey<'_>, BTreeMap<&str, u64>> = counts
         .into_iter()
         .map(|(k, by)| (k, by.into_iter().map(|(s, (a, c))| (s, a + c)).collect()))
         .collect();
