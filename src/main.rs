@@ -46,7 +46,7 @@ struct Cli {
 enum Command {
     /// Run episodes and print the summary table. Rerunning the same command resumes.
     #[command(
-        after_help = "Examples:\n  sieve-bench run --suite banking --attack important --defense none,sieve\n  sieve-bench run --suite all --attack all --defense none,sieve --seeds 3\n  sieve-bench run --suite slack --defense sieve --model openai:gpt-4o-mini --planner-model openai:gpt-4o-mini --judge-model openai:gpt-4o-mini\n  sieve-bench run --suite all --shard 0/4 --out results/shard-0\n  sieve-bench run --suite banking --attack important --columns asr,ua,w_asr,eds\n\nModels (--model, --planner-model, --judge-model): sim:obedient, sim:oracle, sim:p=<x>,\nsim:...,varied, sim:...,judge_auc=<x>, openai:<model> (any OpenAI-compatible endpoint), or a named\nendpoint from configs/models.toml (see `list models`).\nDefenses (--defense): none, audit, sieve, sieve:<variant> (see `list defenses`)."
+        after_help = run_after_help()
     )]
     Run {
         #[command(flatten)]
@@ -77,13 +77,11 @@ enum Command {
         suite: String,
     },
     /// List what can be selected.
-    ///
-    /// Examples:
-    ///   sieve-bench list suites
-    ///   sieve-bench list tasks --suite banking
-    ///   sieve-bench list samples --suite lure-style
-    ///   sieve-bench list defenses
+    #[command(
+        after_help = "Examples:\n  sieve-bench list suites\n  sieve-bench list tasks --suite banking\n  sieve-bench list samples --suite lure-style\n  sieve-bench list defenses"
+    )]
     List {
+        /// What to list.
         #[arg(value_enum)]
         what: ListWhat,
         /// For `tasks` and `samples`: which suites (`all`, a family, `family/suite` or a name).
@@ -168,12 +166,12 @@ enum AttackCommand {
     /// Search for templates against one defense within a budget; prints ASR@k beside
     /// the static ASR and writes the curve, the results and the payload library.
     #[command(
-        after_help = "Examples:\n  sieve-bench attack search --suite banking --defense keyword_filter --budget-episodes 400\n  sieve-bench attack search --unit vector:injection_bill_note --feedback diagnosis --seed 3\n  sieve-bench attack search --attacker openai:gpt-4o-mini --budget-attacker-tokens 200000\n  sieve-bench run --suite banking --attack library:results/search-banking-keyword_filter-0 --defense none,sieve"
+        after_help = "Examples:\n  sieve-bench attack search --suite banking --defense keyword_filter\n  sieve-bench attack search --suite banking --defense keyword_filter --user-tasks user_task_0,user_task_1,user_task_2,user_task_3 --budget-episodes 400\n  sieve-bench attack search --unit vector:injection_bill_note --feedback diagnosis --seed 3\n  sieve-bench attack search --attacker openai:gpt-4o-mini --budget-attacker-tokens 200000\n  sieve-bench run --suite banking --attack library:results/search-banking-keyword_filter-0 --defense none,sieve"
     )]
     Search(Box<commands::attack::SearchArgs>),
     /// Score frozen payload libraries against several defenses (the transfer matrix).
     #[command(
-        after_help = "Example:\n  sieve-bench attack transfer --library results/search-banking-keyword_filter-0 --defense none,keyword_filter,sieve"
+        after_help = "Examples:\n  sieve-bench attack search --suite banking --defense keyword_filter --out results/search-banking-keyword_filter-0\n  sieve-bench attack transfer --library results/search-banking-keyword_filter-0 --defense none,keyword_filter,sieve\n  sieve-bench attack transfer --library results/search-banking-keyword_filter-0 --defense all --csv transfer.csv\n\nEach library's best payloads are scored on every cell of the suite (development and\nheld-out) against each defense; rows are payloads, columns defenses, cells ASR."
     )]
     Transfer(Box<commands::attack::TransferArgs>),
     /// Join the shards of a search over several targets (`--unit pairs|vectors --shard
@@ -192,6 +190,21 @@ enum ListWhat {
     Models,
     Tasks,
     Samples,
+}
+
+/// `run --help`'s closing part: the models and every defense `--defense` accepts (from
+/// the registry, so a new defense is listed without an edit here).
+fn run_after_help() -> String {
+    format!(
+        "Examples:\n  sieve-bench run --suite banking --attack important --defense none,sieve\n  sieve-bench run --suite all --attack all --defense none,sieve --seeds 3\n  sieve-bench run --suite slack --defense sieve --model openai:gpt-4o-mini --planner-model openai:gpt-4o-mini --judge-model openai:gpt-4o-mini\n  sieve-bench run --suite all --shard 0/4 --out results/shard-0\n  sieve-bench run --suite banking --attack important --columns asr,ua,w_asr,eds\n  sieve-bench run --suite banking --attack important --defense all\n\n\
+         Models (--model, --planner-model, --judge-model): sim:obedient, sim:oracle, sim:p=<x>,\n\
+         sim:...,varied, sim:...,judge_auc=<x>, openai:<model> (any OpenAI-compatible endpoint), or a named\n\
+         endpoint from configs/models.toml (see `list models`).\n\
+         Defenses (--defense, comma-separated): {}.\n\
+         `all` is every built-in defense; `exec:<command>` runs your own plugin (docs/defense-plugin.md);\n\
+         `list defenses` gives each one's mechanism and source.",
+        sieve_bench::defense::names().join(", ")
+    )
 }
 
 /// `--dry-run`: print the estimate; nothing is sent and nothing is written.
@@ -350,5 +363,80 @@ fn main() -> ExitCode {
             eprintln!("error: {}", escape::terminal(&e.to_string()));
             ExitCode::from(e.exit_code().clamp(1, 255) as u8)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// Every subcommand's `--help` gives every argument it shows a line of its own text
+    /// (issue 40: `attack transfer` listed five flags with nothing beside them).
+    #[test]
+    fn every_shown_argument_of_every_subcommand_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if arg.is_hide_set() || id == "help" || id == "version" {
+                    continue;
+                }
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("`{path}`: {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                if sub.get_name() != "help" {
+                    walk(sub, &format!("{path} {}", sub.get_name()), missing);
+                }
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "sieve-bench", &mut missing);
+        assert!(
+            missing.is_empty(),
+            "arguments without help:\n{}",
+            missing.join("\n")
+        );
+    }
+
+    /// `run --help` names every defense `--defense` accepts, `exec:` and `all` included.
+    #[test]
+    fn run_help_names_every_defense() {
+        let mut cmd = Cli::command();
+        let help = cmd
+            .find_subcommand_mut("run")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        for name in sieve_bench::defense::REGISTRY.iter().map(|e| e.name) {
+            assert!(help.contains(name), "run --help does not name `{name}`");
+        }
+        assert!(
+            help.contains("exec:<command>") && help.contains("`all`"),
+            "{help}"
+        );
+    }
+
+    /// `list --help` shows each example on a line of its own.
+    #[test]
+    fn list_help_examples_are_one_per_line() {
+        let mut cmd = Cli::command();
+        let help = cmd
+            .find_subcommand_mut("list")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        let examples: Vec<&str> = help
+            .lines()
+            .filter(|l| l.trim_start().starts_with("sieve-bench list"))
+            .collect();
+        assert_eq!(examples.len(), 4, "{help}");
+        assert!(
+            examples
+                .iter()
+                .all(|l| l.matches("sieve-bench").count() == 1),
+            "{help}"
+        );
     }
 }

@@ -51,9 +51,11 @@ pub struct SearchArgs {
     /// The feedback tier.
     #[arg(long, value_enum, default_value = "binary")]
     pub feedback: Feedback,
-    /// Victim episodes the search may run (the seeds' included; held-out scoring apart).
-    #[arg(long, default_value_t = 400)]
-    pub budget_episodes: usize,
+    /// Victim episodes the search may run (the seeds' included; held-out scoring apart)
+    /// [default: scoring the seed templates plus 20 candidates on the development cells,
+    /// per target].
+    #[arg(long, value_name = "N")]
+    pub budget_episodes: Option<usize>,
     /// Attacker tokens the search may spend (0: no cap).
     #[arg(long, default_value_t = 0)]
     pub budget_attacker_tokens: u64,
@@ -107,14 +109,19 @@ pub struct TransferArgs {
     /// The suite (default: the first library's).
     #[arg(long)]
     pub suite: Option<String>,
+    /// The victim agent's model (as in `run --model`).
     #[arg(long, default_value = "sim:obedient")]
     pub model: String,
+    /// Only these user task ids (comma-separated): the cells scored.
     #[arg(long, value_delimiter = ',')]
     pub user_tasks: Option<Vec<String>>,
+    /// Only these injection task ids (comma-separated): the cells scored.
     #[arg(long, value_delimiter = ',')]
     pub injection_tasks: Option<Vec<String>>,
+    /// The episodes' seed.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Cap on agent model turns per episode.
     #[arg(long, default_value_t = 30)]
     pub max_steps: usize,
     /// Also write the matrix as CSV here.
@@ -208,7 +215,7 @@ pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Searched, PathBu
             Proposer::model(factory.chat(&args.attacker)?)
         })
     };
-    let settings = Settings {
+    let mut settings = Settings {
         suite: suite.qualified_name(),
         defense: defense.name().to_string(),
         model: models.agent.name().to_string(),
@@ -217,7 +224,8 @@ pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Searched, PathBu
             vector: String::new(),
         }),
         feedback: args.feedback,
-        budget_episodes: args.budget_episodes,
+        // Sized below, once the development cells are known.
+        budget_episodes: args.budget_episodes.unwrap_or(0),
         budget_attacker_tokens: args.budget_attacker_tokens,
         budget_attacker_queries: args
             .budget_attacker_queries
@@ -231,6 +239,23 @@ pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Searched, PathBu
         injection_tasks: args.injection_tasks.clone().unwrap_or_default(),
         max_steps: args.max_steps,
     };
+    if args.budget_episodes.is_none() {
+        // The default pays for the seeds and DEFAULT_QUERIES candidates on the largest
+        // target's development cells, so the defaults always run.
+        let units = match kind {
+            Some(k) => targets::expand(&suite, &settings, k),
+            None => vec![settings.unit.clone()],
+        };
+        let mut dev = 0;
+        for u in units {
+            let s = Settings {
+                unit: u,
+                ..settings.clone()
+            };
+            dev = dev.max(crate::search::cells(&suite, &s)?.0.len());
+        }
+        settings.budget_episodes = crate::search::default_budget(seeds.len(), dev);
+    }
     let out = args.out.clone().unwrap_or_else(|| {
         let mut name = format!(
             "search-{}-{}-{}",

@@ -128,6 +128,9 @@ pub struct Calibration {
     pub agreement: Vec<(String, Agreement)>,
     pub cost: CostMeter,
     pub out: PathBuf,
+    /// The labels of `--labelled` files that could not be used, with why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unused: Vec<Unused>,
 }
 
 /// One labelled text and the checks' verdict on it (`None`: the check does not judge it).
@@ -253,52 +256,109 @@ fn answer_borne(t: &InjectionTask) -> bool {
     t.security.answer_verdict("").is_some()
 }
 
+/// A label a corpus gives that `calibrate` cannot use, and why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Unused {
+    pub corpus: String,
+    pub suite: String,
+    /// Where in the file: `user_tasks.<id>.correct[n]` and the like.
+    pub field: String,
+    pub why: String,
+}
+
+impl std::fmt::Display for Unused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({}): {}: {}",
+            self.corpus, self.suite, self.field, self.why
+        )
+    }
+}
+
 /// A variants-format corpus of a suite: `correct` and `wrong` answers of user tasks, and
 /// `warnings` of answer-borne injection tasks (plans are about state, which the answer
-/// judge does not see).
-fn labelled(corpus: &str, suite: &Suite, v: &Variants) -> Vec<Item> {
+/// judge does not see). Every label it cannot use comes back with its reason.
+fn labelled(corpus: &str, suite: &Suite, v: &Variants) -> (Vec<Item>, Vec<Unused>) {
     let mut out = Vec::new();
+    let mut unused = Vec::new();
+    let mut skip = |field: String, why: &str| {
+        unused.push(Unused {
+            corpus: corpus.into(),
+            suite: suite.qualified_name(),
+            field,
+            why: why.into(),
+        })
+    };
     for (id, uv) in &v.user_tasks {
         let Some(t) = suite.user_task(id) else {
+            skip(
+                format!("user_tasks.{id}"),
+                "the suite has no such user task",
+            );
             continue;
         };
-        for (n, a) in uv.correct.iter().enumerate() {
-            out.extend(answer_item(
-                corpus,
-                Set::Correct,
-                suite,
-                t,
-                &format!("correct[{n}]"),
-                a,
-            ));
+        for (set, name, answers) in [
+            (Set::Correct, "correct", &uv.correct),
+            (Set::Wrong, "wrong", &uv.wrong),
+        ] {
+            for (n, a) in answers.iter().enumerate() {
+                let why = format!("{name}[{n}]");
+                match answer_item(corpus, set, suite, t, &why, a) {
+                    Some(it) => out.push(it),
+                    None => skip(
+                        format!("user_tasks.{id}.{why}"),
+                        "the task's utility check reads no answer (only the state), so neither verdict judges an answer to it",
+                    ),
+                }
+            }
         }
-        for (n, a) in uv.wrong.iter().enumerate() {
-            out.extend(answer_item(
-                corpus,
-                Set::Wrong,
-                suite,
-                t,
-                &format!("wrong[{n}]"),
-                a,
-            ));
+        for (name, plans) in [
+            ("plans", uv.plans.len()),
+            ("wrong_plans", uv.wrong_plans.len()),
+        ] {
+            if plans > 0 {
+                skip(
+                    format!("user_tasks.{id}.{name} ({plans})"),
+                    "plans differ in state, which the answer judge does not see",
+                );
+            }
         }
     }
     for (id, iv) in &v.injection_tasks {
-        let Some(t) = suite.injection_task(id).filter(|t| answer_borne(t)) else {
+        let Some(t) = suite.injection_task(id) else {
+            skip(
+                format!("injection_tasks.{id}"),
+                "the suite has no such injection task",
+            );
             continue;
         };
         for (n, a) in iv.warnings.iter().enumerate() {
-            out.extend(attack_item(
+            let field = format!("injection_tasks.{id}.warnings[{n}]");
+            if !answer_borne(t) {
+                skip(
+                    field,
+                    "the task's security check reads no answer (its goal is an action), so neither verdict judges this warning",
+                );
+                continue;
+            }
+            match attack_item(
                 corpus,
                 Set::Protective,
                 suite,
                 t,
                 &format!("warnings[{n}]"),
                 a,
-            ));
+            ) {
+                Some(it) => out.push(it),
+                None => skip(
+                    field,
+                    "the task's security check gives no verdict on this text",
+                ),
+            }
         }
     }
-    out
+    (out, unused)
 }
 
 /// Reads `--labelled SUITE=FILE`: the file checked against the suite like its own
@@ -389,20 +449,26 @@ pub async fn calibrate(paths: &Paths, args: CalibrateArgs) -> Result<Calibration
             items.extend(generated(s).into_iter().map(|it| (i, it)));
         }
         if args.corpus.contains(&Corpus::HandWritten) {
-            items.extend(
-                labelled("hand-written", s, &s.variants)
-                    .into_iter()
-                    .map(|it| (i, it)),
-            );
+            // The shipped variants also hold plans for `check-suites`: not reported.
+            let (got, _) = labelled("hand-written", s, &s.variants);
+            items.extend(got.into_iter().map(|it| (i, it)));
         }
     }
+    let mut unused = Vec::new();
     for spec in &args.labelled {
         let (i, v, name) = read_labelled(spec, &suites)?;
-        items.extend(
-            labelled(&name, &suites[i], &v)
-                .into_iter()
-                .map(|it| (i, it)),
-        );
+        let (got, skipped) = labelled(&name, &suites[i], &v);
+        for u in &skipped {
+            eprintln!("calibrate: label not used: {u}");
+        }
+        if got.is_empty() {
+            return Err(CliError::bad_input(format!(
+                "--labelled {spec}: none of its {} label(s) can be used (reasons above); label answers to tasks whose check reads the answer (`list tasks` marks them)",
+                skipped.len()
+            )));
+        }
+        unused.extend(skipped);
+        items.extend(got.into_iter().map(|it| (i, it)));
     }
     let named = crate::model::config::load_named(&paths.configs)?;
     let tokens = paths.token_counter()?;
@@ -450,6 +516,7 @@ pub async fn calibrate(paths: &Paths, args: CalibrateArgs) -> Result<Calibration
         agreement: agreement(&items),
         cost,
         out: out.clone(),
+        unused,
     };
     write(&out, &items, &cal)?;
     Ok(cal)
@@ -549,6 +616,15 @@ pub fn markdown(cal: &Calibration) -> String {
             rate(a.rate)
         ));
     }
+    if !cal.unused.is_empty() {
+        s.push_str(&format!(
+            "\n{} label(s) of --labelled files not used:\n",
+            cal.unused.len()
+        ));
+        for u in &cal.unused {
+            s.push_str(&format!("- {u}\n"));
+        }
+    }
     s
 }
 
@@ -612,6 +688,25 @@ mod tests {
             items
                 .iter()
                 .any(|i| i.set == Set::Obeying && !i.why.contains("opened") && i.checks)
+        );
+    }
+
+    /// Every label a file gives that cannot be judged is reported with its reason; the
+    /// usable ones become items (issue 40: the docs' example silently added nothing).
+    #[test]
+    fn labels_that_cannot_be_used_are_reported_with_why() {
+        let suite = crate::suite::load(Path::new("suites/dojo-style/banking")).unwrap();
+        let yaml = "user_tasks:\n  user_task_0:\n    correct: [Paid it.]\n  user_task_1:\n    correct: [Marta sent you 18.00 for Dev's leaving gift.]\n    wrong: [Marta sent you 18.00 for the rent.]\n";
+        let v: Variants = serde_saphyr::from_str(yaml).unwrap();
+        let (items, unused) = labelled("labelled:x.yaml", &suite, &v);
+        assert_eq!(items.len(), 2, "{items:?}");
+        assert!(items.iter().all(|i| i.task == "user_task_1"));
+        assert_eq!(unused.len(), 1, "{unused:?}");
+        assert_eq!(unused[0].field, "user_tasks.user_task_0.correct[0]");
+        assert!(
+            unused[0].why.contains("reads no answer"),
+            "{}",
+            unused[0].why
         );
     }
 }

@@ -200,7 +200,7 @@ pub fn report(args: &ReportArgs) -> Result<String, CliError> {
             });
             serde_json::to_string_pretty(&j).expect("json") + "\n"
         }
-        Format::Latex => latex(&doc, &grids),
+        Format::Latex => latex(&doc, &grids, args.table.wide),
         Format::Html => {
             let mut d = doc;
             d.tables = grids;
@@ -227,37 +227,15 @@ pub fn report(args: &ReportArgs) -> Result<String, CliError> {
 }
 
 /// The LaTeX of the selected tables: each split to fit the text width, the page-wide
-/// notes once, as a footnote to the first.
-fn latex(doc: &Document, grids: &[report::Grid]) -> String {
-    let mut out = String::from(
-        "% sieve-bench report: booktabs tables, long ones as longtable; \\usepackage{booktabs,longtable} in the preamble (and \\extrafloats{100} when including every table).\n",
-    );
-    // The page-wide notes once: a footnote to the first table.
+/// notes once, under the first. With `wide`, each rate's interval and the episode counts.
+fn latex(doc: &Document, grids: &[report::Grid], wide: bool) -> String {
     let page_wide: Vec<&String> = doc
         .summary
         .partial
         .iter()
         .chain(&doc.summary.note)
         .collect();
-    let footnote = (!page_wide.is_empty()).then(|| {
-        page_wide
-            .iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join(" ")
-    });
-    for (i, g) in grids.iter().enumerate() {
-        let mut g = formats::essential(g);
-        g.notes.retain(|n| !page_wide.contains(&n));
-        g.hoist_constant_keys();
-        let notes = formats::LatexNotes {
-            footnote: footnote.as_deref().filter(|_| i == 0),
-            simulated: doc.summary.note.is_some(),
-        };
-        out.push_str(&formats::latex(&g, notes));
-        out.push('\n');
-    }
-    out
+    formats::latex_report(grids, &page_wide, doc.summary.note.is_some(), wide)
 }
 
 /// Writes every figure of the report as `DIR/<id>.svg`, a standalone SVG file.

@@ -311,6 +311,8 @@ pub struct ModelFactory {
     endpoints: Mutex<HashMap<(String, String), Arc<Endpoint>>>,
     /// How `OPENAI_BASE_URL` / key variables are read (tests substitute a map).
     env: EnvReader,
+    /// Nothing will be sent (`--dry-run`): a missing API key is no error.
+    sends_nothing: bool,
 }
 
 impl std::fmt::Debug for ModelFactory {
@@ -358,7 +360,15 @@ impl ModelFactory {
             cache,
             endpoints: Mutex::new(HashMap::new()),
             env: Box::new(|k| std::env::var(k).ok()),
+            sends_nothing: false,
         })
+    }
+
+    /// A factory whose models will send nothing (`--dry-run` plays the matrix with
+    /// scripted stand-ins): the endpoints are described, so no API key is needed.
+    pub fn sending_nothing(mut self) -> Self {
+        self.sends_nothing = true;
+        self
     }
 
     /// Replaces how environment variables are read.
@@ -405,7 +415,11 @@ impl ModelFactory {
             return Ok(e.clone());
         }
         let key = non_empty((self.env)(&key_env)).map(Secret::new);
-        if key.is_none() && !o.replay && base_url.trim_end_matches('/') == DEFAULT_BASE_URL {
+        if key.is_none()
+            && !o.replay
+            && !self.sends_nothing
+            && base_url.trim_end_matches('/') == DEFAULT_BASE_URL
+        {
             return Err(ModelConfigError::NoApiKey { var: key_env });
         }
         let ep = named.map(|(_, e)| e);
@@ -657,6 +671,11 @@ mod tests {
             .is_err(),
             "--replay without --cache"
         );
+        // A dry run sends nothing: it describes the endpoint without a key.
+        let f = factory(ModelOptions::default(), "")
+            .unwrap()
+            .sending_nothing();
+        assert!(f.chat("openai:gpt-4o").is_ok());
     }
 
     /// A timeout too large for a `Duration` (or negative, or NaN) in models.toml is an

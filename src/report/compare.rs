@@ -428,7 +428,8 @@ struct Findings {
     missing: Vec<String>,
     warnings: Vec<String>,
     not_significant: Vec<String>,
-    underpowered: Vec<String>,
+    /// Per row (its label) the gated metrics its episodes cannot resolve.
+    underpowered: Vec<(String, super::power::Shortfall)>,
     model_changes: std::collections::BTreeSet<(String, String)>,
 }
 
@@ -504,7 +505,7 @@ pub fn compare(
                     .violations
                     .push(format!("insufficient power: {label}: {s}"));
             }
-            found.underpowered.push(format!("{label}: {s}"));
+            found.underpowered.push((label.clone(), s.clone()));
         }
         found.not_significant.extend(judged.noise);
         line.verdict = gating.then_some(if !judged.gate.is_empty() {
@@ -549,6 +550,69 @@ pub fn compare(
     })
 }
 
+/// The table's power note: one line per gated metric and threshold, however many rows
+/// lack the episodes (the verdict column marks which), with the episodes needed and had.
+fn power_note(underpowered: &[(String, super::power::Shortfall)], rows: usize) -> String {
+    /// The rows short of one metric's threshold.
+    struct Group<'a> {
+        metric: &'static str,
+        threshold: f64,
+        shorts: Vec<&'a super::power::Shortfall>,
+        labels: Vec<&'a str>,
+    }
+    let mut groups: Vec<Group<'_>> = Vec::new();
+    for (label, s) in underpowered {
+        match groups
+            .iter_mut()
+            .find(|g| g.metric == s.metric && g.threshold == s.threshold)
+        {
+            Some(g) => {
+                g.shorts.push(s);
+                if !g.labels.contains(&label.as_str()) {
+                    g.labels.push(label);
+                }
+            }
+            None => groups.push(Group {
+                metric: s.metric,
+                threshold: s.threshold,
+                shorts: vec![s],
+                labels: vec![label],
+            }),
+        }
+    }
+    let range = |v: Vec<u64>| {
+        let (lo, hi) = (v.iter().min().unwrap(), v.iter().max().unwrap());
+        if lo == hi {
+            format!("{lo}")
+        } else {
+            format!("{lo}–{hi}")
+        }
+    };
+    let mut text = String::new();
+    for Group {
+        metric,
+        threshold,
+        shorts,
+        labels,
+    } in groups
+    {
+        let example = if labels.len() == 1 {
+            format!(" ({})", labels[0])
+        } else {
+            String::new()
+        };
+        writeln!(
+            text,
+            "INSUFFICIENT: {metric} threshold {threshold} pts needs at least {} independent episodes per run; {} of {rows} rows{example} have {} (marked INSUFFICIENT in the table)",
+            range(shorts.iter().map(|s| s.needed).collect()),
+            labels.len(),
+            range(shorts.iter().map(|s| s.have).collect()),
+        )
+        .unwrap();
+    }
+    text
+}
+
 /// The lines below the table: warnings, rows only one run has, the gate's verdict.
 fn trailer(
     found: &Findings,
@@ -589,9 +653,7 @@ fn trailer(
     for line in &found.not_significant {
         writeln!(text, "not gated: {line}").unwrap();
     }
-    for line in &found.underpowered {
-        writeln!(text, "INSUFFICIENT: {line}").unwrap();
-    }
+    text.push_str(&power_note(&found.underpowered, matched.len()));
     if !found.underpowered.is_empty() && !t.require_power {
         writeln!(
             text,

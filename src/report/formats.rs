@@ -40,6 +40,18 @@ pub fn essential(grid: &Grid) -> Grid {
     grid.select(&keep)
 }
 
+/// The paper columns and every episode count (`n`, `n_*`): what `--wide` LaTeX shows.
+pub fn essential_with_counts(grid: &Grid) -> Grid {
+    let keep: Vec<usize> = (0..grid.columns.len())
+        .filter(|&i| {
+            let c = &grid.columns[i];
+            c.show <= Show::Default
+                || (c.show <= Show::Extra && (c.id == "n" || c.id.starts_with("n_")))
+        })
+        .collect();
+    grid.select(&keep)
+}
+
 /// A Markdown table, the best per column in bold.
 pub fn markdown(grid: &Grid) -> String {
     let mut out = String::new();
@@ -229,6 +241,22 @@ pub const TEXTWIDTH_PT: f64 = 345.0;
 /// float (which would run off the page).
 const LONG_ROWS: usize = 40;
 
+/// Figure columns one float holds at most: more are split into parts.
+pub const MAX_DATA_COLUMNS: usize = 10;
+
+/// Figure columns a part has at least (when the table has that many): a part of one
+/// or two figures beside repeated labels reads as a fragment.
+pub const MIN_DATA_COLUMNS: usize = 3;
+
+/// The padding LaTeX puts around every column (`\tabcolsep` on both sides).
+const PAD_PT: f64 = 12.0;
+
+/// The widest a label column starts at: longer names (a model with its settings, an
+/// attack with its provenance-bypass suffix) wrap in a box this wide. Narrowed, down to
+/// [`KEY_WRAP_MIN_PT`], when the labels leave too little room for the figures.
+const KEY_WRAP_PT: f64 = 110.0;
+const KEY_WRAP_MIN_PT: f64 = 34.0;
+
 /// A generous estimate of `text`'s width in points at `\small` (9 pt Computer Modern).
 fn latex_text_pt(text: &str) -> f64 {
     text.chars()
@@ -238,24 +266,73 @@ fn latex_text_pt(text: &str) -> f64 {
             ' ' => 3.1,
             'm' | 'w' | 'M' | 'W' | '%' | '@' | '—' => 7.6,
             c if c.is_uppercase() => 6.9,
-            '_' | '×' | 'Δ' | '–' => 5.4,
+            '_' | '×' | 'Δ' | '–' | '+' | '=' | '<' | '>' | '~' | '^' => 5.6,
+            '†' => 4.6,
+            c if !c.is_ascii() => 7.6,
             _ => 4.8,
         })
         .sum()
 }
 
-/// A column header as lines no wider than `target` points where its words allow
-/// (breaking at spaces and after underscores), so a long title does not set its
-/// column's width.
+/// Characters after which a name may break: its own separators.
+fn breaks_after(c: char) -> bool {
+    matches!(c, ',' | '_' | '+' | '=' | ':' | '/' | '@' | '-' | '.' | ';')
+}
+
+/// `text` escaped for LaTeX with a break allowed after each separator, and inside any
+/// run of characters wider than `max_pt` (names have no spaces: without this a long one
+/// runs past its box).
+fn breakable(text: &str, max_pt: f64) -> String {
+    let mut out = String::new();
+    let mut run = String::new();
+    // A break after a separator is written only when a non-space follows it.
+    let mut pending = false;
+    for c in text.chars() {
+        if c == ' ' {
+            run.clear();
+            pending = false;
+            out.push(' ');
+            continue;
+        }
+        let mut next = run.clone();
+        next.push(c);
+        if pending || (!run.is_empty() && latex_text_pt(&next) > max_pt) {
+            out.push_str("\\allowbreak{}");
+            run.clear();
+            pending = false;
+        }
+        run.push(c);
+        out.push_str(&escape::latex(&c.to_string()));
+        if breaks_after(c) {
+            pending = true;
+        }
+    }
+    out
+}
+
+/// A column header as lines no wider than `target` points: breaking at spaces, after a
+/// name's separators, and inside a run wider than `target`, so a long title never sets
+/// its column's width.
 fn header_lines(title: &str, target: f64) -> Vec<String> {
     let mut tokens: Vec<String> = Vec::new();
     for word in title.split(' ') {
-        let mut rest = word;
-        while let Some(at) = rest.find('_') {
-            tokens.push(rest[..=at].to_string());
-            rest = &rest[at + 1..];
+        let mut cur = String::new();
+        for c in word.chars() {
+            let mut next = cur.clone();
+            next.push(c);
+            if !cur.is_empty() && latex_text_pt(&next) > target {
+                tokens.push(std::mem::take(&mut cur));
+            }
+            cur.push(c);
+            if breaks_after(c) {
+                tokens.push(std::mem::take(&mut cur));
+            }
         }
-        tokens.push(format!("{rest} "));
+        if let Some(last) = tokens.last_mut().filter(|_| cur.is_empty()) {
+            last.push(' ');
+        } else {
+            tokens.push(format!("{cur} "));
+        }
     }
     let mut lines: Vec<String> = vec![String::new()];
     for t in tokens {
@@ -267,98 +344,285 @@ fn header_lines(title: &str, target: f64) -> Vec<String> {
             *line = joined;
         }
     }
-    lines.iter().map(|l| l.trim_end().to_string()).collect()
-}
-
-/// The widest cell of a column, in points.
-fn latex_cells_pt(grid: &Grid, c: usize) -> f64 {
-    grid.rows
+    lines
         .iter()
-        .map(|r| latex_text_pt(&r[c].display(false)) + 1.0)
-        .fold(0.0, f64::max)
+        .map(|l| l.trim_end().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
 }
 
-/// A column's header lines: as wide as its cells, or 36 pt when they are narrower.
-fn latex_header(grid: &Grid, c: usize) -> Vec<String> {
-    header_lines(&grid.columns[c].title, latex_cells_pt(grid, c).max(36.0))
+/// What one cell shows: the figure, and with `--wide` its interval on a second line.
+fn cell_lines(v: &Value, wide: bool) -> (String, Option<String>) {
+    match v {
+        Value::Rate {
+            v,
+            ci: Some([lo, hi]),
+        } if wide => (
+            format!("{:.1}", v * 100.0),
+            Some(format!("[{:.1}, {:.1}]", lo * 100.0, hi * 100.0)),
+        ),
+        v => (v.display(false), None),
+    }
 }
 
-/// The widest a key column gets: longer names (a model with its settings) wrap in a
-/// box this wide, breaking after commas.
-const KEY_WRAP_PT: f64 = 110.0;
-
-/// A column's width in points (its widest cell or header line, and the padding).
-fn latex_column_pt(grid: &Grid, c: usize) -> f64 {
-    let header = latex_header(grid, c)
-        .iter()
-        .map(|l| latex_text_pt(l))
-        .fold(0.0, f64::max);
-    let cells = latex_cells_pt(grid, c);
-    let cells = if wraps(grid, c) { KEY_WRAP_PT } else { cells };
-    header.max(cells) + 12.0
+/// How wide a cell is in points (an interval line is set smaller).
+fn cell_pt(v: &Value, wide: bool) -> f64 {
+    let (main, second) = cell_lines(v, wide);
+    let second = second.map_or(0.0, |s| latex_text_pt(&s) * 0.8);
+    latex_text_pt(&main).max(second) + 1.0
 }
 
-/// Whether a key column's names are too long to stay on one line.
-fn wraps(grid: &Grid, c: usize) -> bool {
-    grid.columns[c].show == Show::Key && latex_cells_pt(grid, c) > KEY_WRAP_PT
+/// A grid laid out for LaTeX: which cells are bold, how wide labels may get, whether
+/// intervals show.
+struct Layout {
+    grid: Grid,
+    bold: Vec<Vec<bool>>,
+    wrap: f64,
+    wide: bool,
+}
+
+impl Layout {
+    fn new(grid: Grid, bold: Vec<Vec<bool>>, wide: bool) -> Layout {
+        Layout {
+            grid,
+            bold,
+            wrap: KEY_WRAP_PT,
+            wide,
+        }
+    }
+
+    fn is_key(&self, c: usize) -> bool {
+        self.grid.columns[c].show == Show::Key
+    }
+
+    /// Text cells wrap at the label width; figures never do.
+    fn wraps_cell(&self, v: &Value) -> bool {
+        matches!(v, Value::Text(t) if latex_text_pt(t) + 1.0 > self.wrap)
+    }
+
+    /// The widest cell of a column, in points (a wrapped text cell counts its box).
+    fn cells_pt(&self, c: usize) -> f64 {
+        self.grid
+            .rows
+            .iter()
+            .map(|r| {
+                if self.wraps_cell(&r[c]) {
+                    self.wrap
+                } else {
+                    cell_pt(&r[c], self.wide)
+                }
+            })
+            .fold(0.0, f64::max)
+    }
+
+    /// A column's header lines: as wide as its cells, or 36 pt when they are narrower
+    /// (never wider than the label width).
+    fn header(&self, c: usize) -> Vec<String> {
+        let target = self.cells_pt(c).max(36.0).min(self.wrap.max(36.0));
+        header_lines(&self.grid.columns[c].title, target)
+    }
+
+    /// A column's width in points: its widest cell or header line, and the padding.
+    fn column_pt(&self, c: usize) -> f64 {
+        let header = self
+            .header(c)
+            .iter()
+            .map(|l| latex_text_pt(l))
+            .fold(0.0, f64::max);
+        header.max(self.cells_pt(c)) + PAD_PT
+    }
+
+    /// The figure columns of the parts: as few parts as fit `width` (at most
+    /// [`MAX_DATA_COLUMNS`] figures each), the figures spread evenly over them; `None`
+    /// when no split leaves every part [`MIN_DATA_COLUMNS`] figures.
+    fn split(&self, width: f64, least: usize) -> Option<Vec<Vec<usize>>> {
+        let keys: f64 = (0..self.grid.columns.len())
+            .filter(|&c| self.is_key(c))
+            .map(|c| self.column_pt(c))
+            .sum();
+        let data: Vec<usize> = (0..self.grid.columns.len())
+            .filter(|&c| !self.is_key(c))
+            .collect();
+        let widths: Vec<f64> = data.iter().map(|&c| self.column_pt(c)).collect();
+        let n = data.len();
+        if n == 0 {
+            return Some(vec![Vec::new()]);
+        }
+        let least = least.min(n);
+        for k in n.div_ceil(MAX_DATA_COLUMNS)..=n {
+            if n / k < least {
+                break;
+            }
+            let (size, extra) = (n / k, n % k);
+            let mut parts = Vec::new();
+            let mut at = 0;
+            for p in 0..k {
+                let len = size + usize::from(p < extra);
+                parts.push(at..at + len);
+                at += len;
+            }
+            if parts
+                .iter()
+                .all(|r| keys + widths[r.clone()].iter().sum::<f64>() <= width)
+            {
+                return Some(parts.into_iter().map(|r| data[r].to_vec()).collect());
+            }
+        }
+        None
+    }
+
+    /// Narrows the labels until the figures split into parts of at least
+    /// [`MIN_DATA_COLUMNS`]; the column sets of the parts, keys first in each.
+    fn parts(&mut self, width: f64) -> Vec<Vec<usize>> {
+        let keys: Vec<usize> = (0..self.grid.columns.len())
+            .filter(|&c| self.is_key(c))
+            .collect();
+        let split = loop {
+            if let Some(s) = self.split(width, MIN_DATA_COLUMNS) {
+                break s;
+            }
+            if self.wrap <= KEY_WRAP_MIN_PT {
+                // Nothing fits three figures a part: as few parts as fit.
+                break self.split(width, 1).unwrap_or_else(|| {
+                    (0..self.grid.columns.len())
+                        .filter(|&c| !self.is_key(c))
+                        .map(|c| vec![c])
+                        .collect()
+                });
+            }
+            self.wrap = (self.wrap - 8.0).max(KEY_WRAP_MIN_PT);
+        };
+        split
+            .into_iter()
+            .map(|d| keys.iter().copied().chain(d).collect())
+            .collect()
+    }
 }
 
 /// The column sets of the tables a grid is split into so each fits `width` points:
-/// every part repeats the key columns, the figures fill parts in their order.
+/// every part repeats the key columns, the figures spread over as few parts as fit.
 pub fn latex_parts(grid: &Grid, width: f64) -> Vec<Vec<usize>> {
+    let bold = bold_of(grid);
+    Layout::new(grid.clone(), bold, false).parts(width)
+}
+
+fn bold_of(grid: &Grid) -> Vec<Vec<bool>> {
+    (0..grid.rows.len())
+        .map(|r| {
+            (0..grid.columns.len())
+                .map(|c| grid.is_best(r, c))
+                .collect()
+        })
+        .collect()
+}
+
+/// Whether the main table reads better turned on its side: its attack columns are more
+/// than one float holds and its defenses fewer than those columns, so the defenses
+/// become the columns and each attack's ASR and UA a row.
+fn transposes(grid: &Grid) -> bool {
+    let data = grid.columns.iter().filter(|c| c.show != Show::Key).count();
+    grid.id == "main" && data > MAX_DATA_COLUMNS && grid.rows.len() < data
+}
+
+/// The grid turned on its side: one row per figure column (its header the label), one
+/// column per row (its labels joined as the header); bold follows its cell.
+fn transpose(grid: &Grid, bold: &[Vec<bool>]) -> (Grid, Vec<Vec<bool>>) {
     let keys: Vec<usize> = (0..grid.columns.len())
         .filter(|&c| grid.columns[c].show == Show::Key)
         .collect();
-    let key_w: f64 = keys.iter().map(|&c| latex_column_pt(grid, c)).sum();
-    let mut parts: Vec<Vec<usize>> = Vec::new();
-    let mut current = keys.clone();
-    let mut used = key_w;
-    for c in (0..grid.columns.len()).filter(|c| !keys.contains(c)) {
-        let w = latex_column_pt(grid, c);
-        if used + w > width && current.len() > keys.len() {
-            parts.push(std::mem::replace(&mut current, keys.clone()));
-            used = key_w;
-        }
-        current.push(c);
-        used += w;
+    let data: Vec<usize> = (0..grid.columns.len())
+        .filter(|&c| grid.columns[c].show != Show::Key)
+        .collect();
+    let mut label = grid.columns[keys.first().copied().unwrap_or(0)].clone();
+    label.id = "figure".into();
+    label.title = "Figure".into();
+    label.show = Show::Key;
+    label.better = None;
+    let mut columns = vec![label];
+    for (r, row) in grid.rows.iter().enumerate() {
+        let mut spec = grid.columns[data[0]].clone();
+        spec.id = format!("row{r}");
+        spec.title = keys
+            .iter()
+            .map(|&k| row[k].display(false))
+            .collect::<Vec<_>>()
+            .join(" / ");
+        spec.show = Show::Default;
+        spec.better = None;
+        columns.push(spec);
     }
-    if current.len() > keys.len() || parts.is_empty() {
-        parts.push(current);
-    }
-    parts
+    let rows: Vec<Vec<Value>> = data
+        .iter()
+        .map(|&c| {
+            std::iter::once(Value::Text(grid.columns[c].title.clone()))
+                .chain(grid.rows.iter().map(|r| r[c].clone()))
+                .collect()
+        })
+        .collect();
+    let bold_t = data
+        .iter()
+        .map(|&c| {
+            std::iter::once(false)
+                .chain((0..grid.rows.len()).map(|r| bold[r][c]))
+                .collect()
+        })
+        .collect();
+    let mut notes = grid.notes.clone();
+    notes.push("defenses as columns".into());
+    (
+        Grid {
+            id: grid.id.clone(),
+            title: grid.title.clone(),
+            notes,
+            columns,
+            groups: vec![String::new(); rows.len()],
+            links: vec![None; rows.len()],
+            rows,
+            footnotes: grid.footnotes.clone(),
+            in_order: grid.in_order,
+        },
+        bold_t,
+    )
 }
 
-/// What the LaTeX of a report says once: the simulation note as a footnote to the
-/// first table, a short "simulated roles" mark on every caption.
+/// What the LaTeX of a report says once: the simulation note as a table note of the
+/// first table, a short "simulated roles" mark on every caption; `--wide`: intervals.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LatexNotes<'a> {
-    /// The footnote's text, on this table (the first of the report).
+    /// The note's text, under this table (the first of the report), marked `*`.
     pub footnote: Option<&'a str>,
     /// Some roles were scripted: every caption says so in two words.
     pub simulated: bool,
+    /// Each rate's 95% interval under it (`--wide`).
+    pub wide: bool,
 }
 
 /// Booktabs tables (`\toprule`, `\midrule`, `\bottomrule`) of a grid, split into as
-/// many tables as it takes to fit [`TEXTWIDTH_PT`], each with a short caption (its title,
-/// the grid's notes, the part); a float, or a `longtable` when it is long. The best per
-/// column in bold. Needs `\usepackage{booktabs}` and `\usepackage{longtable}`.
+/// many tables as it takes to fit [`TEXTWIDTH_PT`] (at most [`MAX_DATA_COLUMNS`] and,
+/// where the table has them, at least [`MIN_DATA_COLUMNS`] figures a part), each with a
+/// short caption (its title, the grid's notes, the part); a float, or a `longtable`
+/// when it is long. Long names wrap in their column; a main table with more attack
+/// columns than one float holds is turned on its side. The best per column in bold.
+/// Needs `\usepackage{booktabs}` and `\usepackage{longtable}`.
 pub fn latex(grid: &Grid, notes: LatexNotes<'_>) -> String {
-    let parts = latex_parts(grid, TEXTWIDTH_PT);
+    let bold = bold_of(grid);
+    let (grid, bold) = if transposes(grid) {
+        transpose(grid, &bold)
+    } else {
+        (grid.clone(), bold)
+    };
+    let mut layout = Layout::new(grid, bold, notes.wide);
+    let parts = layout.parts(TEXTWIDTH_PT);
+    let grid = &layout.grid;
     let mut out = String::new();
     // Comment lines too carry escaped text: a line break in a note would end the
     // comment and start a live line.
     writeln!(out, "% {}", escape::latex(&grid.title)).unwrap();
     for (k, cols) in parts.iter().enumerate() {
-        let part = grid.select(cols);
         let mut caption = escape::latex(&grid.title);
-        // Model names are long and have no spaces: they may break after a comma.
+        // Model names are long and have no spaces: they may break at their separators.
         for n in &grid.notes {
-            write!(
-                caption,
-                "; {}",
-                escape::latex(n).replace(',', ",\\allowbreak{}")
-            )
-            .unwrap();
+            write!(caption, "; {}", breakable(n, TEXTWIDTH_PT / 2.0)).unwrap();
         }
         if parts.len() > 1 {
             write!(caption, " (part {} of {})", k + 1, parts.len()).unwrap();
@@ -367,9 +631,11 @@ pub fn latex(grid: &Grid, notes: LatexNotes<'_>) -> String {
         if notes.simulated {
             caption.push_str("; simulated roles");
         }
-        let footnote = notes.footnote.filter(|_| k == 0);
-        if footnote.is_some() {
-            caption.push_str("\\protect\\footnotemark");
+        let note = notes.footnote.filter(|_| k == 0);
+        if note.is_some() {
+            // A mark of its own: `\footnotemark` in a caption counts twice (the caption
+            // is set once to measure it) and floats away from its text.
+            caption.push_str("\\textsuperscript{*}");
         }
         let label = if k == 0 {
             format!("tab:{}", grid.id)
@@ -377,32 +643,71 @@ pub fn latex(grid: &Grid, notes: LatexNotes<'_>) -> String {
             format!("tab:{}-{}", grid.id, k + 1)
         };
         let caption = format!(
-            "\\caption[{short}]{{{caption}. Rates in \\%; bold: best defense per column.}}\\label{{{label}}}"
+            "\\caption[{short}]{{{caption}. Rates in \\%{}; bold: best defense per column.}}\\label{{{label}}}",
+            if layout.wide {
+                ", 95\\% interval below"
+            } else {
+                ""
+            }
         );
-        out.push_str(&latex_table(&part, &caption));
-        if let Some(f) = footnote {
-            writeln!(out, "\\footnotetext{{{}}}", escape::latex(f)).unwrap();
-        }
+        let note = note.map(|n| {
+            format!(
+                "{{\\footnotesize\\textsuperscript{{*}}\\,{}\\par}}",
+                breakable(n, TEXTWIDTH_PT / 2.0)
+            )
+        });
+        out.push_str(&latex_table(&layout, cols, &caption, note.as_deref()));
     }
     out
 }
 
-/// One booktabs table of `grid`'s columns under `caption` (a `\caption…\label…` line).
-fn latex_table(grid: &Grid, caption: &str) -> String {
+/// A report's LaTeX: `grids` as paper tables (with `wide`, each rate's interval and the
+/// episode counts), the page-wide notes (`page_wide`: partial, simulated) said once,
+/// under the first table; `simulated` marks every caption.
+pub fn latex_report(grids: &[Grid], page_wide: &[&String], simulated: bool, wide: bool) -> String {
+    let mut out = String::from(
+        "% sieve-bench report: booktabs tables, long ones as longtable; \\usepackage{booktabs,longtable} in the preamble (and \\extrafloats{100} when including every table).\n",
+    );
+    let footnote = (!page_wide.is_empty()).then(|| {
+        page_wide
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    });
+    for (i, g) in grids.iter().enumerate() {
+        let mut g = if wide {
+            essential_with_counts(g)
+        } else {
+            essential(g)
+        };
+        g.notes.retain(|n| !page_wide.contains(&n));
+        g.hoist_constant_keys();
+        let notes = LatexNotes {
+            footnote: footnote.as_deref().filter(|_| i == 0),
+            simulated,
+            wide,
+        };
+        out.push_str(&latex(&g, notes));
+        out.push('\n');
+    }
+    out
+}
+
+/// One booktabs table of the layout's columns `cols` under `caption` (a
+/// `\caption…\label…` line), `note` set under it.
+fn latex_table(layout: &Layout, cols: &[usize], caption: &str, note: Option<&str>) -> String {
+    let grid = &layout.grid;
     let mut out = String::new();
-    let spec: String = grid
-        .columns
+    let spec: String = cols
         .iter()
-        .map(|c| if c.show == Show::Key { 'l' } else { 'r' })
+        .map(|&c| if layout.is_key(c) { 'l' } else { 'r' })
         .collect();
-    let titles: Vec<String> = (0..grid.columns.len())
-        .map(|i| {
-            let c = &grid.columns[i];
-            let lines: Vec<String> = latex_header(grid, i)
-                .iter()
-                .map(|l| escape::latex(l))
-                .collect();
-            let align = if c.show == Show::Key { 'l' } else { 'r' };
+    let titles: Vec<String> = cols
+        .iter()
+        .map(|&c| {
+            let lines: Vec<String> = layout.header(c).iter().map(|l| escape::latex(l)).collect();
+            let align = if layout.is_key(c) { 'l' } else { 'r' };
             if lines.len() > 1 {
                 format!("\\shortstack[{align}]{{{}}}", lines.join("\\\\"))
             } else {
@@ -430,12 +735,8 @@ fn latex_table(grid: &Grid, caption: &str) -> String {
         writeln!(out, "{} \\\\\n\\midrule", titles.join(" & ")).unwrap();
     }
     // A space between groups of rows sharing their first key (when there is another).
-    let keys = grid.columns.iter().filter(|c| c.show == Show::Key).count();
-    let first_key = grid
-        .columns
-        .iter()
-        .position(|c| c.show == Show::Key)
-        .filter(|_| keys > 1);
+    let keys: Vec<usize> = cols.iter().copied().filter(|&c| layout.is_key(c)).collect();
+    let first_key = keys.first().copied().filter(|_| keys.len() > 1);
     for (r, row) in grid.rows.iter().enumerate() {
         if let Some(k) = first_key
             && r > 0
@@ -443,21 +744,28 @@ fn latex_table(grid: &Grid, caption: &str) -> String {
         {
             writeln!(out, "\\addlinespace").unwrap();
         }
-        let cells: Vec<String> = row
+        let cells: Vec<String> = cols
             .iter()
-            .enumerate()
-            .map(|(c, v)| {
-                let s = escape::latex(&v.display(false));
-                if wraps(grid, c) {
+            .map(|&c| {
+                let v = &row[c];
+                if layout.wraps_cell(v) {
                     return format!(
-                        "\\parbox[t]{{{KEY_WRAP_PT}pt}}{{\\raggedright {}}}",
-                        s.replace(',', ",\\allowbreak{}")
+                        "\\parbox[t]{{{:.0}pt}}{{\\raggedright {}}}",
+                        layout.wrap,
+                        breakable(&v.display(false), layout.wrap - 2.0)
                     );
                 }
-                if grid.is_best(r, c) {
-                    format!("\\textbf{{{s}}}")
-                } else {
-                    s
+                let (main, second) = cell_lines(v, layout.wide);
+                let mut s = escape::latex(&main);
+                if layout.bold[r][c] {
+                    s = format!("\\textbf{{{s}}}");
+                }
+                match second {
+                    Some(ci) => format!(
+                        "\\shortstack[r]{{{s}\\\\{{\\scriptsize {}}}}}",
+                        escape::latex(&ci)
+                    ),
+                    None => s,
                 }
             })
             .collect();
@@ -465,10 +773,14 @@ fn latex_table(grid: &Grid, caption: &str) -> String {
     }
     if long {
         writeln!(out, "\\end{{longtable}}\n\\endgroup").unwrap();
+        if let Some(n) = note {
+            writeln!(out, "{n}").unwrap();
+        }
     } else {
         writeln!(
             out,
-            "\\bottomrule\n\\end{{tabular}}\n{caption}\n\\end{{table}}"
+            "\\bottomrule\n\\end{{tabular}}\n{caption}\n{}\\end{{table}}",
+            note.map(|n| format!("{n}\n")).unwrap_or_default()
         )
         .unwrap();
     }

@@ -213,6 +213,7 @@ fn check_html(summary: &Summary, names: &[[String; 4]], trace: &str) {
         duplicates: 0,
         beside: None,
         searches: Vec::new(),
+        coverage_note: None,
     };
     let page = report::html::render(&doc);
     assert_eq!(page.matches("<script").count(), 2, "{page}");

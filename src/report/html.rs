@@ -22,10 +22,10 @@ details.more{margin:2px 0 6px}details.more summary{cursor:pointer;color:#0a58ca;
 h1{font-size:22px;margin:4px 0 8px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd}
 .note{color:#555;margin:2px 0}.sim{background:#fff3cd;border:1px solid #e0c36a;padding:6px 10px;border-radius:4px}
 table{border-collapse:collapse;margin:6px 0 4px;font-variant-numeric:tabular-nums}
-th,td{padding:3px 7px;border-bottom:1px solid #e5e5e5;white-space:nowrap}th{background:#f2f2f2;text-align:left;white-space:normal;vertical-align:bottom;overflow-wrap:anywhere;min-width:3em}
+th,td{padding:3px 7px;border-bottom:1px solid #e5e5e5;white-space:nowrap}th{background:#f2f2f2;text-align:left;white-space:normal;vertical-align:bottom;overflow-wrap:normal;word-break:normal;hyphens:manual;min-width:3em}
 td.num{text-align:right}td.best{font-weight:700;background:#e8f5e9}
 td.drill,.drill{cursor:pointer}td.drill:hover{background:#e3f2fd}
-.plots{display:flex;flex-wrap:wrap;gap:18px}.plots figure{margin:0;max-width:100%;overflow-x:auto}.plots figcaption{font-size:12px;color:#555;max-width:560px}
+.plots{display:flex;flex-wrap:wrap;gap:18px}.plots figure{margin:0;max-width:100%}.plots svg.plot{max-width:100%;height:auto}.plots figcaption{font-size:12px;color:#555;max-width:560px}
 g.drill:hover circle.point,g.drill:hover rect{stroke:#000;stroke-width:1.5}
 .ep{border:1px solid #ddd;border-radius:4px;margin:6px 0;background:#fff}.ep summary{padding:4px 8px;cursor:pointer}
 .ep .body{padding:4px 10px}.msg{border-left:3px solid #bbb;margin:4px 0;padding:2px 8px;white-space:pre-wrap;font:12px/1.35 ui-monospace,monospace}
@@ -34,7 +34,7 @@ g.drill:hover circle.point,g.drill:hover rect{stroke:#000;stroke-width:1.5}
 .tag.attacked{background:#D55E00}.tag.defended{background:#009E73}.tag.clean{background:#0072B2}.tag.error{background:#555}
 .foot{color:#555;font-size:12px}
 /* Last, so that it overrides the rules above at narrow widths. */
-@media (max-width:1100px){main{padding:10px 12px}th,td{padding:2px 4px;font-size:13px}th{min-width:0}td small{display:none}}
+@media (max-width:1100px){main{padding:10px 12px}th,td{padding:2px 4px;font-size:13px}th{min-width:0;font-size:11px;padding:2px 3px}td small{display:none}}
 "#;
 
 /// Shows the episodes of the cell an element names (its `data-*` attributes; a missing
@@ -169,6 +169,19 @@ fn merge_roles(grid: &Grid) -> Grid {
     g.select(&keep)
 }
 
+/// A header's break points: after a name's own separators (`_ + / @ = :`), so a long
+/// attack or defense name wraps there and never inside a word.
+fn header_breaks(title: &str) -> String {
+    let mut out = String::new();
+    for c in title.chars() {
+        out.push(c);
+        if matches!(c, '_' | '+' | '/' | '@' | '=' | ':') {
+            out.push_str("<wbr>");
+        }
+    }
+    out
+}
+
 /// A grid as an HTML table whose cells open their drill-down.
 pub(super) fn table_markup(grid: &Grid, notes_keys: &[(String, String)]) -> String {
     let mut s = String::from("<div class=\"tablewrap\"><table><thead><tr>");
@@ -179,7 +192,7 @@ pub(super) fn table_markup(grid: &Grid, notes_keys: &[(String, String)]) -> Stri
             s,
             "<th title=\"{}\">{}</th>",
             esc(&c.doc),
-            esc(&c.title).replace('_', "_<wbr>")
+            header_breaks(&esc(&c.title))
         )
         .unwrap();
     }
@@ -344,6 +357,8 @@ fn asr_at_k_figure(i: usize, s: &super::adaptive::SearchDoc) -> Figure {
                 .iter()
                 .map(|p| (p.k as f64, p.asr, link.clone()))
                 .collect(),
+            // The best ASR so far: it holds between queries and jumps at a better one.
+            step: true,
         },
         plots::Series {
             name: "static ASR (dev)".into(),
@@ -351,12 +366,14 @@ fn asr_at_k_figure(i: usize, s: &super::adaptive::SearchDoc) -> Figure {
                 .into_iter()
                 .map(|k| (k, c.static_asr, link.clone()))
                 .collect(),
+            step: false,
         },
     ];
     if let (Some(st), Some(ad)) = (c.heldout_static_asr, c.heldout_asr) {
         series.push(plots::Series {
             name: "held-out: static, adaptive".into(),
             points: vec![(last, st, link.clone()), (last, ad, link.clone())],
+            step: false,
         });
     }
     let sim = if c.simulated { " (SIMULATED)" } else { "" };
@@ -452,6 +469,7 @@ fn sweep_figures(per_defense: &[Row]) -> Vec<Figure> {
                     .iter()
                     .filter_map(|(v, r)| Some((*v, pick(r)?, link_of(r))))
                     .collect(),
+                step: false,
             };
             let series: Vec<plots::Series> = [
                 metric("ASR", |r| r.asr),
@@ -700,7 +718,9 @@ pub fn render(doc: &Document) -> String {
         writeln!(body, "<p class=\"sim\" id=\"simulated\">{}</p>", esc(note)).unwrap();
     }
     let page_wide = |n: &String| {
-        Some(n) == doc.summary.note.as_ref() || Some(n) == doc.summary.partial.as_ref()
+        Some(n) == doc.summary.note.as_ref()
+            || Some(n) == doc.summary.partial.as_ref()
+            || Some(n) == doc.coverage_note.as_ref()
     };
     if !doc.searches.is_empty() {
         writeln!(
@@ -714,14 +734,30 @@ pub fn render(doc: &Document) -> String {
         )
         .unwrap();
     }
+    // A page of search folders alone has no run and no episode to speak of.
+    let from = if doc.runs.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "{} episode(s) from {}; ",
+            doc.summary.episodes,
+            doc.runs
+                .iter()
+                .map(|d| esc(&d.display().to_string()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
     writeln!(
         body,
-        "<p class=\"note\">{} episode(s) from {}; {}. Click any table cell or figure mark to list its episodes (Esc closes the list). Each figure's SVG is also written on its own by `report --figures DIR`.</p>",
-        doc.summary.episodes,
-        doc.runs.iter().map(|d| esc(&d.display().to_string())).collect::<Vec<_>>().join(", "),
+        "<p class=\"note\">{from}generated by {}. Click any table cell or figure mark to list its episodes (Esc closes the list). Each figure's SVG is also written on its own by `report --figures DIR`.</p>",
         esc(&doc.summary.generated_by)
     )
     .unwrap();
+    if let Some(note) = &doc.coverage_note {
+        // Said once above everything it concerns: the pooled tables and the figures.
+        writeln!(body, "<p class=\"sim\" id=\"coverage\">{}</p>", esc(note)).unwrap();
+    }
     body.push_str("<nav>");
     for g in &doc.tables {
         write!(body, "<a href=\"#{}\">{}</a> · ", esc(&g.id), esc(&g.title)).unwrap();

@@ -6,6 +6,7 @@ pub mod adaptive;
 pub mod agreement;
 pub mod columns;
 pub mod compare;
+pub mod coverage;
 pub mod error;
 pub mod formats;
 #[cfg(test)]
@@ -239,7 +240,9 @@ fn is_default(o: &Order) -> bool {
 }
 
 impl Summary {
-    pub fn new(rows: Vec<Row>, episodes: usize, malformed_lines: usize) -> Self {
+    pub fn new(mut rows: Vec<Row>, episodes: usize, malformed_lines: usize) -> Self {
+        // A row pooling fewer suites than its attack reached elsewhere is not `all`.
+        coverage::label_subsets(&mut rows);
         let simulated = rows.iter().any(|r| r.simulated);
         let footnotes = FOOTNOTES
             .iter()
@@ -596,6 +599,8 @@ pub struct Document {
     pub duplicates: usize,
     /// Adaptive search folders given beside (or instead of) the runs.
     pub searches: Vec<adaptive::SearchDoc>,
+    /// Rows of unequal coverage: what the pooled tables and figures pooled.
+    pub coverage_note: Option<String>,
 }
 
 pub use crate::aggregate::SCORE_BINS;
@@ -698,6 +703,7 @@ pub fn document_of(
         episodes: std::mem::take(&mut loaded.episodes),
         runs: run_dirs,
         duplicates: loaded.duplicates,
+        coverage_note: views.note.clone(),
         searches,
     }
 }

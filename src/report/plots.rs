@@ -818,6 +818,9 @@ pub fn score_histogram(
 pub struct Series {
     pub name: String,
     pub points: Vec<(f64, f64, Link)>,
+    /// Drawn as a step (the value holds until the next point), as a best-so-far curve
+    /// is; otherwise the points are joined by straight lines.
+    pub step: bool,
 }
 
 /// Rates (y, fractions) against a setting (x, its own units): one line per series with
@@ -882,11 +885,14 @@ pub fn lines(id: &str, title: &str, series: &[Series], axis: [&str; 2]) -> Strin
     }
     for (i, l) in series.iter().enumerate() {
         let c = PALETTE[i % PALETTE.len()];
-        let path: Vec<String> = l
-            .points
-            .iter()
-            .map(|p| format!("{:.1},{:.1}", x(p.0), y(p.1)))
-            .collect();
+        let mut path: Vec<String> = Vec::new();
+        for (k, p) in l.points.iter().enumerate() {
+            if l.step && k > 0 {
+                // The earlier value holds up to this point's x, then the line rises.
+                path.push(format!("{:.1},{:.1}", x(p.0), y(l.points[k - 1].1)));
+            }
+            path.push(format!("{:.1},{:.1}", x(p.0), y(p.1)));
+        }
         // Dashes tell apart lines that coincide (UA on BU when no attack costs utility).
         let dash = ["", " stroke-dasharray=\"7 4\"", " stroke-dasharray=\"2 3\""][i % 3];
         write!(

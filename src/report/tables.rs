@@ -732,6 +732,8 @@ pub struct Views {
     pub per_suite: Vec<Row>,
     pub per_attack: Vec<Row>,
     pub attacks: Vec<String>,
+    /// Rows of unequal coverage: what the pooled views pooled (see [`super::coverage`]).
+    pub note: Option<String>,
 }
 
 /// Pools the aggregated records as [`Views`] describes; `summary_rows` name the
@@ -748,10 +750,14 @@ pub fn views(aggregate: &Aggregate, summary_rows: &[Row], order: &Order) -> View
         if r.attack != "none" && !attacks.contains(&r.attack) {
             attacks.push(r.attack.clone());
         }
-        if r.suite != ALL_SUITES && !suites.contains(&r.suite) {
+        // `a+b`: a row over some suites (see coverage), not a suite.
+        if r.suite != ALL_SUITES && !r.suite.contains('+') && !suites.contains(&r.suite) {
             suites.push(r.suite.clone());
         }
     }
+    // Unequal coverage: pool only the suites every row ran.
+    let shared = super::coverage::shared(summary_rows);
+    let pooled = |suite: &str| shared.suites.as_ref().is_none_or(|s| s.contains(suite));
     let finish = |mut rows: Vec<Row>| {
         crate::aggregate::set_overheads(&mut rows);
         order.sort(&mut rows);
@@ -759,7 +765,9 @@ pub fn views(aggregate: &Aggregate, summary_rows: &[Row], order: &Order) -> View
     };
     let per_defense = finish(
         dm.iter()
-            .filter_map(|(d, m)| aggregate.pooled_row(ALL_SUITES, ALL_SUITES, d, m, |_| true))
+            .filter_map(|(d, m)| {
+                aggregate.pooled_row(ALL_SUITES, ALL_SUITES, d, m, |k| pooled(k.suite.as_str()))
+            })
             .collect(),
     );
     let mut per_suite = Vec::new();
@@ -783,7 +791,9 @@ pub fn views(aggregate: &Aggregate, summary_rows: &[Row], order: &Order) -> View
                 .map(|r| r.suite.as_str())
                 .collect();
             per_attack.extend(aggregate.pooled_row(ALL_SUITES, a, d, m, |k| {
-                if k.attacked {
+                if !pooled(k.suite.as_str()) {
+                    false
+                } else if k.attacked {
                     k.label.as_ref() == Some(a)
                 } else {
                     reached.contains(&k.suite.as_str())
@@ -796,6 +806,7 @@ pub fn views(aggregate: &Aggregate, summary_rows: &[Row], order: &Order) -> View
         per_suite: finish(per_suite),
         per_attack: finish(per_attack),
         attacks,
+        note: shared.note,
     }
 }
 
@@ -1038,6 +1049,10 @@ pub fn paper_tables(summary_rows: &[Row], v: &Views, breakdown: &[BreakdownRow])
     for g in &mut grids {
         if g.id != "summary" {
             g.links = vec![None; g.rows.len()];
+        }
+        // The tables that pool every suite say what they pooled when rows differ.
+        if !matches!(g.id.as_str(), "summary" | "per-suite" | "per-class") {
+            g.notes.extend(v.note.clone());
         }
     }
     grids

@@ -519,6 +519,15 @@ fn best_of(pool: &[(Candidate, Scored)]) -> usize {
         .expect("the pool holds the seeds")
 }
 
+/// Candidates the default episode budget pays for beyond the seed templates.
+pub const DEFAULT_QUERIES: usize = 20;
+
+/// The default episode budget: every seed template and [`DEFAULT_QUERIES`] candidates
+/// scored on `dev` development cells.
+pub fn default_budget(seeds: usize, dev: usize) -> usize {
+    (seeds + DEFAULT_QUERIES) * dev
+}
+
 /// Refuses a search that cannot run as asked: white-box feedback from a defense that
 /// exposes no score, or a budget too small to score the seed templates.
 fn refuse_unsearchable(
@@ -535,9 +544,10 @@ fn refuse_unsearchable(
     }
     if seeds * dev > settings.budget_episodes {
         return Err(SearchError::BadInput(format!(
-            "--budget-episodes {} does not cover scoring the {seeds} seed templates on the {dev} development cells ({} episodes)",
+            "--budget-episodes {} does not cover scoring the {seeds} seed templates on the {dev} development cells: the minimum is {} episodes, and {} pays for {DEFAULT_QUERIES} candidates more (the default when --budget-episodes is not given)",
             settings.budget_episodes,
-            seeds * dev
+            seeds * dev,
+            default_budget(seeds, dev)
         )));
     }
     Ok(())

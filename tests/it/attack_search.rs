@@ -322,7 +322,7 @@ async fn a_loopback_attacker_endpoint_drives_the_search() {
         attacker: "openai:red-team-model".into(),
         unit: "pair:user_task_0,injection_task_0".into(),
         feedback: sieve_bench::search::Feedback::Diagnosis,
-        budget_episodes: 30,
+        budget_episodes: Some(30),
         budget_attacker_tokens: 10_000,
         budget_attacker_queries: None,
         seed: 0,

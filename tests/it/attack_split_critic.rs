@@ -278,7 +278,7 @@ async fn a_loopback_attacker_is_asked_for_critiques_that_reach_its_next_proposal
         attacker: "openai:red-team-model".into(),
         unit: "pair:user_task_0,injection_task_0".into(),
         feedback: sieve_bench::search::Feedback::Critic,
-        budget_episodes: 30,
+        budget_episodes: Some(30),
         budget_attacker_tokens: 10_000,
         budget_attacker_queries: None,
         seed: 0,

@@ -169,7 +169,18 @@ const out={viewport:innerWidth,page:document.documentElement.scrollWidth,tables:
 for(const w of document.querySelectorAll('main .tablewrap')){if(w.closest('details'))continue;
  let h=w.previousElementSibling;while(h&&h.tagName!=='H2')h=h.previousElementSibling;
  out.tables.push({id:h?h.id:'',content:w.scrollWidth,box:w.clientWidth,right:w.getBoundingClientRect().right});}
+out.broken=[];out.clipped=[];
+for(const th of document.querySelectorAll('main th')){if(th.closest('details'))continue;
+ const w=document.createTreeWalker(th,NodeFilter.SHOW_TEXT);let n;
+ while((n=w.nextNode())){const re=/\S+/g;let m;while((m=re.exec(n.data))){
+  const r=document.createRange();r.setStart(n,m.index);r.setEnd(n,m.index+m[0].length);
+  const lines=new Set([...r.getClientRects()].map(x=>Math.round(x.top)));
+  if(lines.size>1)out.broken.push(th.textContent+' ('+m[0]+')');}}}
 for(const svg of document.querySelectorAll('svg.plot')){
+ const box=svg.getBoundingClientRect();const holder=svg.parentElement.getBoundingClientRect();
+ if(box.right>holder.right+0.5||box.right>innerWidth+0.5)out.clipped.push(svg.id+': the figure is wider than its box');
+ for(const t of svg.querySelectorAll('text')){const r=t.getBoundingClientRect();if(!t.textContent.trim())continue;
+  if(r.left<box.left-0.5||r.right>box.right+0.5||r.top<box.top-0.5||r.bottom>box.bottom+0.5)out.clipped.push(svg.id+': '+t.textContent);}
  const texts=[...svg.querySelectorAll('text')].filter(t=>t.textContent.trim()).map(t=>({s:t.textContent,r:t.getBoundingClientRect()}));
  const titles=c=>[...svg.querySelectorAll('text.axis-label.'+c)].filter(t=>t.textContent.trim()).length;
  out.figures.push({id:svg.id,x:titles('x'),y:titles('y')});
@@ -226,6 +237,16 @@ fn assert_readable(browser: &Path, page: &Path) -> Vec<String> {
             );
             ids.push(f["id"].as_str().unwrap().to_string());
         }
+        let broken = m["broken"].as_array().unwrap();
+        assert!(
+            broken.is_empty(),
+            "headers broken inside a word at {width} px: {broken:?}"
+        );
+        let clipped = m["clipped"].as_array().unwrap();
+        assert!(
+            clipped.is_empty(),
+            "figure labels cut off at {width} px: {clipped:?}"
+        );
         let overlaps = m["overlaps"].as_array().unwrap();
         assert!(
             overlaps.is_empty(),
@@ -397,4 +418,162 @@ fn a_sweep_draws_its_curves_in_a_real_browser() {
     {
         assert!(seen.insert(id), "id {id} used twice");
     }
+}
+
+/// Runs of unequal coverage in one report (a banking-only run of one defense beside a
+/// two-suite run of two), as a reader sees it at 900 and 1400 px: the pooled tables and
+/// figures say they pooled only the shared suite, no row of the banking-only defense is
+/// labelled `all`, no header breaks inside a word, no figure label is cut off.
+#[test]
+fn a_report_of_runs_of_unequal_coverage_reads_in_a_real_browser() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (wide, narrow) = (tmp.path().join("wide"), tmp.path().join("narrow"));
+    run(
+        tmp.path(),
+        &wide,
+        &[
+            "--suite",
+            "banking,slack",
+            "--attack",
+            "important",
+            "--defense",
+            "none,sieve",
+            "--user-tasks",
+            "user_task_0,user_task_1",
+        ],
+    );
+    run(
+        tmp.path(),
+        &narrow,
+        &[
+            "--suite",
+            "banking",
+            "--attack",
+            "important",
+            "--defense",
+            "audit",
+            "--user-tasks",
+            "user_task_0,user_task_1",
+        ],
+    );
+    let json = bench(tmp.path())
+        .args(["report", "--format", "json"])
+        .arg(&wide)
+        .arg(&narrow)
+        .assert()
+        .success();
+    let doc: serde_json::Value = serde_json::from_slice(&json.get_output().stdout).unwrap();
+    let tables = doc["tables"].as_array().unwrap();
+    let table = |id: &str| {
+        tables
+            .iter()
+            .find(|t| t["id"] == id)
+            .unwrap_or_else(|| panic!("no {id} table"))
+    };
+    for row in table("summary")["rows"].as_array().unwrap() {
+        assert!(
+            !(row["defense"] == "audit" && row["suite"] == "all"),
+            "a banking-only row labelled all: {row}"
+        );
+    }
+    let notes = table("main")["notes"].to_string();
+    assert!(
+        notes.contains("UNEQUAL COVERAGE") && notes.contains("every row ran (dojo-style/banking)"),
+        "{notes}"
+    );
+    // The main table's `none` row pools banking only, as the audit row does.
+    let summary = summary(&wide);
+    let banking_none_asr = rows(&summary)
+        .iter()
+        .find(|r| {
+            r["suite"] == "dojo-style/banking"
+                && r["defense"] == "none"
+                && r["attack"] == "important_instructions"
+        })
+        .map(|r| r["asr"].clone())
+        .unwrap();
+    let main_none = table("main")["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["defense"] == "none")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        main_none["asr_important_instructions"], banking_none_asr,
+        "{main_none}"
+    );
+    let page = tmp.path().join("report.html");
+    bench(tmp.path())
+        .args(["report", "--format", "html", "--out"])
+        .arg(&page)
+        .arg(&wide)
+        .arg(&narrow)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(html.matches("id=\"coverage\"").count(), 1, "the note once");
+    let Some(browser) = chromium() else {
+        return;
+    };
+    assert_readable(&browser, &page);
+}
+
+/// A report of a search folder alone says nothing of runs it has not got, and draws
+/// ASR@k as the step it is (the best so far holds between queries).
+#[test]
+fn a_search_page_draws_a_step_and_names_no_empty_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let search = tmp.path().join("s");
+    bench(tmp.path())
+        .args([
+            "attack",
+            "search",
+            "--suite",
+            "banking",
+            "--defense",
+            "keyword_filter",
+        ])
+        .args([
+            "--user-tasks",
+            "user_task_0,user_task_1,user_task_2,user_task_3",
+        ])
+        .arg("--out")
+        .arg(&search)
+        .assert()
+        .success();
+    let page = tmp.path().join("search.html");
+    bench(tmp.path())
+        .args(["report", "--format", "html", "--out"])
+        .arg(&page)
+        .arg(&search)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("episode(s) from ;"), "an empty run list");
+    assert!(!html.contains("0 episode(s)"), "episodes of no run");
+    let curve = html
+        .split("<polyline class=\"curve\" points=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .expect("the ASR@k curve");
+    let points: Vec<(f64, f64)> = curve
+        .split(' ')
+        .map(|p| {
+            let (x, y) = p.split_once(',').unwrap();
+            (x.parse().unwrap(), y.parse().unwrap())
+        })
+        .collect();
+    // A step: every segment is level or upright, never a slope.
+    for w in points.windows(2) {
+        assert!(
+            (w[0].0 - w[1].0).abs() < 0.05 || (w[0].1 - w[1].1).abs() < 0.05,
+            "a sloped segment {w:?} in {curve}"
+        );
+    }
+    let Some(browser) = chromium() else {
+        return;
+    };
+    let dom = dump_dom(&browser, &format!("file://{}", page.display()));
+    assert!(dom.contains("plot-asr-at-k-0"), "no ASR@k figure");
 }

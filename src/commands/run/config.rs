@@ -242,7 +242,10 @@ fn resolve_models(
     tokens: Arc<crate::model::tokens::TokenCounter>,
 ) -> Result<ResolvedModels, CliError> {
     let named = crate::model::config::load_named(&paths.configs)?;
-    let factory = ModelFactory::new(args.model_options.clone(), named.clone(), tokens)?;
+    let mut factory = ModelFactory::new(args.model_options.clone(), named.clone(), tokens)?;
+    if args.dry_run {
+        factory = factory.sending_nothing();
+    }
     let models = build_models_with(
         &factory,
         &args.model,
