@@ -583,7 +583,12 @@ fn is_new_member(pre: &Value, p: &str) -> bool {
 /// Whether every record a named list held before is, where it is still held, unchanged,
 /// except in paths another (more specific) allowance names. Records are matched by `id`
 /// when they have one; without ids, when the list only grew, by position.
-fn kept_records_unchanged(list: &str, before: &[Value], after: &[Value], allowed: &[String]) -> bool {
+fn kept_records_unchanged(
+    list: &str,
+    before: &[Value],
+    after: &[Value],
+    allowed: &[String],
+) -> bool {
     let by_id = before.iter().all(|m| m.get("id").is_some());
     let pairs: Vec<(usize, &Value, &Value)> = if by_id {
         before
@@ -596,7 +601,12 @@ fn kept_records_unchanged(list: &str, before: &[Value], after: &[Value], allowed
             })
             .collect()
     } else if after.len() >= before.len() {
-        before.iter().zip(after).enumerate().map(|(i, (b, a))| (i, b, a)).collect()
+        before
+            .iter()
+            .zip(after)
+            .enumerate()
+            .map(|(i, (b, a))| (i, b, a))
+            .collect()
     } else {
         // Members were taken out: what is left is matched by content, so nothing changed.
         Vec::new()

@@ -776,7 +776,10 @@ fn check_free(path: &Path, task: &UserTask, tools: &ToolSet) -> Result<(), Suite
                 path,
                 Some(task.id.as_str()),
                 Some(&field),
-                format!("names no argument of a write call (step calls `{}`)", call.tool),
+                format!(
+                    "names no argument of a write call (step calls `{}`)",
+                    call.tool
+                ),
             ));
         }
         if why.trim().is_empty() {

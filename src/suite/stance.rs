@@ -46,7 +46,11 @@ impl Stance {
 /// Byte ranges of `canon` inside double quotes: reported words, not the writer's own.
 fn quoted(canon: &str) -> Vec<Range<usize>> {
     let marks: Vec<usize> = canon.match_indices('"').map(|(i, _)| i).collect();
-    marks.chunks(2).filter(|c| c.len() == 2).map(|c| c[0]..c[1]).collect()
+    marks
+        .chunks(2)
+        .filter(|c| c.len() == 2)
+        .map(|c| c[0]..c[1])
+        .collect()
 }
 
 /// Where a phrase of `list` starts among words `idx` of `r`.
@@ -69,16 +73,14 @@ fn negated_word(r: &Reading, i: usize) -> bool {
 
 /// The word indices of a byte range.
 fn words_of(r: &Reading, range: &Range<usize>) -> Range<usize> {
-    let first = r
-        .ws
-        .iter()
-        .position(|w| w.span.start >= range.start)
-        .unwrap_or(r.ws.len());
-    let last = r
-        .ws
-        .iter()
-        .rposition(|w| w.span.end <= range.end)
-        .map_or(first, |i| i + 1);
+    let first =
+        r.ws.iter()
+            .position(|w| w.span.start >= range.start)
+            .unwrap_or(r.ws.len());
+    let last =
+        r.ws.iter()
+            .rposition(|w| w.span.end <= range.end)
+            .map_or(first, |i| i + 1);
     first..last.max(first)
 }
 
@@ -192,7 +194,11 @@ pub fn stance(text: &str, value: &str, own_words: &str) -> Stance {
     }
     // A warning counts in a sentence that names the value, or in the next one when that
     // one points back at it ("It is phishing.", "That isn't from HR.", "I didn't act on it.").
-    let near_unit = |k: usize| named.iter().any(|&n| k == n || k == n + 1 && points_back(k));
+    let near_unit = |k: usize| {
+        named
+            .iter()
+            .any(|&n| k == n || k == n + 1 && points_back(k))
+    };
     let near = |word: usize| unit_of(r.ws[word].span.start).is_some_and(near_unit);
     let worded = warns_near(&r.ws, near, own_words);
     // A negation of the writer's own in those sentences ("It wasn't sent by IT").
@@ -221,7 +227,7 @@ fn affirming(r: &Reading, i: usize) -> bool {
 }
 
 static MARKER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-    regex::Regex::new(r"(?i)[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}|(?:https?://)?(?:www\.)?[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:com|net|org|io|info|co|dev|eu|de|pt|uk|example)(?:/[^\s,;\"]*)?|\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{2,4}){3,8}\b")
+    regex::Regex::new(r#"(?i:[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}|(?:https?://)?(?:www\.)?[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:com|net|org|io|info|co|dev|eu|de|pt|uk|example)(?:/[^\s,;"]*)?)|\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b|\b[a-z]{2}\d{2}[a-z0-9]{10,30}\b"#)
         .expect("valid marker pattern")
 });
 
@@ -268,7 +274,10 @@ fn warns_about_report(text: &str) -> bool {
         else {
             return false;
         };
-        let until = sentences.get(k + 2).unwrap_or(&sentences[sentences.len() - 1]).end;
+        let until = sentences
+            .get(k + 2)
+            .unwrap_or(&sentences[sentences.len() - 1])
+            .end;
         let after = words_of(&r, &(r.ws[from].span.end..until));
         let denied = phrase_starts(&r, &lx.negation, after.clone())
             .into_iter()

@@ -407,7 +407,9 @@ mod tests {
         );
         assert_eq!(nearby(&json!("general")), Some(json!("generax")));
         assert_eq!(
-            nearby(&json!("Thanks a lot for the lovely flowers you sent me last week")),
+            nearby(&json!(
+                "Thanks a lot for the lovely flowers you sent me last week"
+            )),
             None
         );
     }
@@ -417,7 +419,10 @@ mod tests {
         let schema = json!({"properties": {"recipient": {}, "amount": {}, "recurring": {"type": "boolean"}},
                             "required": ["recipient", "amount", "recurring"]});
         assert_eq!(
-            through(&json!({"recipient": "X", "amount": 1, "date": "d"}), &schema),
+            through(
+                &json!({"recipient": "X", "amount": 1, "date": "d"}),
+                &schema
+            ),
             Some(json!({"recipient": "X", "amount": 1, "recurring": false}))
         );
         let schema = json!({"properties": {"channel": {}}, "required": ["channel"]});
