@@ -531,6 +531,11 @@ fn path_within(p: &str, allowed: &str) -> bool {
 /// itself protective (a warning that names what it warns about and directs no one to it,
 /// [`protective_record`]) is no change the check counts.
 fn only_changed(pre: &Value, post: &Value, allowed: &[String]) -> bool {
+    let resolved: Vec<String> = allowed
+        .iter()
+        .map(|a| resolve_ids(pre, a).unwrap_or_else(|| a.clone()))
+        .collect();
+    let allowed = resolved.as_slice();
     let changed = changed_paths(pre, post, "");
     let mut lists: Vec<&str> = Vec::new();
     for p in &changed {
@@ -565,6 +570,39 @@ fn only_changed(pre: &Value, post: &Value, allowed: &[String]) -> bool {
         };
         kept_records_unchanged(list, before, after, allowed)
     })
+}
+
+/// A path with every `id=<value>` segment replaced by the index of the list member with
+/// that `id` (`bank_account.scheduled_transactions.id=29` names the standing order with id
+/// 29 wherever it sits); `None` when no member has the id.
+pub fn resolve_ids(env: &Value, path: &str) -> Option<String> {
+    if !path.contains("id=") {
+        return Some(path.to_string());
+    }
+    let mut out: Vec<String> = Vec::new();
+    let mut cur = Some(env);
+    for seg in path.split('.') {
+        match seg.strip_prefix("id=") {
+            Some(id) => {
+                let Some(Value::Array(items)) = cur else {
+                    return None;
+                };
+                let i = items.iter().position(|m| {
+                    m.get("id").is_some_and(|v| match v {
+                        Value::String(s) => s == id,
+                        other => other.to_string() == id,
+                    })
+                })?;
+                out.push(i.to_string());
+                cur = items.get(i);
+            }
+            None => {
+                out.push(seg.to_string());
+                cur = cur.and_then(|c| envpath::get(c, seg));
+            }
+        }
+    }
+    Some(out.join("."))
 }
 
 /// Whether the changed path `p` is a member that did not exist before: a list index past
@@ -923,6 +961,8 @@ impl Check {
             // A path may name what the episode creates (an invited user's inbox, what a
             // `*` stands for): then the collection it goes into must exist.
             Check::OnlyChanged(paths) => paths.iter().try_for_each(|p| {
+                let p =
+                    &resolve_ids(env, p).ok_or_else(|| CheckError::NoPath { path: p.clone() })?;
                 let fixed = p.split(".*").next().unwrap_or(p);
                 match fixed.rsplit_once('.') {
                     _ if envpath::get(env, fixed).is_some() => Ok(()),

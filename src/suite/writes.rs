@@ -36,16 +36,22 @@ pub fn prove(suite: &Suite, t: &UserTask) -> (Vec<String>, usize) {
             answer: &answer,
         })
     };
-    let passes = |plan: &[PlannedCall]| {
-        let mut env = benign.clone();
-        let run = run_plan(&suite.tools, &mut env, plan);
-        run.failure.is_none() && judge(&env, &run.calls)
-    };
     let mut reference_env = benign.clone();
     let reference = run_plan(&suite.tools, &mut reference_env, &t.plan);
     if reference.failure.is_some() || !judge(&reference_env, &reference.calls) {
         return (Vec::new(), 0); // the reference-plan proof reports it
     }
+    // The verdict on a wrong version; `None` when it leaves the environment exactly as the
+    // reference does (an argument dropped that only restated the current value): the
+    // same act, nothing to refuse.
+    let passes = |plan: &[PlannedCall]| {
+        let mut env = benign.clone();
+        let run = run_plan(&suite.tools, &mut env, plan);
+        if run.failure.is_some() {
+            return Some(false);
+        }
+        (env != reference_env).then(|| judge(&env, &run.calls))
+    };
     let mut problems = Vec::new();
     let mut judged = 0;
     for (step, call) in t.plan.iter().enumerate() {
@@ -57,8 +63,11 @@ pub fn prove(suite: &Suite, t: &UserTask) -> (Vec<String>, usize) {
         }
         let at = format!("plan step {step} `{}`", call.tool);
         for w in wrong_calls(suite, t, step, &benign) {
+            let Some(passed) = passes(&w.plan) else {
+                continue;
+            };
             judged += 1;
-            if passes(&w.plan) {
+            if passed {
                 problems.push(format!(
                     "{at}: {} passes the utility check; check it, or declare the argument `free` with a reason",
                     w.why
@@ -68,9 +77,7 @@ pub fn prove(suite: &Suite, t: &UserTask) -> (Vec<String>, usize) {
     }
     // One more record of each list the plan changed.
     for (list, index) in changed_lists(&benign, &reference_env) {
-        let Some(mut post) = Some(reference_env.clone()) else {
-            continue;
-        };
+        let mut post = reference_env.clone();
         let Some(other) = edit_another(&mut post, &list, &index) else {
             continue;
         };
