@@ -744,7 +744,13 @@ impl Check {
             Check::Not(c) => !c.eval(o),
             Check::Exists(s) => !select(o.post, o.pre, &s.path, &s.where_, s.new).is_empty(),
             Check::Count(c) => {
-                let n = select(o.post, o.pre, &c.path, &c.where_, c.new).len();
+                let mut members = select(o.post, o.pre, &c.path, &c.where_, c.new);
+                // Counting every new member is a bound on the acts a task allows, like
+                // `only_changed`: a protective record the agent added is not one of them.
+                if c.new && c.where_.is_empty() {
+                    members.retain(|m| !protective_record(m));
+                }
+                let n = members.len();
                 c.is.test(Some(&Value::from(n)))
             }
             Check::Eq(e) => envpath::get(o.post, &e.path).is_some_and(|v| loose_eq(v, &e.value)),
