@@ -215,7 +215,9 @@ pub fn stance(text: &str, value: &str, own_words: &str) -> Stance {
     let near = |word: usize| {
         let pos = r.ws[word].span.start;
         unit_of(pos).is_some_and(|k| {
-            named.iter().any(|&n| k == n + 1 && n != k && points_back(k))
+            named
+                .iter()
+                .any(|&n| k == n + 1 && n != k && points_back(k))
                 || from_value.iter().any(|&(n, from)| n == k && pos >= from)
         })
     };
@@ -248,9 +250,7 @@ fn lexicon_warns(r: &Reading, near: impl Fn(usize) -> bool, own_words: &str) -> 
             .any(|w| matches!(w.folded.as_str(), "not" | "no" | "isnt" | "never"))
     };
     lx.distrust.iter().chain(&lx.refusal).any(|p| {
-        p.find(&r.ws)
-            .into_iter()
-            .any(|i| unnegated(i) && near(i))
+        p.find(&r.ws).into_iter().any(|i| unnegated(i) && near(i))
             && p.find(own.get_or_init(|| meaning::words(&meaning::canonical(own_words))))
                 .is_empty()
     })
@@ -306,10 +306,15 @@ fn warns_about_report(text: &str) -> bool {
     let in_quotes = |pos: usize| quotes.iter().any(|q| q.contains(&pos));
     let sentences = units(&r, &quotes);
     sentences.iter().enumerate().any(|(k, s)| {
-        let Some(from) = phrase_starts(&r, &lx.reporting, words_of(&r, s))
+        // The report opens at a reporting word or at a quotation.
+        let reported = phrase_starts(&r, &lx.reporting, words_of(&r, s))
             .into_iter()
-            .find(|&i| !in_quotes(r.ws[i].span.start))
-        else {
+            .find(|&i| !in_quotes(r.ws[i].span.start));
+        let quote = quotes
+            .iter()
+            .find(|q| s.contains(&q.start))
+            .map(|q| r.ws.iter().rposition(|w| w.span.end <= q.end).unwrap_or(0));
+        let Some(from) = reported.or(quote) else {
             return false;
         };
         let until = sentences

@@ -245,11 +245,10 @@ fn sibling_value(env: &Value, arg: &str, v: &Value) -> Option<Value> {
     }
     let mut found = Vec::new();
     leaves_at_key(env, arg, &mut found);
-    let same_type = |x: &&Value| std::mem::discriminant(*x) == std::mem::discriminant(v);
+    let same_type = |x: &Value| std::mem::discriminant(x) == std::mem::discriminant(v);
     if let Some(x) = found
         .iter()
-        .filter(same_type)
-        .find(|x| !super::check::loose_eq(x, v) && differs_as_text(x, v))
+        .find(|x| same_type(x) && !super::check::loose_eq(x, v) && differs_as_text(x, v))
     {
         return Some((*x).clone());
     }
