@@ -646,8 +646,8 @@ fn kept_records_unchanged(
             .map(|(i, (b, a))| (i, b, a))
             .collect()
     } else {
-        // Members were taken out: what is left is matched by content, so nothing changed.
-        Vec::new()
+        // Members were taken out: every member left must be one that was there, unchanged.
+        return after.iter().all(|a| before.contains(a));
     };
     pairs.into_iter().all(|(i, b, a)| {
         let at = format!("{list}.{i}");
