@@ -75,8 +75,17 @@ pub fn prove(suite: &Suite, t: &UserTask) -> (Vec<String>, usize) {
             }
         }
     }
-    // One more record of each list the plan changed.
-    for (list, index) in changed_lists(&benign, &reference_env) {
+    // One more record of each list the plan's acts changed (a read mark or a request log
+    // is no act).
+    let acts: Vec<PlannedCall> = t
+        .plan
+        .iter()
+        .filter(|c| suite.tools.get(c.tool.as_str()).is_none_or(|tool| !tool.bookkeeping))
+        .cloned()
+        .collect();
+    let mut acted = benign.clone();
+    run_plan(&suite.tools, &mut acted, &acts);
+    for (list, index) in changed_lists(&benign, &acted) {
         let mut post = reference_env.clone();
         let Some(other) = edit_another(&mut post, &list, &index) else {
             continue;
