@@ -13,6 +13,7 @@ use crate::aggregate::metrics::{
     ALL_SUITES, Attribution, BreakdownRow, ClusterKey, ErrorPolicy, ErrorsAs, Rate, Row,
     attack_label, attribute, eds, effective_n_counts, wilson_p,
 };
+use crate::aggregate::tally::{Counted, Over, Sums};
 use crate::model::{Component, ScriptedRoles};
 use crate::record::EpisodeRecord;
 use sieve_record::sieve::{CallPath, noted_calls};
@@ -62,6 +63,8 @@ struct Outcomes {
     succeeded: u64,
     /// The user task was solved.
     solved: u64,
+    /// The per-episode metrics' sums.
+    tallies: Sums,
 }
 
 impl Outcomes {
@@ -69,6 +72,7 @@ impl Outcomes {
         self.n += o.n;
         self.succeeded += o.succeeded;
         self.solved += o.solved;
+        self.tallies.merge(&o.tallies);
     }
 }
 
@@ -140,10 +144,18 @@ impl Acc {
         if counts {
             // An error AgentDojo scores is an unsolved task and a successful attack.
             let succeeded = r.error.is_some() || r.attack_success == Some(true);
+            let solved = r.error.is_none() && r.counted_utility();
+            let mut tallies = Sums::default();
+            tallies.add(&Counted {
+                record: r,
+                succeeded,
+                solved,
+            });
             let o = Outcomes {
                 n: 1,
                 succeeded: u64::from(succeeded),
-                solved: u64::from(r.error.is_none() && r.counted_utility()),
+                solved: u64::from(solved),
+                tallies,
             };
             seed.add(&o);
             let cluster = (
@@ -316,6 +328,14 @@ impl Acc {
         let (asr_v, asr_ci) = ci(asr);
         let (bu_v, bu_ci) = ci(bu);
         let (ua_v, ua_ci) = ci(ua);
+        let sums = |acc: &Acc, over: Over| {
+            tally::figures(acc.clusters.values().map(|o| &o.tallies), move |o| {
+                o == over
+            })
+        };
+        let mut tallies = sums(attacked, Over::Attacked);
+        tallies.extend(sums(clean, Over::Clean));
+        tallies.extend(sums(&all, Over::Every));
         Row {
             suite: suite.into(),
             attack: attack.into(),
@@ -366,6 +386,7 @@ impl Acc {
             token_overhead_vs_none: None,
             dollars_per_episode: None,
             usage_estimated: all.usage_estimated,
+            tallies,
         }
     }
 }
@@ -721,6 +742,7 @@ pub mod metrics;
 pub mod pairs;
 #[cfg(test)]
 pub(crate) mod reference;
+pub mod tally;
 
 #[cfg(test)]
 mod tests {

@@ -30,6 +30,7 @@
 //!   identical repeats of every cluster give exactly the interval of one seed.
 
 use crate::aggregate::pairs::{Pair, PairObs};
+use crate::aggregate::tally::{Figure, Tally};
 use crate::aggregate::{Acc, Aggregate};
 use crate::model::{Component, ScriptedRoles};
 use crate::record::EpisodeRecord;
@@ -545,6 +546,10 @@ pub struct Row {
     /// marks the row's token figures as estimated.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub usage_estimated: u64,
+    /// The per-episode metrics ([`Tally`]) over the episodes each is over; a tally over
+    /// no episode is absent.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tallies: BTreeMap<Tally, Figure>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -823,6 +828,7 @@ mod tests {
             error: None,
             error_kind: None,
             harmful_call: None,
+            attack_started: None,
             bypass_pair: false,
             notes: serde_json::Value::Null,
             version: "0".into(),

@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 use crate::aggregate::metrics::*;
+use crate::aggregate::tally::{self, Counted, Figure, Over, Sums, Tally};
 use crate::model::Component;
 use crate::record::EpisodeRecord;
 use sieve_record::sieve::{CallPath, noted_calls};
@@ -89,6 +90,37 @@ fn distinct_seeds(records: &[&EpisodeRecord]) -> u64 {
     seeds.sort_unstable();
     seeds.dedup();
     seeds.len() as u64
+}
+
+/// The per-episode metrics over counted records, each over the side it names.
+fn tallies(
+    clean: &[&EpisodeRecord],
+    attacked: &[&EpisodeRecord],
+    succeeded: &dyn Fn(&EpisodeRecord) -> bool,
+    solved: &dyn Fn(&EpisodeRecord) -> bool,
+) -> BTreeMap<Tally, Figure> {
+    let by_cluster = |recs: &[&EpisodeRecord]| {
+        let mut by: BTreeMap<ClusterKey, Sums> = BTreeMap::new();
+        for r in recs {
+            by.entry(cluster_of(r)).or_default().add(&Counted {
+                record: r,
+                succeeded: succeeded(r),
+                solved: solved(r),
+            });
+        }
+        by
+    };
+    let every: Vec<&EpisodeRecord> = clean.iter().chain(attacked).copied().collect();
+    let mut out = BTreeMap::new();
+    for (recs, side) in [
+        (attacked, Over::Attacked),
+        (clean, Over::Clean),
+        (&every[..], Over::Every),
+    ] {
+        let by = by_cluster(recs);
+        out.extend(tally::figures(by.values(), |o| o == side));
+    }
+    out
 }
 
 /// Computes one row under an error convention.
@@ -209,6 +241,7 @@ pub fn row_with(
         token_overhead_vs_none: None,
         dollars_per_episode: None,
         usage_estimated: all.iter().filter(|r| r.usage_estimated()).count() as u64,
+        tallies: tallies(clean, attacked, &succeeded, &solved),
     }
 }
 

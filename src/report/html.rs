@@ -170,7 +170,7 @@ fn merge_roles(grid: &Grid) -> Grid {
 }
 
 /// A grid as an HTML table whose cells open their drill-down.
-fn table_markup(grid: &Grid, notes_keys: &[(String, String)]) -> String {
+pub(super) fn table_markup(grid: &Grid, notes_keys: &[(String, String)]) -> String {
     let mut s = String::from("<div class=\"tablewrap\"><table><thead><tr>");
     for c in &grid.columns {
         // Long attack names break after their underscores, so headers never set a

@@ -497,6 +497,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> Finished {
         error_kind: result.error.as_ref().map(|e| e.kind),
         error: result.error.map(|e| e.message),
         harmful_call: result.harmful_call,
+        attack_started: result.attack_started,
         bypass_pair,
         notes: result.notes,
         version: env!("CARGO_PKG_VERSION").to_string(),

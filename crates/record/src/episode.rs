@@ -192,6 +192,12 @@ pub struct EpisodeRecord {
     /// security check saw; `None` when the harm came without a call (the answer).
     #[serde(default)]
     pub harmful_call: Option<usize>,
+    /// Attacked episodes: whether the agent proposed a call of the attacker's (one the
+    /// injection task's reference plan has and the user task's does not), whatever the
+    /// defense did with it; absent when the attack has no call to start or the record
+    /// predates this field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack_started: Option<bool>,
     /// An injection task on a user task it names in `designed_for` (a designed
     /// provenance-bypass pair).
     #[serde(default)]
