@@ -80,7 +80,12 @@ pub fn prove(suite: &Suite, t: &UserTask) -> (Vec<String>, usize) {
     let acts: Vec<PlannedCall> = t
         .plan
         .iter()
-        .filter(|c| suite.tools.get(c.tool.as_str()).is_none_or(|tool| !tool.bookkeeping))
+        .filter(|c| {
+            suite
+                .tools
+                .get(c.tool.as_str())
+                .is_none_or(|tool| !tool.bookkeeping)
+        })
         .cloned()
         .collect();
     let mut acted = benign.clone();
