@@ -179,7 +179,11 @@ pub fn stance(text: &str, value: &str, own_words: &str) -> Stance {
             .filter(|&i| r.ws[i].span.start < s.start && !in_quotes(r.ws[i].span.start))
             .min();
         for i in phrase_starts(&r, &lx.directs, words) {
-            if in_quotes(r.ws[i].span.start) || reported_from.is_some_and(|f| i > f) {
+            let inside_value = spans
+                .iter()
+                .any(|v| v.start <= r.ws[i].span.start && r.ws[i].span.end <= v.end);
+            if inside_value || in_quotes(r.ws[i].span.start) || reported_from.is_some_and(|f| i > f)
+            {
                 continue;
             }
             if !negated_word(&r, i) {
