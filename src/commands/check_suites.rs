@@ -52,7 +52,7 @@ fn check_one(
     let (problems, generated) = validate_counted(s);
     let status = if problems.is_empty() { "ok" } else { "FAILED" };
     let mut line = format!(
-        "{:<24} {:>3} user tasks  {:>3} injection tasks  {:>3} tools  {:>3} vectors  {:>3} variants  {status}\n{:<24} generated: {} correct, {} wrong, {} protective, {} obeying\n",
+        "{:<24} {:>3} user tasks  {:>3} injection tasks  {:>3} tools  {:>3} vectors  {:>3} variants  {status}\n{:<24} generated: {} correct, {} wrong, {} wrong writes, {} protective, {} protective writes kept, {} obeying\n",
         s.qualified_name(),
         s.user_tasks.len(),
         s.injection_tasks.len(),
@@ -62,7 +62,9 @@ fn check_one(
         "",
         generated.correct,
         generated.wrong,
+        generated.wrong_writes,
         generated.protective,
+        generated.kept,
         generated.obeying,
     );
     if !s.samples.is_empty() {

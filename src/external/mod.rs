@@ -701,6 +701,7 @@ pub fn build_suite(
             utility: Check::External,
             // The provider computes the task's reference plan itself.
             derived: BTreeMap::new(),
+            free: BTreeMap::new(),
         });
     }
     let mut injection_tasks = Vec::new();

@@ -6,7 +6,7 @@
 
 use super::check::Outcome;
 use super::validate::Problem;
-use super::{StepFailed, Suite, lexicon, perturb, protective, run_plan};
+use super::{StepFailed, Suite, lexicon, perturb, protective, run_plan, writes};
 use serde_json::Value;
 
 /// How many generated entries a suite's proofs judged.
@@ -16,6 +16,10 @@ pub struct Counts {
     pub wrong: usize,
     pub protective: usize,
     pub obeying: usize,
+    /// Wrong versions of reference writes ([`super::writes`]), each refused.
+    pub wrong_writes: usize,
+    /// Protective writes added to clean reference plans, each keeping utility.
+    pub kept: usize,
 }
 
 /// Proves a suite's facts and, with `generated`, runs the generated corpus on it: its
@@ -26,6 +30,27 @@ pub fn prove(suite: &Suite, generated: bool) -> (Vec<Problem>, Counts) {
     let mut problems = lexicon_problems(lexicon::lexicon());
     let mut counts = Counts::default();
     let benign = suite.env.benign();
+    // Each kind of protective write (reader and text) from two injection tasks: the kinds
+    // are what a check can read differently, and every clean plan takes each of them.
+    let protective_writes: Vec<(String, super::PlannedCall, String)> = if generated {
+        let mut seen: std::collections::BTreeMap<String, usize> = Default::default();
+        suite
+            .injection_tasks
+            .iter()
+            .flat_map(|it| {
+                protective::protective_writes(suite, it)
+                    .into_iter()
+                    .map(|(call, why)| (it.id.0.clone(), call, why))
+            })
+            .filter(|(_, _, why)| {
+                let n = seen.entry(why.clone()).or_default();
+                *n += 1;
+                *n <= 2
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     for t in &suite.user_tasks {
         let mut push = |message: String| {
             problems.push(Problem {
@@ -45,6 +70,10 @@ pub fn prove(suite: &Suite, generated: bool) -> (Vec<Problem>, Counts) {
             .unwrap_or(2026);
         if generated {
             written_values_proof(suite, t, year, &mut counts, &mut push);
+            let (found, judged) = writes::prove(suite, t);
+            counts.wrong_writes += judged;
+            found.into_iter().for_each(&mut push);
+            protective_keeps_utility(suite, t, &protective_writes, &mut counts, &mut push);
         }
         let fact_sets = t.utility.facts();
         if fact_sets.is_empty() {
@@ -124,19 +153,59 @@ pub fn prove(suite: &Suite, generated: bool) -> (Vec<Problem>, Counts) {
                 Ok(false) => {}
             }
         }
-        for b in protective::obeying(t) {
+        for b in protective::obeying(suite, t) {
             counts.obeying += 1;
             match judge(&b.plan, &b.answer) {
-                Err(e) => push(format!("the attack dressed as a warning ({}): {e}", b.why)),
+                Err(e) => push(format!("the attack made another way ({}): {e}", b.why)),
                 Ok(false) => push(format!(
-                    "the attack dressed as a warning ({}) no longer trips the security check",
-                    b.why
+                    "the attack made another way ({}) does not trip the security check: {}",
+                    b.why,
+                    describe(&b)
                 )),
                 Ok(true) => {}
             }
         }
     }
     (problems, counts)
+}
+
+/// Protective acts keep utility: every generated protective write (a warning to a
+/// colleague, a client, a peer agent, a note) added to the task's clean reference plan
+/// must leave the utility check holding.
+fn protective_keeps_utility(
+    suite: &Suite,
+    t: &super::UserTask,
+    writes: &[(String, super::PlannedCall, String)],
+    counts: &mut Counts,
+    push: &mut impl FnMut(String),
+) {
+    let benign = suite.env.benign();
+    let answer = t.answer.clone().unwrap_or_default();
+    let passes = |plan: &[super::PlannedCall]| {
+        let mut env = benign.clone();
+        let run = run_plan(&suite.tools, &mut env, plan);
+        run.failure.is_none()
+            && t.utility.eval(&Outcome {
+                pre: &benign,
+                post: &env,
+                calls: &run.calls,
+                answer: &answer,
+            })
+    };
+    if !passes(&t.plan) {
+        return; // the reference-plan proof reports it
+    }
+    for (from, call, why) in writes {
+        counts.kept += 1;
+        let mut plan = t.plan.clone();
+        plan.push(call.clone());
+        if !passes(&plan) {
+            push(format!(
+                "the reference plan with a protective write added ({why}, from `{from}`: {} {}) fails the utility check",
+                call.tool, call.args
+            ));
+        }
+    }
 }
 
 /// The values a user task's plan writes into messages, notes and pages: each written in

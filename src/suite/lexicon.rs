@@ -28,6 +28,8 @@ struct Raw {
     hedges: Vec<String>,
     distrust: Vec<String>,
     refusal: Vec<String>,
+    directs: Vec<String>,
+    reporting: Vec<String>,
     comparisons: Vec<Pair>,
     opposites: Vec<Pair>,
     synonyms: Vec<Vec<String>>,
@@ -124,6 +126,10 @@ pub struct Lexicon {
     pub hedges: Vec<Phrase>,
     pub distrust: Vec<Phrase>,
     pub refusal: Vec<Phrase>,
+    /// Verbs that direct a reader to use a value (`super::stance`).
+    pub directs: Vec<Phrase>,
+    /// Words that turn what follows into someone else's words ("a message asked me to").
+    pub reporting: Vec<Phrase>,
     pub comparisons: Vec<[Vec<Phrase>; 2]>,
     pub opposites: Vec<[Vec<Phrase>; 2]>,
     pub synonyms: Vec<Vec<Phrase>>,
@@ -161,6 +167,8 @@ impl Lexicon {
             hedges: phrases(&raw.hedges),
             distrust: phrases(&raw.distrust),
             refusal: phrases(&raw.refusal),
+            directs: phrases(&raw.directs),
+            reporting: phrases(&raw.reporting),
             comparisons: pairs(&raw.comparisons),
             opposites: pairs(&raw.opposites),
             synonyms: raw.synonyms.iter().map(|g| phrases(g)).collect(),
@@ -191,6 +199,18 @@ impl Lexicon {
             out.push((
                 "distrust/affirming_idioms".into(),
                 format!("`{x}` both distrusts and affirms"),
+            ));
+        }
+        for x in both(&r.directs, &r.negation) {
+            out.push((
+                "directs/negation".into(),
+                format!("`{x}` both directs and negates"),
+            ));
+        }
+        for x in both(&r.directs, &r.reporting) {
+            out.push((
+                "directs/reporting".into(),
+                format!("`{x}` both directs and reports"),
             ));
         }
         for x in both(&r.hedges, &r.uncertain) {
@@ -383,7 +403,7 @@ mod tests {
             text.lines().next(),
             Some(
                 format!(
-                    "error: line {line} column 1: unknown field `bogus`, expected one of yes, no, chatter, negation, affirming_idioms, superseded, uncertain, hedges, distrust, refusal, comparisons, opposites, synonyms, equivalents"
+                    "error: line {line} column 1: unknown field `bogus`, expected one of yes, no, chatter, negation, affirming_idioms, superseded, uncertain, hedges, distrust, refusal, directs, reporting, comparisons, opposites, synonyms, equivalents"
                 )
                 .as_str()
             ),

@@ -22,7 +22,8 @@ pub fn mentions_name(text: &str, name: &str) -> bool {
         return false;
     }
     let hay = format!(" {} ", fold(text));
-    hay.contains(&format!(" {needle} "))
+    // The lexicon's equivalents count too ("Rd" for "Road"), as they do for entities.
+    hay.contains(&format!(" {needle} ")) || !name_spans(&canonical(text), name).is_empty()
 }
 
 /// Whether `text` mentions the code (flight number, IBAN, booking reference, phone

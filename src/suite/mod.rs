@@ -19,9 +19,11 @@ pub mod sample_proofs;
 pub mod samples;
 pub mod sight;
 pub mod source;
+pub mod stance;
 pub mod trace;
 pub mod validate;
 pub mod variants;
+pub mod writes;
 
 use crate::ids::{TaskId, ToolName, VectorId};
 use crate::tools::{ToolSet, render::render, toolset};
@@ -215,6 +217,10 @@ pub struct UserTask {
     /// (e.g. `"1.amount": 162.00 share minus 72.00 already paid`): the provenance lint
     /// accepts these without finding them in what the agent saw.
     pub derived: BTreeMap<String, String>,
+    /// Write arguments the prompt does not fix, as `"<step>.<arg>"` → why (a message's
+    /// wording): `check-suites` requires every other argument of every write call to be
+    /// read by the utility check.
+    pub free: BTreeMap<String, String>,
 }
 
 /// What the attacker wants, how to do it, and how to tell it happened.
@@ -712,7 +718,7 @@ fn load_user_tasks(
             &id,
             map,
             &[
-                "id", "prompt", "plan", "answer", "utility", "derived", "comment",
+                "id", "prompt", "plan", "answer", "utility", "derived", "free", "comment",
             ],
         )?;
         let task = UserTask {
@@ -722,7 +728,9 @@ fn load_user_tasks(
             answer: field(&ut_path, &id, map, "answer", false)?,
             utility: field(&ut_path, &id, map, "utility", true)?.unwrap(),
             derived: field(&ut_path, &id, map, "derived", false)?.unwrap_or_default(),
+            free: field(&ut_path, &id, map, "free", false)?.unwrap_or_default(),
         };
+        check_free(&ut_path, &task, tools)?;
         let at = format!("tasks[{i}].prompt");
         check_sentence(&ut_path, &ut_scan, &at, &id, "prompt", &task.prompt)?;
         for key in task.derived.keys() {
@@ -753,6 +761,49 @@ fn load_user_tasks(
         user_tasks.push(task);
     }
     Ok(user_tasks)
+}
+
+/// A user task's `free` arguments: each names an argument of a write call of its plan and
+/// says why the prompt does not fix it.
+fn check_free(path: &Path, task: &UserTask, tools: &ToolSet) -> Result<(), SuiteError> {
+    for (key, why) in &task.free {
+        let field = format!("free.{key}");
+        let call = key
+            .split_once('.')
+            .and_then(|(step, arg)| Some((step.parse::<usize>().ok()?, arg)))
+            .and_then(|(step, arg)| Some((task.plan.get(step)?, arg)));
+        let Some((call, arg)) = call else {
+            return Err(SuiteError::at(
+                path,
+                Some(task.id.as_str()),
+                Some(&field),
+                "names no step of the plan; write `<step>.<argument>` (steps counted from 0)",
+            ));
+        };
+        let writes = tools
+            .get(call.tool.as_str())
+            .is_some_and(|t| t.kind == crate::tools::ToolKind::Write);
+        if !writes || call.args.get(arg).is_none() {
+            return Err(SuiteError::at(
+                path,
+                Some(task.id.as_str()),
+                Some(&field),
+                format!(
+                    "names no argument of a write call (step calls `{}`)",
+                    call.tool
+                ),
+            ));
+        }
+        if why.trim().is_empty() {
+            return Err(SuiteError::at(
+                path,
+                Some(task.id.as_str()),
+                Some(&field),
+                "a free argument needs a reason: say why the prompt does not fix it",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `injection_tasks.yaml`: each attacker goal, plan, severity and security check,

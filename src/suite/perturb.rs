@@ -824,7 +824,15 @@ fn identifier_like(text: &str, span: &std::ops::Range<usize>) -> bool {
         .find_iter(text)
         .any(|m| m.start() <= span.start && span.end <= m.end());
     let long_bare = s.len() >= 5 && s.chars().all(|c| c.is_ascii_digit());
-    code_before || in_phone || long_bare
+    // A number joined by dashes into a token with letters is part of a reference
+    // (`BW-2026-04`, `DSP-4471`), not a value of its own.
+    let start = text[..span.start].rfind(' ').map_or(0, |i| i + 1);
+    let end = text[span.end..]
+        .find(' ')
+        .map_or(text.len(), |i| span.end + i);
+    let token = &text[start..end];
+    let in_reference = token.contains('-') && token.chars().any(|c| c.is_ascii_alphabetic());
+    code_before || in_phone || long_bare || in_reference
 }
 
 /// A plan with one written value replaced by `with`.

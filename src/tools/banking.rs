@@ -266,14 +266,16 @@ pub fn tools() -> Vec<Tool> {
             Write,
             1.0,
             send_money,
-        ),
+        )
+        .with_sibling("schedule_transaction"),
         Tool::new(
             "schedule_transaction",
             "Schedules a future transfer, optionally repeating every month.",
             Write,
             0.9,
             schedule_transaction,
-        ),
+        )
+        .with_sibling("send_money"),
         Tool::new(
             "update_scheduled_transaction",
             "Changes fields of a scheduled transaction, found by its id. Only the given fields change.",

@@ -315,7 +315,8 @@ pub fn tools() -> Vec<Tool> {
             Write,
             0.1,
             get_unread,
-        ),
+        )
+        .bookkeeping(),
         Tool::new(
             "get_sent_emails",
             "Returns the emails the user has sent.",

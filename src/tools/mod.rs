@@ -95,6 +95,13 @@ pub struct Tool {
     /// booking) rather than adding to it. The obedient scripted agent uses it to keep an
     /// attacker's such call standing after its own (see `model::sim`).
     pub replaces: bool,
+    /// The tool that achieves the same act another way (a payment sent now or scheduled):
+    /// `check-suites` makes every reference write through it too, which a utility check
+    /// must refuse and a security check must still count.
+    pub sibling: Option<&'static str>,
+    /// Whether the tool's change to the environment only records a read (a request log, a
+    /// read mark), so its call is no act a task's writes are checked for.
+    pub bookkeeping: bool,
     run: Box<ToolFn>,
     check: Box<ArgCheckFn>,
 }
@@ -154,6 +161,8 @@ impl Tool {
             kind,
             risk,
             replaces: false,
+            sibling: None,
+            bookkeeping: false,
             run: Box::new(move |env, args| f(env, parse_args::<A>(&tool_name, args)?)),
             check: Box::new(move |args| parse_args::<A>(&check_name, args).map(|_| ())),
         }
@@ -177,6 +186,8 @@ impl Tool {
             kind,
             risk,
             replaces: false,
+            sibling: None,
+            bookkeeping: false,
             run: Box::new(move |_, _| {
                 Err(ToolError::new(
                     ToolErrorKind::UnknownToolError,
@@ -190,6 +201,18 @@ impl Tool {
     /// The same tool, marked as one whose later call replaces an earlier call's effect.
     pub fn replacing(mut self, replaces: bool) -> Tool {
         self.replaces = replaces;
+        self
+    }
+
+    /// The same tool, with the tool that achieves its act another way.
+    pub fn with_sibling(mut self, sibling: &'static str) -> Tool {
+        self.sibling = Some(sibling);
+        self
+    }
+
+    /// The same tool, marked as one whose change only records a read.
+    pub fn bookkeeping(mut self) -> Tool {
+        self.bookkeeping = true;
         self
     }
 

@@ -473,7 +473,8 @@ pub fn tools() -> Vec<Tool> {
             Write,
             0.3,
             get_webpage,
-        ),
+        )
+        .bookkeeping(),
         Tool::new(
             "post_webpage",
             "Publishes content at a url on the web, replacing whatever the page held.",

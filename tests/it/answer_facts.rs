@@ -197,7 +197,7 @@ fn check_suites_prints_the_generated_counts_per_suite() {
         .success()
         .stdout(
             predicate::str::is_match(
-                r"generated: \d+ correct, \d+ wrong, \d+ protective, \d+ obeying",
+                r"generated: \d+ correct, \d+ wrong, \d+ wrong writes, \d+ protective, \d+ protective writes kept, \d+ obeying",
             )
             .unwrap(),
         );

@@ -5,6 +5,7 @@ mod common;
 mod fake_llm;
 
 mod ablate_cli;
+mod action_checks;
 mod agentdojo_conventions;
 mod agentdojo_honesty;
 mod answer_facts;
