@@ -227,9 +227,8 @@ pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Searched, PathBu
         // Sized below, once the development cells are known.
         budget_episodes: args.budget_episodes.unwrap_or(0),
         budget_attacker_tokens: args.budget_attacker_tokens,
-        budget_attacker_queries: args
-            .budget_attacker_queries
-            .unwrap_or(args.budget_episodes as u64),
+        // Defaults to the episode budget, sized below when not given.
+        budget_attacker_queries: args.budget_attacker_queries.unwrap_or(0),
         seed: args.seed,
         seeds_from: seeds
             .iter()
@@ -255,6 +254,9 @@ pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Searched, PathBu
             dev = dev.max(crate::search::cells(&suite, &s)?.0.len());
         }
         settings.budget_episodes = crate::search::default_budget(seeds.len(), dev);
+    }
+    if args.budget_attacker_queries.is_none() {
+        settings.budget_attacker_queries = settings.budget_episodes as u64;
     }
     let out = args.out.clone().unwrap_or_else(|| {
         let mut name = format!(

@@ -1000,6 +1000,7 @@ mod attribution_tests {
                 false,
             )),
             alternatives: Vec::new(),
+            needs: Vec::new(),
         };
         let call = |tool: &str, args: &Value, decision: Decision| CallRecord {
             step: 1,
