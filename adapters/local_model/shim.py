@@ -169,7 +169,7 @@ def handler(engine):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=8765)
-    ap.add_argument("--max-new-tokens", type=int, default=160)
+    ap.add_argument("--max-new-tokens", type=int, default=192)
     a = ap.parse_args(argv)
     server = ThreadingHTTPServer(("127.0.0.1", a.port), handler(Engine(a.max_new_tokens)))
     sys.stderr.write(f"shim: listening on http://127.0.0.1:{server.server_address[1]}/v1\n")
