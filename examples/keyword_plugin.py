@@ -49,7 +49,9 @@ def main(argv):
             sys.stderr.write(f"this plugin speaks protocol {PROTOCOL}, got {req.get('v')!r}\n")
             return 3
         if hook == "episode_start":
+            # A new episode: one process serves many, so per-episode state resets here.
             kinds = {t["name"]: t.get("kind") for t in req["tools"]}
+            flagged = 0
             reply = {"action": "continue"}
         elif hook == "tool_output":
             if PATTERN.search(req["output"]):

@@ -219,7 +219,11 @@ fn run_command(paths: &Paths, args: RunArgs, table: &TableFlags) -> Result<(), C
         return dry_run(paths, &args);
     }
     let quiet = args.quiet;
-    let report = runtime()?.block_on(commands::run::run(paths, args))?;
+    let report = if args.batch.batch.is_some() {
+        runtime()?.block_on(commands::run::batch::batch(paths, args))?
+    } else {
+        runtime()?.block_on(commands::run::run(paths, args))?
+    };
     if !quiet {
         show(&commands::run::summary::summary_text(
             &report,

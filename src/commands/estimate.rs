@@ -147,6 +147,9 @@ pub struct Estimate {
     pub minutes_concurrency: f64,
     pub concurrency: usize,
     pub call_seconds: f64,
+    /// `--batch`: the rounds the run takes (the most model calls one episode makes);
+    /// dollars above are then at batch prices.
+    pub batch_rounds: Option<u64>,
 }
 
 impl Estimate {
@@ -275,7 +278,10 @@ pub fn refuse_answer_judge(args: &RunArgs) -> Result<(), CliError> {
 pub async fn estimate(p: &RunConfig) -> Result<Estimate, CliError> {
     refuse_answer_judge(&p.args)?;
     let args = &p.args;
-    let prices = prices(args, &p.named, &p.models)?;
+    let mut prices = prices(args, &p.named, &p.models)?;
+    if args.batch.batch.is_some() {
+        prices = prices.scaled(super::run::batch::BATCH_PRICE);
+    }
     let roles_by: Vec<(Component, String, bool)> = Component::ALL
         .into_iter()
         .map(|c| {
@@ -294,6 +300,16 @@ pub async fn estimate(p: &RunConfig) -> Result<Estimate, CliError> {
     est.minutes_concurrency =
         est.llm_calls as f64 * args.call_seconds / est.concurrency as f64 / 60.0;
     est.minutes_rate_limits = limits.minutes(&est);
+    if args.batch.batch.is_some() {
+        let real: Vec<Component> = roles_by.iter().filter(|r| r.2).map(|r| r.0).collect();
+        est.batch_rounds = Some(
+            records
+                .iter()
+                .map(|r| real.iter().map(|c| r.cost.get(*c).calls).sum::<u64>())
+                .max()
+                .unwrap_or(0),
+        );
+    }
     Ok(est)
 }
 
@@ -496,6 +512,13 @@ pub fn render(est: &Estimate) -> String {
         )
         .unwrap(),
         None => writeln!(out, " (no --rpm/--tpm limit given).").unwrap(),
+    }
+    if let Some(n) = est.batch_rounds {
+        writeln!(
+            out,
+            "batch: about {n} round(s) (the most model calls one episode makes), each one provider batch to wait for (often minutes, at most 24 h); the dollars above are batch prices (half)."
+        )
+        .unwrap();
     }
     out
 }

@@ -43,6 +43,10 @@ pub enum CliError {
     /// run is written; rerunning with a higher budget resumes.
     #[error("{0}")]
     BudgetSpent(String),
+    /// `run --batch`: a round is out or the next one is to be submitted; the message
+    /// says which command comes next.
+    #[error("{0}")]
+    BatchPending(String),
     /// Ctrl-C: finished episodes are kept; rerunning resumes.
     #[error("interrupted; rerun the same command to resume")]
     Interrupted,
@@ -262,6 +266,7 @@ impl CliError {
             CliError::Locked(_) => 5,
             CliError::BudgetSpent(_) => 6,
             CliError::Panicked(_) => 7,
+            CliError::BatchPending(_) => run::batch::EXIT_PENDING,
             CliError::Interrupted => 130,
         }
     }

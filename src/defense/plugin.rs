@@ -1,9 +1,14 @@
 //! `exec:<command>`: a defense written in any language, run as a child process that
 //! speaks versioned JSON lines on stdin/stdout (docs/defense-plugin.md is the schema).
 //!
-//! One process (and its process group) per episode, started at the episode's first hook
-//! and killed when the episode ends, so a plugin that crashes or hangs costs exactly that
-//! episode: its failure becomes the episode's error and the run goes on. The exchange is
+//! Processes are persistent: one per worker slot (at most `--concurrency` of them), each
+//! reused episode after episode, `episode_start` marking where one episode ends and the
+//! next begins. A plugin that replies `"reuse": false` to `episode_start` gets today's
+//! one process per episode instead. A process that crashes, hangs or misbehaves is
+//! killed with its process group and costs exactly the episode in flight (its failure
+//! becomes that episode's error); the next episode starts a fresh one. One that exited
+//! between episodes, or wrote a line no request asked for, is replaced before it is
+//! reused. Every process is ended when the run drops the defense. The exchange is
 //! [`crate::child`]'s: every reply echoes its request's id, fits a size cap and arrives
 //! within the timeout. Replies are typed per hook and unknown fields are refused, so a
 //! misspelt field is an error naming the hook, never a silent default.
@@ -17,7 +22,11 @@ use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// Idle plugin processes, waiting for the next episode.
+type Idle = Arc<Mutex<Vec<Child>>>;
 
 /// The protocol version this harness speaks; every request carries it. Version 2 added
 /// the request `id` every reply echoes (version 1 plugins are told so by name).
@@ -36,6 +45,7 @@ pub struct PluginDefense {
     command: String,
     timeout: Duration,
     max_reply: usize,
+    idle: Idle,
 }
 
 /// `exec:` given without a command: nothing to start.
@@ -62,6 +72,7 @@ impl PluginDefense {
             command: command.to_string(),
             timeout,
             max_reply,
+            idle: Idle::default(),
         })
     }
 }
@@ -81,6 +92,9 @@ impl Defense for PluginDefense {
                 max_reply: self.max_reply,
             },
             process: None,
+            idle: self.idle.clone(),
+            reuse: true,
+            clean: true,
             system_prompt: None,
             usage_reports: 0,
         })
@@ -91,6 +105,13 @@ struct PluginEpisode {
     command: String,
     spec: child::Spec,
     process: Option<Child>,
+    /// Where a healthy process goes when the episode ends.
+    idle: Idle,
+    /// Whether the plugin lets its process serve the next episode (`"reuse": false` to
+    /// `episode_start` says no).
+    reuse: bool,
+    /// No exchange is half done: the stream is at a line boundary.
+    clean: bool,
     system_prompt: Option<String>,
     usage_reports: u64,
 }
@@ -181,6 +202,9 @@ enum StartReply {
         tools: Option<Vec<String>>,
         #[serde(default)]
         system_prompt: Option<String>,
+        /// `false`: end this process with the episode (one process per episode).
+        #[serde(default)]
+        reuse: Option<bool>,
     },
 }
 
@@ -298,12 +322,14 @@ impl PluginEpisode {
     async fn failed(&mut self, hook: &str, e: ChildError) -> DefenseError {
         let what = match &e {
             // A version 1 plugin neither sends ids nor reads them: name the change.
-            ChildError::Id {
-                got: None, reply, ..
-            } if reply.get("v").is_some_and(|v| v != PROTOCOL_VERSION) => format!(
-                "it speaks protocol version {}; this harness speaks {PROTOCOL_VERSION}, whose replies echo the request's `id` (docs/defense-plugin.md)",
-                reply["v"]
-            ),
+            ChildError::NoId { reply, .. }
+                if reply.get("v").is_some_and(|v| v != PROTOCOL_VERSION) =>
+            {
+                format!(
+                    "it speaks protocol version {}; this harness speaks {PROTOCOL_VERSION}, whose replies echo the request's `id` (docs/defense-plugin.md)",
+                    reply["v"]
+                )
+            }
             _ => e.to_string(),
         };
         let status = match self.process.as_mut() {
@@ -329,14 +355,19 @@ impl PluginEpisode {
         ctx: &mut DefenseCtx<'_>,
     ) -> Result<R, DefenseError> {
         if self.process.is_none() {
-            let p = Child::spawn(&self.spec).map_err(|e| self.err(hook, e))?;
+            let p = match self.take_idle().await {
+                Some(p) => p,
+                None => Child::spawn(&self.spec).map_err(|e| self.err(hook, e))?,
+            };
             self.process = Some(p);
         }
         let p = self.process.as_mut().expect("spawned");
+        self.clean = false;
         let mut reply = match p.exchange(body).await {
             Ok(r) => r,
             Err(e) => return Err(self.failed(hook, e).await),
         };
+        self.clean = true;
         if let Some(v) = reply.remove("v")
             && v != PROTOCOL_VERSION
         {
@@ -353,6 +384,41 @@ impl PluginEpisode {
         let shown = child::clip(&Value::Object(reply.clone()).to_string(), 300);
         serde_json::from_value(Value::Object(reply))
             .map_err(|e| self.err(hook, format!("malformed reply ({e}): {shown}")))
+    }
+
+    /// An idle process that is still alive and wrote nothing since its last reply; the
+    /// others are ended (a late line cannot be told apart from a stray one).
+    async fn take_idle(&self) -> Option<Child> {
+        loop {
+            let mut p = self.idle.lock().expect("plugin pool lock").pop()?;
+            if p.alive() && p.quiet(Duration::ZERO).await.is_ok() {
+                return Some(p);
+            }
+            p.kill().await;
+        }
+    }
+
+    /// The episode is over: a healthy process the plugin lets us reuse goes back to the
+    /// pool; any other is closed (stdin shut so it may exit on its own, then its group
+    /// killed). A line written after the last reply is a stray line of this episode.
+    async fn release(&mut self, hook: &str) -> Result<(), DefenseError> {
+        let Some(mut p) = self.process.take() else {
+            return Ok(());
+        };
+        if self.reuse && self.clean {
+            match p.quiet(Duration::ZERO).await {
+                Ok(()) => {
+                    self.idle.lock().expect("plugin pool lock").push(p);
+                    return Ok(());
+                }
+                Err(e) => {
+                    self.process = Some(p);
+                    return Err(self.failed(hook, e).await);
+                }
+            }
+        }
+        p.close(Duration::from_millis(200)).await;
+        Ok(())
     }
 
     fn meter(
@@ -422,7 +488,9 @@ impl EpisodeDefense for PluginEpisode {
         let StartReply::Continue {
             tools,
             system_prompt,
+            reuse,
         } = reply;
+        self.reuse = reuse.unwrap_or(true);
         if let Some(keep) = tools {
             if let Some(bad) = keep
                 .iter()
@@ -499,14 +567,10 @@ impl EpisodeDefense for PluginEpisode {
     ) -> Result<Option<String>, DefenseError> {
         let request = Request::FinalAnswer { answer }.encode();
         let reply: AnswerReply = self.exchange(request, ctx).await?;
-        // The episode is over: close stdin so the plugin can exit on its own, then end
-        // its process group.
-        if let Some(p) = self.process.take() {
-            p.close(Duration::from_millis(200)).await;
-        }
         if let AnswerReply::Replace { answer: new } = &reply {
             self.check_replacement("final_answer", "answer", answer, new)?;
         }
+        self.release("final_answer").await?;
         Ok(match reply {
             AnswerReply::Allow {} => None,
             AnswerReply::Replace { answer } => Some(answer),
@@ -515,6 +579,21 @@ impl EpisodeDefense for PluginEpisode {
 
     fn notes(&self) -> Value {
         json!({"plugin": self.command, "usage_reports": self.usage_reports})
+    }
+}
+
+/// An episode that ended before `final_answer` (a stop, a block that ended it, an error
+/// elsewhere) hands back a process that is between exchanges; one dropped mid-exchange
+/// is killed.
+impl Drop for PluginEpisode {
+    fn drop(&mut self) {
+        if let Some(p) = self.process.take()
+            && self.reuse
+            && self.clean
+            && p.alive()
+        {
+            self.idle.lock().expect("plugin pool lock").push(p);
+        }
     }
 }
 

@@ -55,9 +55,10 @@ pub fn error_kind_of_model(e: &ModelError) -> ErrorKind {
     match e {
         ModelError::ContextLength(_) => ErrorKind::ContextLength,
         ModelError::MaxNewTokens(_) => ErrorKind::MaxNewTokens,
-        ModelError::Fatal(_) | ModelError::Request(_) | ModelError::ReplayMiss(_) => {
-            ErrorKind::Model
-        }
+        ModelError::Fatal(_)
+        | ModelError::Request(_)
+        | ModelError::ReplayMiss(_)
+        | ModelError::Deferred(_) => ErrorKind::Model,
     }
 }
 
@@ -114,6 +115,9 @@ pub struct EpisodeResult {
     pub answer_split: Option<crate::episode::world::AnswerSplit>,
     /// The error must stop the whole run (bad credentials).
     pub fatal: bool,
+    /// The episode waits for a batch round (`run --batch`): it did not finish and is not
+    /// recorded; the next pass replays it from the cache up to its next request.
+    pub deferred: bool,
     pub notes: Value,
     pub latency_ms: f64,
     /// The injected text as placed in the environment (for provider-rendered attacks,
@@ -259,6 +263,13 @@ pub async fn run_episode(
         },
         Ok(_) => None,
     };
+    let deferred = matches!(
+        error,
+        Some(
+            Failure::Model(ModelError::Deferred(_))
+                | Failure::Defense(DefenseError::Model(ModelError::Deferred(_)))
+        )
+    );
     let (error, fatal) = error.map(Failure::classify).unzip();
     let dos = spec.injection.as_ref().is_some_and(|i| i.denial_of_service);
     let answer_split = verdicts.and_then(|v| v.answer_split).filter(|_| !dos);
@@ -306,6 +317,7 @@ pub async fn run_episode(
         harmful_call,
         answer_split,
         fatal: fatal.unwrap_or(false),
+        deferred,
         notes: defense.notes(),
         latency_ms: started.elapsed().as_secs_f64() * 1000.0,
         payload: rendered.map(|texts| join_payloads(texts.iter().map(String::as_str))),

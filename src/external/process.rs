@@ -149,9 +149,7 @@ impl ProviderProcess {
 
     /// Explains a failed exchange; a version 1 provider (no ids) is told what changed.
     async fn failed(&mut self, op: &str, e: ChildError) -> ExternalError {
-        if let ChildError::Id {
-            got: None, reply, ..
-        } = &e
+        if let ChildError::NoId { reply, .. } = &e
             && let Some(theirs) = old_protocol(reply)
         {
             self.broken = true;

@@ -11,12 +11,18 @@
 //!
 //! Entries hold the request body and the endpoint's reply body; never headers, so never
 //! the API key.
+//!
+//! A third mode serves `run --batch` ([`Gather`]): a chat request the cache cannot answer
+//! is not sent but gathered, and its episode is deferred to the next batch round; a
+//! request the provider's batch refused answers with that refusal (an episode error).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// One recorded exchange.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -36,6 +42,70 @@ pub struct Entry {
 pub struct Cache {
     dir: PathBuf,
     replay: bool,
+    gather: Option<Arc<Gather>>,
+}
+
+/// The path whose misses a batch round gathers; other requests (embeddings) are sent.
+pub const BATCH_PATH: &str = "chat/completions";
+
+/// A request a batch round sends: what the cache would have recorded, without a reply.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Pending {
+    pub key: String,
+    pub path: String,
+    pub request: Value,
+}
+
+/// The misses of one pass over a run (`run --batch`), and the requests an earlier round's
+/// provider refused (by key, with its message).
+#[derive(Debug, Default)]
+pub struct Gather {
+    gathered: Mutex<BTreeMap<String, Pending>>,
+    refused: BTreeMap<String, String>,
+}
+
+impl PartialEq for Gather {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+impl Gather {
+    /// A gatherer that answers the keys of `refused` with their provider's message.
+    pub fn new(refused: BTreeMap<String, String>) -> Gather {
+        Gather {
+            gathered: Mutex::default(),
+            refused,
+        }
+    }
+
+    /// What was gathered, one entry per distinct request.
+    pub fn take(&self) -> Vec<Pending> {
+        std::mem::take(&mut *self.gathered.lock().expect("gather lock"))
+            .into_values()
+            .collect()
+    }
+
+    fn defer(&self, p: Pending) {
+        self.gathered
+            .lock()
+            .expect("gather lock")
+            .entry(p.key.clone())
+            .or_insert(p);
+    }
+}
+
+/// What the cache says about a request it holds no reply for.
+#[derive(Debug, PartialEq)]
+pub enum Miss {
+    /// Send it (and record the reply).
+    Send,
+    /// Replaying: nothing may be sent.
+    Replay,
+    /// Gathered for the next batch round: the episode waits.
+    Deferred,
+    /// The batch provider refused this request: its message.
+    Refused(String),
 }
 
 /// Serialises a JSON value with object keys sorted at every level, without whitespace.
@@ -114,12 +184,39 @@ impl Cache {
         Ok(Cache {
             dir: dir.to_path_buf(),
             replay,
+            gather: None,
         })
     }
 
-    /// Whether only recorded answers may be used.
+    /// The same cache gathering its chat misses for a batch round instead of sending them.
+    pub fn gathering(mut self, gather: Arc<Gather>) -> Cache {
+        self.gather = Some(gather);
+        self
+    }
+
+    /// Whether nothing may be sent without asking the cache first: replaying, or
+    /// gathering a batch round (so no pre-flight probe is sent either).
     pub fn replay(&self) -> bool {
-        self.replay
+        self.replay || self.gather.is_some()
+    }
+
+    /// What to do about a request to `path` the cache holds no reply for.
+    pub fn miss(&self, key: &str, path: &str, request: &Value) -> Miss {
+        match &self.gather {
+            Some(g) if path == BATCH_PATH => match g.refused.get(key) {
+                Some(m) => Miss::Refused(m.clone()),
+                None => {
+                    g.defer(Pending {
+                        key: key.to_string(),
+                        path: path.to_string(),
+                        request: request.clone(),
+                    });
+                    Miss::Deferred
+                }
+            },
+            _ if self.replay => Miss::Replay,
+            _ => Miss::Send,
+        }
     }
 
     pub fn dir(&self) -> &Path {

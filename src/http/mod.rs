@@ -13,6 +13,7 @@
 //! sensitive, and is scrubbed from every error text and from every reply (a server may
 //! echo it); request bodies (which go to the cache) never contain it.
 
+pub mod batch;
 pub mod cache;
 
 use cache::{Cache, Entry};
@@ -36,6 +37,10 @@ pub enum ModelError {
     /// Replay mode found no recorded answer.
     #[error("replay cache miss: {0}")]
     ReplayMiss(String),
+    /// `run --batch`: the request (this key) goes into the next batch round; the episode
+    /// waits for it and is not recorded yet.
+    #[error("waiting for the batch round that sends request {0}")]
+    Deferred(String),
     /// The endpoint refused the conversation as too long for the model: HTTP 400 with
     /// error code `context_length_exceeded`, error param `max_tokens`, or a body asking to
     /// "reduce the length of the messages." (what agentdojo 0.1.35 catches as a context-
@@ -542,6 +547,7 @@ impl Endpoint {
                         ModelError::Fatal(m) => ModelError::Fatal(self.scrub(&m)),
                         ModelError::Request(m) => ModelError::Request(self.scrub(&m)),
                         ModelError::ReplayMiss(m) => ModelError::ReplayMiss(m),
+                        ModelError::Deferred(m) => ModelError::Deferred(m),
                         ModelError::ContextLength(m) => ModelError::ContextLength(self.scrub(&m)),
                         ModelError::MaxNewTokens(m) => ModelError::MaxNewTokens(self.scrub(&m)),
                     });
@@ -606,8 +612,15 @@ impl Endpoint {
                 latency_ms: e.latency_ms,
             });
         }
-        if c.replay() {
-            return Err(ModelError::ReplayMiss(miss(&key, c)));
+        match c.miss(&key, path, body) {
+            cache::Miss::Send => {}
+            cache::Miss::Replay => return Err(ModelError::ReplayMiss(miss(&key, c))),
+            cache::Miss::Deferred => return Err(ModelError::Deferred(key)),
+            cache::Miss::Refused(m) => {
+                return Err(ModelError::Request(format!(
+                    "the batch provider refused request {key}: {m}"
+                )));
+            }
         }
         let posted = self.post(path, body, estimate()).await?;
         let entry = Entry {

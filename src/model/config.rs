@@ -93,6 +93,9 @@ pub struct ModelOptions {
     /// First retry delay (tests shorten it); default 500 ms.
     #[arg(skip)]
     pub backoff_base: Option<Duration>,
+    /// `run --batch`: the cache gathers its chat misses here instead of sending them.
+    #[arg(skip)]
+    pub batch: Option<Arc<crate::http::cache::Gather>>,
 }
 
 /// A model flag's value that its parser refuses (clap prints it after the flag's name).
@@ -350,7 +353,13 @@ impl ModelFactory {
             return setting("--max-tokens must be at least 1".into());
         }
         let cache = match &opts.cache {
-            Some(dir) => Some(Arc::new(Cache::open(dir, opts.replay)?)),
+            Some(dir) => {
+                let c = Cache::open(dir, opts.replay)?;
+                Some(Arc::new(match &opts.batch {
+                    Some(g) => c.gathering(g.clone()),
+                    None => c,
+                }))
+            }
             None => None,
         };
         Ok(ModelFactory {

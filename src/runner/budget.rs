@@ -42,6 +42,15 @@ impl Prices {
         }
     }
 
+    /// The same prices times `f` (batch APIs charge half).
+    pub fn scaled(mut self, f: f64) -> Prices {
+        for p in self.by_role.values_mut() {
+            p[0] *= f;
+            p[1] *= f;
+        }
+        self
+    }
+
     /// Dollars of one episode's cost.
     pub fn dollars(&self, cost: &CostMeter) -> f64 {
         cost.by_component

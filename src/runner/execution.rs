@@ -107,6 +107,9 @@ enum Verdict {
     /// Do not record it (the episode did not really run, so a resume reruns it) and
     /// admit no more episodes: its failure would fail every episode.
     Stop(String),
+    /// Do not record it and go on: it waits for a batch round (`run --batch`), and the
+    /// next pass replays it from the cache.
+    Defer,
 }
 
 /// The run loop's state: the jobs still to launch under the budget, the episodes in
@@ -145,6 +148,9 @@ enum AfterInterrupt {
 /// ran [`BREAKER_RUN`] times in a row; any other error is the episode's own outcome.
 fn classify(breaker: &mut Breaker, f: &Finished) -> Verdict {
     let error = f.record.error.as_deref();
+    if f.deferred && !f.judge_fatal {
+        return Verdict::Defer;
+    }
     if f.episode_fatal || f.judge_fatal {
         return Verdict::Stop(error.unwrap_or_default().to_string());
     }
@@ -201,9 +207,15 @@ impl Execution {
             }
         };
         let rec = &finished.record;
-        // Whatever ran was paid for, recorded or not.
+        // Whatever ran was paid for, recorded or not; a deferred episode sent nothing (its
+        // replies are charged once, when it finishes).
+        let cost = if finished.deferred {
+            crate::model::CostMeter::default()
+        } else {
+            rec.cost.clone()
+        };
         self.budget
-            .finished(&budget::cell_key(&rec_key(rec)), &rec.cost);
+            .finished(&budget::cell_key(&rec_key(rec)), &cost);
         for (c, ids) in &rec.served_models {
             self.outcome
                 .served
@@ -222,6 +234,10 @@ impl Execution {
                 self.stop_launching = true;
             }
             Verdict::Record => {}
+            Verdict::Defer => {
+                self.outcome.deferred += 1;
+                return Ok(());
+            }
         }
         if finished.record.error.is_some() {
             self.outcome.errored += 1;
@@ -368,6 +384,17 @@ mod tests {
             record,
             episode_fatal,
             judge_fatal,
+            deferred: false,
+        }
+    }
+
+    #[test]
+    fn a_deferred_episode_is_neither_recorded_nor_seen_by_the_breaker() {
+        let mut b = Breaker::default();
+        let mut f = finished(Some("waiting for the batch round"), false, false);
+        f.deferred = true;
+        for _ in 0..(BREAKER_RUN * 2) {
+            assert_eq!(classify(&mut b, &f), Verdict::Defer);
         }
     }
 

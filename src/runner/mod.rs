@@ -306,6 +306,8 @@ pub struct RunOutcome {
     pub dropped_partial_line: bool,
     /// The budget stopped admitting episodes: which cap, and what was left.
     pub budget_stop: Option<String>,
+    /// Episodes that wait for a batch round (`run --batch`): not recorded yet.
+    pub deferred: usize,
     /// The folder's ledger after this invocation (earlier invocations included).
     pub ledger: budget::Ledger,
     /// Per role, the model ids endpoints said served the episodes run now.
@@ -403,6 +405,8 @@ struct Finished {
     episode_fatal: bool,
     /// The answer judge's error would fail every episode.
     judge_fatal: bool,
+    /// The episode waits for a batch round: not recorded, not charged.
+    deferred: bool,
 }
 
 async fn run_job(shared: Arc<Shared>, job: Job) -> Finished {
@@ -525,6 +529,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> Finished {
         trace,
         episode_fatal: result.fatal,
         judge_fatal,
+        deferred: result.deferred,
     }
 }
 

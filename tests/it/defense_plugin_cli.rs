@@ -386,3 +386,126 @@ fn a_stopped_run_marks_its_summary_partial() {
     let table = bench(tmp.path()).arg("report").arg(&out).assert().success();
     assert!(String::from_utf8_lossy(&table.get_output().stdout).contains("PARTIAL"));
 }
+
+/// A plugin line carrying the id a counting scheme would give the next request is not
+/// taken as that request's answer (ids cannot be guessed): it errors its episode.
+#[test]
+fn a_stray_line_guessing_the_next_id_errors_its_episodes() {
+    if !tool_present("python3") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let eps = episodes(tmp.path(), &misbehaving("next-id"), "60", 3);
+    assert_every_episode_errors(&eps, "a stray or repeated line");
+    for e in &eps {
+        assert_eq!(e["blocked"], 0, "the guessed `block` was taken: {e}");
+    }
+}
+
+/// A helper a plugin starts in a session of its own (`setsid`, out of the plugin's
+/// process group) is found by the environment tag it inherited and killed too.
+#[test]
+fn what_a_plugin_starts_with_setsid_ends_too() {
+    if !tool_present("python3") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let pids = tmp.path().join("pids");
+    std::fs::create_dir(&pids).unwrap();
+    let eps = episodes(
+        tmp.path(),
+        &misbehaving(&format!("setsid {}", pids.display())),
+        "60",
+        0,
+    );
+    assert_eq!(eps.len(), 6);
+    let started: Vec<String> = std::fs::read_dir(&pids)
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    assert_eq!(started.len(), 6);
+    for pid in started {
+        assert!(
+            gone(&pid),
+            "process {pid}, started with setsid, outlived the run"
+        );
+    }
+}
+
+/// Runs the 6-episode banking slice under the counting plugin and returns its records
+/// and the process starts it counted.
+fn counted(tmp: &Path, flags: &str, concurrency: &str, code: i32) -> (Vec<Value>, usize) {
+    let dir = tmp.join("count");
+    std::fs::create_dir_all(&dir).unwrap();
+    let defense = format!(
+        "{} {} {flags}",
+        plugin("tests/fixtures/plugins/counting.py"),
+        dir.display()
+    );
+    let out = tmp.join("run");
+    let mut c = bench(tmp);
+    c.args([
+        "run",
+        "--suite",
+        "banking",
+        "--user-tasks",
+        "user_task_0,user_task_1",
+        "--injection-tasks",
+        "injection_task_0,injection_task_1",
+        "--concurrency",
+        concurrency,
+        "--max-error-rate",
+        "100",
+        "--quiet",
+        "--defense",
+        &defense,
+        "--out",
+    ])
+    .arg(&out);
+    c.assert().code(code);
+    let eps = lines(&out.join("episodes.jsonl"))
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let starts = std::fs::read_to_string(dir.join("starts"))
+        .unwrap()
+        .lines()
+        .count();
+    (eps, starts)
+}
+
+#[test]
+fn a_plugin_process_is_reused_across_episodes_one_per_worker() {
+    if !tool_present("python3") {
+        return;
+    }
+    for (concurrency, most) in [("1", 1), ("2", 2)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (eps, starts) = counted(tmp.path(), "", concurrency, 0);
+        assert_eq!(eps.len(), 6);
+        assert!(eps.iter().all(|e| e["error"].is_null()));
+        assert!(
+            (1..=most).contains(&starts),
+            "{starts} process starts for 6 episodes at concurrency {concurrency}"
+        );
+    }
+    // `"reuse": false` keeps one process per episode.
+    let tmp = tempfile::tempdir().unwrap();
+    let (eps, starts) = counted(tmp.path(), "--no-reuse", "1", 0);
+    assert_eq!(eps.len(), 6);
+    assert_eq!(starts, 6);
+}
+
+#[test]
+fn a_plugin_crash_errors_only_the_episode_in_flight_and_restarts_it() {
+    if !tool_present("python3") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (eps, starts) = counted(tmp.path(), "--crash-at 3", "1", 0);
+    assert_eq!(eps.len(), 6);
+    let errors: Vec<&str> = eps.iter().filter_map(|e| e["error"].as_str()).collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("exit status: 7"), "{}", errors[0]);
+    assert_eq!(starts, 2, "one start, one restart after the crash");
+}

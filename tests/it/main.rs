@@ -12,6 +12,7 @@ mod answer_facts;
 mod answer_judge_http;
 mod attack_search;
 mod attack_split_critic;
+mod batch_http;
 mod data_only;
 mod defense_all_cli;
 mod defense_plugin_cli;

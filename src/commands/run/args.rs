@@ -177,6 +177,9 @@ pub struct RunArgs {
     /// Endpoint, generation, cache/replay, embedder and price settings.
     #[command(flatten)]
     pub model_options: ModelOptions,
+    /// The provider batch API (`--batch submit|collect|auto`).
+    #[command(flatten)]
+    pub batch: super::batch::BatchArgs,
 }
 
 fn parse_budget_usd(s: &str) -> Result<f64, FlagError> {

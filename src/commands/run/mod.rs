@@ -7,6 +7,7 @@
 //! orchestration.
 
 pub mod args;
+pub mod batch;
 pub mod config;
 mod folder;
 pub mod models;
@@ -82,10 +83,14 @@ async fn budget(
     manifest: &runner::manifest::Manifest,
 ) -> Result<runner::budget::Budget, CliError> {
     let args = &config.args;
+    let mut prices = super::estimate::prices(args, &config.named, &config.models)?;
+    if args.batch.batch.is_some() {
+        prices = prices.scaled(batch::BATCH_PRICE);
+    }
     let mut budget = runner::budget::Budget::new(
         args.budget_usd,
         args.budget_tokens,
-        super::estimate::prices(args, &config.named, &config.models)?,
+        prices,
         manifest.budget.clone(),
     );
     if budget.limited() {
