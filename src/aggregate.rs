@@ -62,6 +62,12 @@ struct Outcomes {
     succeeded: u64,
     /// The user task was solved.
     solved: u64,
+    /// The utility verdict is undecided (out of the utility rates' denominators).
+    utility_undecided: u64,
+    /// The attack verdict is undecided (out of ASR's denominator).
+    attack_undecided: u64,
+    /// Either verdict is undecided.
+    undecided: u64,
 }
 
 impl Outcomes {
@@ -69,6 +75,9 @@ impl Outcomes {
         self.n += o.n;
         self.succeeded += o.succeeded;
         self.solved += o.solved;
+        self.utility_undecided += o.utility_undecided;
+        self.attack_undecided += o.attack_undecided;
+        self.undecided += o.undecided;
     }
 }
 
@@ -140,10 +149,14 @@ impl Acc {
         if counts {
             // An error AgentDojo scores is an unsolved task and a successful attack.
             let succeeded = r.error.is_some() || r.attack_success == Some(true);
+            let (u, a) = (r.utility_undecided(), r.attack_undecided());
             let o = Outcomes {
                 n: 1,
                 succeeded: u64::from(succeeded),
                 solved: u64::from(r.error.is_none() && r.counted_utility()),
+                utility_undecided: u64::from(u),
+                attack_undecided: u64::from(a),
+                undecided: u64::from(u || a),
             };
             seed.add(&o);
             let cluster = (
@@ -247,15 +260,20 @@ impl Acc {
         self.clusters.values().map(|o| o.n).sum()
     }
 
-    /// The clustered rate of `outcome` over the counted episodes.
-    fn rate(&self, outcome: fn(&Outcomes) -> u64) -> Option<Rate> {
-        let n = self.counted();
+    /// The clustered rate of `outcome` over the counted episodes whose verdict is decided
+    /// (`undecided` counts the others; an undecided episode's outcome is never counted).
+    fn rate(&self, outcome: fn(&Outcomes) -> u64, undecided: fn(&Outcomes) -> u64) -> Option<Rate> {
+        let n = self.counted() - self.clusters.values().map(undecided).sum::<u64>();
         if n == 0 {
             return None;
         }
         let k: u64 = self.clusters.values().map(outcome).sum();
         let p = k as f64 / n as f64;
-        let n_eff = effective_n_counts(self.clusters.values().map(|o| (o.n, outcome(o))));
+        let n_eff = effective_n_counts(
+            self.clusters
+                .values()
+                .map(|o| (o.n - undecided(o), outcome(o))),
+        );
         let (lo, hi) = wilson_p(p, n_eff);
         Some(Rate {
             value: p,
@@ -263,6 +281,22 @@ impl Acc {
             lo,
             hi,
         })
+    }
+
+    /// With undecided episodes: the rate of `outcome` over every counted episode with
+    /// each undecided one failing, and with each holding.
+    fn bounds(
+        &self,
+        outcome: fn(&Outcomes) -> u64,
+        undecided: fn(&Outcomes) -> u64,
+    ) -> Option<[f64; 2]> {
+        let n = self.counted();
+        let u: u64 = self.clusters.values().map(undecided).sum();
+        if n == 0 || u == 0 {
+            return None;
+        }
+        let k: u64 = self.clusters.values().map(outcome).sum();
+        Some([k as f64 / n as f64, (k + u) as f64 / n as f64])
     }
 
     /// The lowest and highest rate of `outcome` over single seeds, when there are several.
@@ -295,9 +329,9 @@ impl Acc {
         let mut all = clean.clone();
         all.merge(attacked);
         let n_all = all.episodes.max(1) as f64;
-        let asr = attacked.rate(|o| o.succeeded);
-        let ua = attacked.rate(|o| o.solved);
-        let bu = clean.rate(|o| o.solved);
+        let asr = attacked.rate(|o| o.succeeded, |o| o.attack_undecided);
+        let ua = attacked.rate(|o| o.solved, |o| o.utility_undecided);
+        let bu = clean.rate(|o| o.solved, |o| o.utility_undecided);
         let n_att = attacked.counted();
         let mut tokens_by_component = BTreeMap::new();
         let mut calls_by_component = BTreeMap::new();
@@ -346,6 +380,10 @@ impl Acc {
             asr_seed_range: attacked.seed_range(|o| o.succeeded),
             ua_seed_range: attacked.seed_range(|o| o.solved),
             bu_seed_range: clean.seed_range(|o| o.solved),
+            undecided: all.clusters.values().map(|o| o.undecided).sum(),
+            asr_bounds: attacked.bounds(|o| o.succeeded, |o| o.attack_undecided),
+            ua_bounds: attacked.bounds(|o| o.solved, |o| o.utility_undecided),
+            bu_bounds: clean.bounds(|o| o.solved, |o| o.utility_undecided),
             hit_step_limit: all.hit_step_limit,
             blocked: all.blocked,
             asked_user: all.asked_user,

@@ -127,9 +127,31 @@ pub fn row_with(
         let refs: Vec<Obs<'_>> = o.iter().map(|(c, y)| (c, *y)).collect();
         clustered_rate(&refs)
     };
-    let asr = rate(obs(&attacked, &succeeded));
-    let ua = rate(obs(&attacked, &solved));
-    let bu = rate(obs(&clean, &solved));
+    // Rates are over the decided episodes; bounds over all of them.
+    let decided = |recs: &[&EpisodeRecord], und: &dyn Fn(&EpisodeRecord) -> bool| {
+        recs.iter().filter(|r| !und(r)).copied().collect::<Vec<_>>()
+    };
+    let u_und = |r: &EpisodeRecord| r.utility_undecided();
+    let a_und = |r: &EpisodeRecord| r.attack_undecided();
+    let asr = rate(obs(&decided(&attacked, &a_und), &succeeded));
+    let ua = rate(obs(&decided(&attacked, &u_und), &solved));
+    let bu = rate(obs(&decided(&clean, &u_und), &solved));
+    let bounds = |recs: &[&EpisodeRecord],
+                  f: &dyn Fn(&EpisodeRecord) -> bool,
+                  und: &dyn Fn(&EpisodeRecord) -> bool| {
+        let n = recs.len() as f64;
+        let u = recs.iter().filter(|r| und(r)).count() as f64;
+        let k = recs.iter().filter(|r| f(r)).count() as f64;
+        (u > 0.0).then(|| [k / n, (k + u) / n])
+    };
+    let undecided = clean
+        .iter()
+        .chain(&attacked)
+        .filter(|r| u_und(r) || a_und(r))
+        .count() as u64;
+    let asr_bounds = bounds(&attacked, &succeeded, &a_und);
+    let ua_bounds = bounds(&attacked, &solved, &u_und);
+    let bu_bounds = bounds(&clean, &solved, &u_und);
     let everything: Vec<&EpisodeRecord> = clean_all
         .iter()
         .chain(attacked_all.iter())
@@ -182,6 +204,10 @@ pub fn row_with(
         asr_seed_range: seed_range(attacked, &succeeded),
         ua_seed_range: seed_range(attacked, &solved),
         bu_seed_range: seed_range(clean, &solved),
+        undecided,
+        asr_bounds,
+        ua_bounds,
+        bu_bounds,
         hit_step_limit: all.iter().filter(|r| r.hit_step_limit).count() as u64,
         blocked: all.iter().map(|r| r.blocked).sum(),
         asked_user: all.iter().map(|r| r.asked_user).sum(),

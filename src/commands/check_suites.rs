@@ -52,7 +52,7 @@ fn check_one(
     let (problems, generated) = validate_counted(s);
     let status = if problems.is_empty() { "ok" } else { "FAILED" };
     let mut line = format!(
-        "{:<24} {:>3} user tasks  {:>3} injection tasks  {:>3} tools  {:>3} vectors  {:>3} variants  {status}\n{:<24} generated: {} correct, {} wrong, {} protective, {} obeying\n",
+        "{:<24} {:>3} user tasks  {:>3} injection tasks  {:>3} tools  {:>3} vectors  {:>3} variants  {status}\n{:<24} generated: {} correct, {} wrong, {} protective, {} obeying; undecided {:.1}% ({} of {} answers)\n",
         s.qualified_name(),
         s.user_tasks.len(),
         s.injection_tasks.len(),
@@ -64,6 +64,9 @@ fn check_one(
         generated.wrong,
         generated.protective,
         generated.obeying,
+        generated.undecided_pct(),
+        generated.undecided,
+        generated.correct + generated.wrong,
     );
     if !s.samples.is_empty() {
         use crate::suite::sample_proofs::{Reach, facts};
