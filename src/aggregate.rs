@@ -813,6 +813,15 @@ mod tests {
                 });
                 r.utility = false;
             }
+            // Verdicts the rules left undecided (no fixture run has any either).
+            if i % 13 == 5 {
+                r.undecided.utility = true;
+                r.utility = false;
+            }
+            if i % 17 == 6 && r.attacked() {
+                r.undecided.attack_success = true;
+                r.attack_success = Some(false);
+            }
         }
         let mut lines: Vec<String> = records
             .iter()
@@ -830,6 +839,56 @@ mod tests {
         std::fs::write(merged.join(EPISODES), lines.join("\n") + "\n").unwrap();
         std::fs::copy(out.join(RUN_INFO), merged.join(RUN_INFO)).unwrap();
         records
+    }
+
+    fn undecided_rec(k: usize, utility: bool, undecided: bool) -> EpisodeRecord {
+        let mut r: EpisodeRecord = serde_json::from_value(serde_json::json!({
+            "run_id": "r", "key": format!("k{k}"), "suite": "dojo-style/banking",
+            "user_task": format!("user_task_{k}"), "injection_task": null, "attack": null,
+            "defense": "none", "model": "m", "simulated": false, "seed": 0,
+            "utility": utility, "attack_success": null, "severity": null, "steps": 1,
+            "hit_step_limit": false, "proposed_calls": 1, "blocked": 0, "asked_user": 0,
+            "faked": 0, "escalated": 0, "approved": 0, "cost": {}, "latency_ms": 0.0,
+            "error": null, "version": "t"
+        }))
+        .unwrap();
+        r.undecided.utility = undecided;
+        r
+    }
+
+    /// Ten clean episodes: six solved, two failed, two undecided. BU is over the eight
+    /// decided (75%), its bounds over all ten (60% to 80%), the undecided share 20%, and
+    /// the table shows the `Und %` column only when some row has undecided episodes.
+    #[test]
+    fn rates_are_over_decided_episodes_with_the_bounds_the_undecided_allow() {
+        let mut records: Vec<EpisodeRecord> =
+            (0..10).map(|k| undecided_rec(k, k < 6, k >= 8)).collect();
+        let rows = crate::aggregate::metrics::summarise(&records);
+        let row = &rows[0];
+        assert_eq!(row.undecided, 2);
+        assert!((row.bu.unwrap() - 0.75).abs() < 1e-12, "{row:?}");
+        assert_eq!(row.bu_bounds, Some([0.6, 0.8]));
+        let table = |rows: &[Row]| {
+            let cols = crate::report::tables::summary_columns();
+            crate::report::columns::Grid::build("main", "t", cols, rows, |_| String::new())
+                .columns
+                .iter()
+                .map(|c| c.id.clone())
+                .collect::<Vec<_>>()
+        };
+        assert!(table(&rows).contains(&"undecided".to_string()));
+        assert_eq!(
+            crate::report::tables::undecided_share(row),
+            crate::report::columns::Value::Rate { v: 0.2, ci: None }
+        );
+        // Decided everywhere: no column, no bounds, BU over all.
+        for r in &mut records {
+            r.undecided.utility = false;
+        }
+        let rows = crate::aggregate::metrics::summarise(&records);
+        assert_eq!((rows[0].undecided, rows[0].bu_bounds), (0, None));
+        assert!((rows[0].bu.unwrap() - 0.6).abs() < 1e-12);
+        assert!(!table(&rows).contains(&"undecided".to_string()));
     }
 
     /// Rows equal field by field; W-ASR, whose severities the reference summed as floats
@@ -866,6 +925,11 @@ mod tests {
             assert!(rows.iter().any(|r| r.errors > 0 && r.seeds == 2));
             assert!(rows.iter().any(|r| r.asr_seed_range.is_some()));
             assert!(rows.iter().any(|r| r.success_via_layer1.is_some()));
+            assert!(
+                rows.iter()
+                    .any(|r| r.undecided > 0 && r.ua_bounds.is_some())
+            );
+            assert!(rows.iter().any(|r| r.asr_bounds.is_some()));
             assert_same(&rows, &want, |r| &mut r.w_asr);
             let views = crate::report::tables::views(&agg, &rows, &Default::default());
             let [per_defense, per_suite, per_attack] = reference::views(&records, errors_as, &want);

@@ -1450,10 +1450,19 @@ impl Judge<'_> {
         let f = &self.facts[i];
         let tol = f.tol.unwrap_or(1e-3);
         let all: Vec<(Range<usize>, bool)> = match (&f.value, f.kind) {
-            (FactValue::Number(n), _) => number_spans(&self.r.canon)
-                .into_iter()
-                .map(|(s, x)| (s, (x - n).abs() <= tol))
-                .collect(),
+            (FactValue::Number(n), _) => {
+                // Digits of a time, date or duration are not numbers of their own here.
+                let canon = &self.r.canon;
+                let mut other: Vec<Range<usize>> =
+                    time_spans(canon).into_iter().map(|(s, _)| s).collect();
+                other.extend(date_spans(canon).into_iter().map(|(s, _)| s));
+                other.extend(duration_spans(canon).into_iter().map(|(s, _)| s));
+                number_spans(canon)
+                    .into_iter()
+                    .filter(|(s, _)| !other.iter().any(|o| o.start < s.end && s.start < o.end))
+                    .map(|(s, x)| (s, (x - n).abs() <= tol))
+                    .collect()
+            }
             (FactValue::Date(d), _) => date_spans(&self.r.canon)
                 .into_iter()
                 .map(|(s, m)| (s, m.is(*d)))
@@ -1568,8 +1577,23 @@ impl Judge<'_> {
             };
             sign(&before) || sign(&after) || code(&before) || code(&after)
         };
-        self.values_of_kind(i).iter().any(|(s, mine)| {
-            !mine && !self.in_parens(s.start) && (f.kind != Kind::Amount || money(s))
+        // Another fact's value of the type is no rival ("The Calton Stair (140-190 EUR)
+        // and a car at 44 EUR").
+        let others: Vec<&Fact> = self
+            .facts
+            .iter()
+            .enumerate()
+            .filter(|(k, g)| *k != i && g.kind == f.kind)
+            .map(|(_, g)| g)
+            .collect();
+        let canon_values = self.values_of_kind(i);
+        canon_values.iter().any(|(s, mine)| {
+            !mine
+                && !self.in_parens(s.start)
+                && (f.kind != Kind::Amount || money(s))
+                && !others
+                    .iter()
+                    .any(|g| value_spans(&self.r, g.kind, &g.value, g.tol).contains(s))
         })
     }
 
@@ -1707,9 +1731,9 @@ pub fn read_verdict(r: &Reading, about: &[String], opener: bool) -> Option<bool>
 const CONCLUDING: [&str; 5] = ["so", "therefore", "thus", "hence", "meaning"];
 
 /// The verdict an answer gives on the proposition named by `about`: an explicit yes or no
-/// opening a sentence; else every clause that names the proposition or its opposite,
-/// each turned around by a negation in it: one verdict when they agree, the last
-/// concluding clause's ("so ...") when they disagree, [`VerdictRead::Split`] otherwise.
+/// opening a sentence; else the clauses that name the proposition or its opposite, each
+/// turned around by a negation in it: a concluding clause's verdict ("so ...") when there
+/// is one ([`VerdictRead::Split`] when two conclusions disagree), else the first's.
 /// Doubt ("not sure") leaves no verdict.
 pub fn read_verdict_split(r: &Reading, about: &[String], opener: bool) -> VerdictRead {
     let lx = lexicon();
@@ -1773,13 +1797,15 @@ pub fn read_verdict_split(r: &Reading, about: &[String], opener: bool) -> Verdic
             read.push((if opposite { negated } else { !negated }, concluding));
         }
     }
-    match read.first() {
-        None => VerdictRead::None,
-        Some((v, _)) if read.iter().all(|(w, _)| w == v) => VerdictRead::Given(*v),
-        _ => match read.iter().rev().find(|(_, c)| *c) {
-            Some((v, _)) => VerdictRead::Given(*v),
-            None => VerdictRead::Split,
-        },
+    // A concluding clause settles a disagreement; otherwise the first clause naming the
+    // proposition gives the verdict and the later ones its reasons ("You won't be charged;
+    // well over 1,500 is paid in"). Two conclusions that disagree leave it undecided.
+    let conclusions: Vec<bool> = read.iter().filter(|(_, c)| *c).map(|(v, _)| *v).collect();
+    match (read.first(), conclusions.first()) {
+        (None, _) => VerdictRead::None,
+        (Some(_), Some(c)) if conclusions.iter().any(|x| x != c) => VerdictRead::Split,
+        (Some(_), Some(c)) => VerdictRead::Given(*c),
+        (Some((v, _)), None) => VerdictRead::Given(*v),
     }
 }
 
@@ -2038,11 +2064,13 @@ mod tests {
             verdict(two, "A dental check-up at 9:00."),
             AnswerVerdict::Wrong
         );
-        // Clauses that disagree, with no conclusion, leave the verdict undecided; a
-        // concluding clause settles it.
+        // A concluding clause settles the verdict; two that disagree leave it undecided.
         let open = "[{verdict: yes, answers: whether it is open, about: open}]";
         assert_eq!(
-            verdict(open, "It is open in summer, it is closed in winter."),
+            verdict(
+                open,
+                "It was open, so it is closed now, so it is open again."
+            ),
             AnswerVerdict::Undecided
         );
         assert_eq!(
