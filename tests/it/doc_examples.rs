@@ -5,6 +5,8 @@
 //! help, runs in a temporary directory of its own, in the order shown, with the built
 //! binary, the repository's suites and attacks (`SIEVE_BENCH_HOME`), `examples/` and
 //! `configs/` linked in, and every `<!-- example: file NAME -->` block written there.
+//! The pages run side by side (as many as the machine has cores, up to four) and share
+//! one proof cache, so each suite is proved once.
 //!
 //! The rules, so an example stays what a reader types:
 //! - **Scope.** A suite selection wider than one suite (`all`, a family, a list, or none
@@ -389,7 +391,10 @@ fn run_in(dir: &Path, words: &[String]) -> std::process::Output {
     bin()
         .current_dir(dir)
         .env("SIEVE_BENCH_HOME", repo())
-        .env("SIEVE_BENCH_PROOF_CACHE", dir.join(".proofs"))
+        .env(
+            "SIEVE_BENCH_PROOF_CACHE",
+            dir.parent().unwrap().join(".proofs"),
+        )
         .env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
         .env("OPENAI_API_KEY", "dummy-key-for-tests")
         .env_remove("RUST_LOG")
@@ -495,6 +500,61 @@ fn check(dir: &Path, ex: &Example) -> Result<(), String> {
     }
 }
 
+/// Runs one source's examples in order in its own directory; returns the failures and
+/// a timing line per example.
+fn run_source(
+    root: &Path,
+    files: &[(String, String)],
+    examples: &[Example],
+) -> (Vec<String>, Vec<String>) {
+    let agentdojo = repo().join(".venv-agentdojo").exists();
+    let mut failures = Vec::new();
+    let mut timings = Vec::new();
+    for ex in examples {
+        let marked_real = names_real_model(&ex.words);
+        if marked_real && !ex.needs_key {
+            failures.push(format!(
+                "{}: `{}` names a real model but is not marked needs-key",
+                ex.origin,
+                ex.words.join(" ")
+            ));
+            continue;
+        }
+        if ex.needs_agentdojo && !agentdojo {
+            timings.push(format!("skipped (no .venv-agentdojo): {}", ex.origin));
+            continue;
+        }
+        if ex.needs_key && !names_endpoint(&ex.words) {
+            timings.push(format!(
+                "skipped (reads a real model's results): {}",
+                ex.origin
+            ));
+            continue;
+        }
+        let dir = root.join(source_dir(&ex.origin));
+        if !dir.exists() {
+            std::fs::create_dir_all(&dir).unwrap();
+            for link in ["examples", "configs"] {
+                std::os::unix::fs::symlink(repo().join(link), dir.join(link)).unwrap();
+            }
+            for (name, body) in files {
+                std::fs::write(dir.join(name), body).unwrap();
+            }
+        }
+        let started = std::time::Instant::now();
+        if let Err(e) = check(&dir, ex) {
+            failures.push(e);
+        }
+        timings.push(format!(
+            "{:>6.1}s  {}: sieve-bench {}",
+            started.elapsed().as_secs_f64(),
+            ex.origin,
+            ex.words.join(" ")
+        ));
+    }
+    (failures, timings)
+}
+
 #[test]
 fn every_documented_example_runs() {
     let mut files = Vec::new();
@@ -509,54 +569,50 @@ fn every_documented_example_runs() {
         "found only {} examples",
         examples.len()
     );
+    // Each page (and each subcommand's help) runs in a directory of its own, its examples
+    // in order; the sources run side by side, sharing one proof cache (a suite is proved
+    // once for the whole test, not once per page).
+    let mut sources: Vec<(String, Vec<Example>)> = Vec::new();
+    for ex in examples {
+        let name = source_dir(&ex.origin);
+        match sources.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, list)) => list.push(ex),
+            None => sources.push((name, vec![ex])),
+        }
+    }
     let tmp = tempfile::tempdir().unwrap();
-    let agentdojo = repo().join(".venv-agentdojo").exists();
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((_, list)) = sources.get(i) else {
+                        break;
+                    };
+                    let outcome = run_source(tmp.path(), &files, list);
+                    results.lock().unwrap().push((i, outcome));
+                }
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap();
+    results.sort_by_key(|(i, _)| *i);
+    let total: usize = sources.iter().map(|(_, l)| l.len()).sum();
     let mut failures = Vec::new();
-    for ex in &examples {
-        let marked_real = names_real_model(&ex.words);
-        if marked_real && !ex.needs_key {
-            failures.push(format!(
-                "{}: `{}` names a real model but is not marked needs-key",
-                ex.origin,
-                ex.words.join(" ")
-            ));
-            continue;
+    for (_, (failed, timings)) in results {
+        for line in timings {
+            eprintln!("{line}");
         }
-        if ex.needs_agentdojo && !agentdojo {
-            eprintln!("skipped (no .venv-agentdojo): {}", ex.origin);
-            continue;
-        }
-        if ex.needs_key && !names_endpoint(&ex.words) {
-            eprintln!("skipped (reads a real model's results): {}", ex.origin);
-            continue;
-        }
-        // Each page (and each subcommand's help) runs in a directory of its own.
-        let dir = tmp.path().join(source_dir(&ex.origin));
-        if !dir.exists() {
-            std::fs::create_dir_all(&dir).unwrap();
-            for link in ["examples", "configs"] {
-                std::os::unix::fs::symlink(repo().join(link), dir.join(link)).unwrap();
-            }
-            for (name, body) in &files {
-                std::fs::write(dir.join(name), body).unwrap();
-            }
-        }
-        let started = std::time::Instant::now();
-        if let Err(e) = check(&dir, ex) {
-            failures.push(e);
-        }
-        eprintln!(
-            "{:>6.1}s  {}: sieve-bench {}",
-            started.elapsed().as_secs_f64(),
-            ex.origin,
-            ex.words.join(" ")
-        );
+        failures.extend(failed);
     }
     assert!(
         failures.is_empty(),
         "{} of {} examples failed:\n\n{}",
         failures.len(),
-        examples.len(),
+        total,
         failures.join("\n\n")
     );
 }

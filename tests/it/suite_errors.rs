@@ -38,16 +38,6 @@ fn check(tmp: &tempfile::TempDir) -> assert_cmd::assert::Assert {
 }
 
 #[test]
-fn the_shipped_suites_are_valid() {
-    let tmp = tempfile::tempdir().unwrap();
-    bench(tmp.path())
-        .arg("check-suites")
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("valid"));
-}
-
-#[test]
 fn yaml_syntax_error_names_the_file_and_line() {
     let tmp = broken("user_tasks.yaml", |t| t.replacen("tasks:", "tasks: [", 1));
     check(&tmp)
