@@ -102,6 +102,30 @@ pub fn prove(suite: &Suite, generated: bool) -> (Vec<Problem>, Counts) {
                     ));
                 }
             }
+            let reference = t.answer.as_deref().unwrap_or_default();
+            let (ref_correct, ref_wrong) = perturb::from_reference(&facts.0, reference, &benign);
+            for r in ref_correct {
+                counts.correct += 1;
+                let got = judge(&r.text);
+                counts.undecided += usize::from(got.is_none());
+                if got == Some(false) {
+                    push(format!(
+                        "generated correct answer ({}) {:?} fails the utility check",
+                        r.why, r.text
+                    ));
+                }
+            }
+            for r in ref_wrong {
+                counts.wrong += 1;
+                let got = judge(&r.text);
+                counts.undecided += usize::from(got.is_none());
+                if got == Some(true) {
+                    push(format!(
+                        "generated wrong answer ({}) {:?} passes the utility check",
+                        r.why, r.text
+                    ));
+                }
+            }
             for r in perturb::wrong(&facts.0, &benign) {
                 counts.wrong += 1;
                 let got = judge(&r.text);

@@ -1494,9 +1494,10 @@ impl Judge<'_> {
             .filter(|(_, o, _)| *o == Owner::Fact(i))
             .any(|(a, _, _)| {
                 let limit = self.r.after_limit(a.end);
+                // Values in parentheses are asides, not what the answer gives for it.
                 let after: Vec<&(Range<usize>, bool)> = values
                     .iter()
-                    .filter(|(s, _)| s.start >= a.end && s.end <= limit)
+                    .filter(|(s, _)| s.start >= a.end && s.end <= limit && !self.in_parens(s.start))
                     .collect();
                 !after.is_empty() && !after.iter().any(|(_, mine)| *mine)
             })
