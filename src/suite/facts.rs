@@ -1387,13 +1387,21 @@ impl Judge<'_> {
                 answers: f.answers.clone(),
             }),
             // The comparative is used but neither option is named in a form the matcher
-            // knows ("the full 486 at once is cheaper").
-            (false, false) if options.is_empty() => Err(Miss::Undecided {
-                answers: f.answers.clone(),
-                why: Unreadable::NearForm {
-                    value: f.value.clone(),
-                },
-            }),
+            // knows ("the full 486 at once is cheaper"), and no doubt is voiced.
+            (false, false)
+                if options.is_empty()
+                    && !self.r.phrase_among(
+                        &lexicon().uncertain,
+                        self.r.words_in(&(0..self.r.canon.len())),
+                    ) =>
+            {
+                Err(Miss::Undecided {
+                    answers: f.answers.clone(),
+                    why: Unreadable::NearForm {
+                        value: f.value.clone(),
+                    },
+                })
+            }
             (false, false) => Err(Miss::NotPicked {
                 answers: f.answers.clone(),
                 value: f.value.clone(),
@@ -1588,9 +1596,16 @@ impl Judge<'_> {
             .map(|(_, g)| g)
             .collect();
         let canon_values = self.values_of_kind(i);
+        // A distractor stated is the distractors' rule's to judge.
+        let distractor = |s: &Range<usize>| {
+            f.distractors
+                .iter()
+                .any(|d| value_spans(&self.r, f.kind, &d.value, f.tol).contains(s))
+        };
         canon_values.iter().any(|(s, mine)| {
             !mine
                 && !self.in_parens(s.start)
+                && !distractor(s)
                 && (f.kind != Kind::Amount || money(s))
                 && !others
                     .iter()
@@ -2435,11 +2450,11 @@ mod tests {
                     "[{date: 2026-06-19, answers: dispatch day, distractors: [2026-07-19]}]",
                     "It ships on 19 July (or 19 June).",
                 ),
-                Miss::DistractorGiven {
+                Miss::Hedged {
                     answers: "dispatch day".into(),
-                    distractor: FactValue::Date(jiff::civil::date(2026, 7, 19)),
+                    value: FactValue::Date(jiff::civil::date(2026, 6, 19)),
                 },
-                "dispatch day: the distractor 2026-07-19 is given",
+                "dispatch day: 2026-06-19 is hedged with another value",
             ),
             (
                 miss(
