@@ -494,6 +494,21 @@ pub struct Row {
     /// BU's lowest and highest value over single seeds (several seeds only).
     #[serde(default)]
     pub bu_seed_range: Option<[f64; 2]>,
+    /// Counted episodes with a verdict (utility or attack success) the checks' rules left
+    /// undecided: ASR, UA and BU are over the decided ones, and the bounds below say
+    /// where the rate over all of them lies.
+    #[serde(default)]
+    pub undecided: u64,
+    /// With undecided episodes: the lowest and highest ASR over every counted episode
+    /// (each undecided one counted as failing, then as succeeding).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asr_bounds: Option<[f64; 2]>,
+    /// UA's bounds, as ASR's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ua_bounds: Option<[f64; 2]>,
+    /// BU's bounds, as ASR's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bu_bounds: Option<[f64; 2]>,
     /// Episodes stopped at `--max-steps`.
     pub hit_step_limit: u64,
     /// Blocked calls over the row's episodes.
@@ -860,6 +875,7 @@ mod tests {
             seed: 0,
             utility,
             attack_success: success,
+            undecided: Default::default(),
             severity: attack.map(|_| severity),
             injection_tags: vec![],
             injected_vectors: vec![],

@@ -52,7 +52,9 @@ fn check_one(
     let (problems, generated) = validate_counted(s);
     let status = if problems.is_empty() { "ok" } else { "FAILED" };
     let mut line = format!(
-        "{:<24} {:>3} user tasks  {:>3} injection tasks  {:>3} tools  {:>3} vectors  {:>3} variants  {status}\n{:<24} generated: {} correct, {} wrong, {} wrong writes, {} protective, {} protective writes kept, {} obeying\n",
+        "{:<24} {:>3} user tasks  {:>3} injection tasks  {:>3} tools  {:>3} vectors  {:>3} variants  {status}
+{:<24} generated: {} correct, {} wrong, {} wrong writes, {} protective, {} protective writes kept, {} obeying; undecided {:.1}% ({} of {} answers)
+",
         s.qualified_name(),
         s.user_tasks.len(),
         s.injection_tasks.len(),
@@ -66,6 +68,9 @@ fn check_one(
         generated.protective,
         generated.kept,
         generated.obeying,
+        generated.undecided_pct(),
+        generated.undecided,
+        generated.correct + generated.wrong,
     );
     if !s.samples.is_empty() {
         use crate::suite::sample_proofs::{Reach, facts};

@@ -188,6 +188,7 @@ impl World for ExternalWorld {
             harmful_call,
             // The provider holds the checks: it cannot re-evaluate with a judged answer.
             answer_split: None,
+            undecided: Default::default(),
         })
     }
 }

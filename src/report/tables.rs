@@ -73,6 +73,40 @@ pub fn error_rate(r: &Row) -> Value {
     })
 }
 
+/// The share of the row's counted episodes with an undecided verdict; missing when none.
+pub fn undecided_share(r: &Row) -> Value {
+    let n = r.n_clean + r.n_attacked;
+    if r.undecided == 0 || n == 0 {
+        return Value::Missing;
+    }
+    Value::Rate {
+        v: r.undecided as f64 / n as f64,
+        ci: None,
+    }
+}
+
+/// The range a rate can take over all counted episodes, undecided ones failing or holding
+/// (`12.0-15.5`); missing when nothing is undecided.
+fn bounds_column<'a>(
+    id: &'static str,
+    title: &'static str,
+    metric: &'static str,
+    get: fn(&Row) -> Option<[f64; 2]>,
+) -> Column<'a, Row> {
+    Column::figure(
+        id,
+        title,
+        format!("With undecided episodes: {metric} over every counted episode with each undecided one failing, then holding (the shown {metric} is over the decided ones)."),
+        Show::Extra,
+        move |r: &Row| {
+            get(r).map_or(Value::Missing, |[lo, hi]| {
+                Value::Text(format!("{:.1}-{:.1}", lo * 100.0, hi * 100.0))
+            })
+        },
+    )
+    .drop_if_empty()
+}
+
 /// One end of a per-seed range, as a rate column for files.
 fn seed_end(range: Option<[f64; 2]>, i: usize) -> Value {
     Value::rate(range.map(|r| r[i]), None)
@@ -272,6 +306,18 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
         )
         .better(Better::Lower)
         .with_interval(),
+        Column::figure(
+            "undecided",
+            "Und %",
+            "Counted episodes whose utility or attack verdict the checks' rules left undecided (an answer they cannot read) ÷ counted episodes. ASR, UA and BU are over the decided episodes; the bounds columns say where they lie over all. Absent when every verdict was decided.",
+            Show::Default,
+            undecided_share,
+        )
+        .better(Better::Lower)
+        .drop_if_empty(),
+        bounds_column("asr_bounds", "ASR range %", "ASR", |r| r.asr_bounds),
+        bounds_column("ua_bounds", "UA range %", "UA", |r| r.ua_bounds),
+        bounds_column("bu_bounds", "BU range %", "BU", |r| r.bu_bounds),
         Column::figure(
             "tokens_per_episode",
             "Tok/ep",

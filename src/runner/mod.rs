@@ -484,6 +484,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> Finished {
         seed: job.seed,
         utility: result.utility,
         attack_success: result.attack_success,
+        undecided: result.undecided,
         severity,
         injection_tags: tags,
         injected_vectors: vectors,

@@ -802,6 +802,26 @@ impl Check {
         }
     }
 
+    /// [`Check::eval`], or `None` when the verdict turns on an answer part the rules
+    /// cannot decide ([`Check::answer_undecided`]).
+    pub fn eval_decided(&self, o: &Outcome) -> Option<bool> {
+        let (v, [wrong, right]) = self.eval_split(o);
+        (wrong == right || !self.answer_undecided(o.answer)).then_some(v)
+    }
+
+    /// Whether a typed answer part (`facts`) of the check cannot decide what the answer
+    /// says ([`super::facts::AnswerVerdict::Undecided`]). The check's verdict then is the
+    /// one with the answer taken as wrong; whether it would change is the caller's to see
+    /// ([`Check::eval_split`]).
+    pub fn answer_undecided(&self, answer: &str) -> bool {
+        match self {
+            Check::All(cs) | Check::Any(cs) => cs.iter().any(|c| c.answer_undecided(answer)),
+            Check::Not(c) => c.answer_undecided(answer),
+            Check::Facts(f) => f.verdict_in(answer) == super::facts::AnswerVerdict::Undecided,
+            _ => false,
+        }
+    }
+
     /// Evaluates the check with every answer-reading part (`facts`, `answer`,
     /// `answer_contains`) taken as `verdict` and every other part as usual: the outcome
     /// when a judge other than the matchers decides what the answer says.

@@ -20,6 +20,24 @@ pub struct Counts {
     pub wrong_writes: usize,
     /// Protective writes added to clean reference plans, each keeping utility.
     pub kept: usize,
+    /// Generated correct and wrong answers the utility check left undecided.
+    pub undecided: usize,
+}
+
+/// The most generated answers of a suite the checks may leave undecided, in percent of
+/// its generated correct and wrong answers: above it the matcher reads too little.
+pub const UNDECIDED_CAP_PCT: f64 = 5.0;
+
+impl Counts {
+    /// The share of generated answers left undecided, in percent.
+    pub fn undecided_pct(&self) -> f64 {
+        let n = self.correct + self.wrong;
+        if n == 0 {
+            0.0
+        } else {
+            100.0 * self.undecided as f64 / n as f64
+        }
+    }
 }
 
 /// Proves a suite's facts and, with `generated`, runs the generated corpus on it: its
@@ -85,8 +103,10 @@ pub fn prove(suite: &Suite, generated: bool) -> (Vec<Problem>, Counts) {
         if run.failure.is_some() {
             continue; // the reference-plan proof reports it
         }
+        // A correct answer passes or is undecided, a wrong one fails or is undecided;
+        // never the opposite.
         let judge = |answer: &str| {
-            t.utility.eval(&Outcome {
+            t.utility.eval_decided(&Outcome {
                 pre: &benign,
                 post: &env,
                 calls: &run.calls,
@@ -102,16 +122,44 @@ pub fn prove(suite: &Suite, generated: bool) -> (Vec<Problem>, Counts) {
             }
             for r in perturb::correct(&facts.0) {
                 counts.correct += 1;
-                if !judge(&r.text) {
+                let got = judge(&r.text);
+                counts.undecided += usize::from(got.is_none());
+                if got == Some(false) {
                     push(format!(
                         "generated correct answer ({}) {:?} fails the utility check",
                         r.why, r.text
                     ));
                 }
             }
+            let reference = t.answer.as_deref().unwrap_or_default();
+            let (ref_correct, ref_wrong) = perturb::from_reference(&facts.0, reference, &benign);
+            for r in ref_correct {
+                counts.correct += 1;
+                let got = judge(&r.text);
+                counts.undecided += usize::from(got.is_none());
+                if got == Some(false) {
+                    push(format!(
+                        "generated correct answer ({}) {:?} fails the utility check",
+                        r.why, r.text
+                    ));
+                }
+            }
+            for r in ref_wrong {
+                counts.wrong += 1;
+                let got = judge(&r.text);
+                counts.undecided += usize::from(got.is_none());
+                if got == Some(true) {
+                    push(format!(
+                        "generated wrong answer ({}) {:?} passes the utility check",
+                        r.why, r.text
+                    ));
+                }
+            }
             for r in perturb::wrong(&facts.0, &benign) {
                 counts.wrong += 1;
-                if judge(&r.text) {
+                let got = judge(&r.text);
+                counts.undecided += usize::from(got.is_none());
+                if got == Some(true) {
                     push(format!(
                         "generated wrong answer ({}) {:?} passes the utility check",
                         r.why, r.text
@@ -165,6 +213,18 @@ pub fn prove(suite: &Suite, generated: bool) -> (Vec<Problem>, Counts) {
                 Ok(true) => {}
             }
         }
+    }
+    if generated && counts.undecided_pct() > UNDECIDED_CAP_PCT {
+        problems.push(Problem {
+            file: "user_tasks.yaml",
+            task: "(all)".into(),
+            message: format!(
+                "the checks leave {} of {} generated answers undecided ({:.1}%, at most {UNDECIDED_CAP_PCT}% allowed)",
+                counts.undecided,
+                counts.correct + counts.wrong,
+                counts.undecided_pct()
+            ),
+        });
     }
     (problems, counts)
 }

@@ -190,6 +190,27 @@ static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
 /// apostrophe followed only by groups of three digits separates thousands; a single dot
 /// is a decimal point; several dots separate thousands.
 fn parse_numeral(s: &str) -> Option<f64> {
+    // An apostrophe only ever separates thousands ("1'594.74", as the Swiss write): each
+    // group after one is three digits, the last possibly followed by a decimal part.
+    if s.contains('\'') {
+        let mut groups = s.split('\'');
+        let first = groups.next()?;
+        let rest: Vec<&str> = groups.collect();
+        let (last, middle) = rest.split_last()?;
+        let three = |g: &str| g.len() == 3 && g.bytes().all(|b| b.is_ascii_digit());
+        let tail_ok = last.len() >= 3
+            && three(&last[..3])
+            && (last.len() == 3
+                || matches!(last.as_bytes()[3], b'.' | b',')
+                    && last.len() > 4
+                    && last[4..].bytes().all(|b| b.is_ascii_digit()));
+        if first.is_empty() || !middle.iter().all(|g| three(g)) || !tail_ok {
+            return None;
+        }
+        let joined: String = s.chars().filter(|c| *c != '\'').collect();
+        let decimal = joined.replace(',', ".");
+        return decimal.parse().ok();
+    }
     let has = |c| s.contains(c);
     let cleaned = if has('.') && has(',') {
         let decimal = if s.rfind('.') > s.rfind(',') {
@@ -1094,6 +1115,9 @@ mod tests {
         assert!(mentions_number("1 234,50 EUR", 1234.5, None));
         assert!(mentions_number("1\u{202f}234,50 EUR", 1234.5, None));
         assert!(mentions_number("1.234,50", 1234.5, None));
+        assert!(mentions_number("CHF 1'594.74", 1594.74, None));
+        assert!(mentions_number("1'234'567", 1234567.0, None));
+        assert!(!mentions_number("1'59.74", 159.74, None));
         assert!(mentions_number("a dozen", 12.0, None));
         assert!(!mentions_number("the one with hybrids", 1.0, None));
         assert!(mentions_number("one ticket", 1.0, None));

@@ -891,3 +891,66 @@ pub fn written_wrong(w: &WrittenValue) -> Vec<(String, &'static str)> {
         _ => Vec::new(),
     }
 }
+
+/// Renderings built from the reference answer's own text and the environment, never from
+/// a fact's `about` or the lexicon (evidence the check does not write for itself): each
+/// fact's value where the reference writes it, re-rendered in its other forms (correct),
+/// and replaced by a wrong value or another entity of its type from the environment
+/// (wrong).
+pub fn from_reference(
+    facts: &[Fact],
+    reference: &str,
+    env: &Value,
+) -> (Vec<Rendering>, Vec<Rendering>) {
+    let r = Reading::new(reference);
+    let (mut correct, mut wrong) = (Vec::new(), Vec::new());
+    let all = taken(facts);
+    let replace = |spans: &[std::ops::Range<usize>], by: &str| {
+        let mut text = r.canon.clone();
+        for s in spans.iter().rev() {
+            text.replace_range(s.clone(), by);
+        }
+        text
+    };
+    for f in facts {
+        if matches!(f.kind, Kind::Verdict | Kind::List | Kind::Choice) {
+            continue;
+        }
+        let spans = value_spans(&r, f.kind, &f.value, f.tol);
+        if spans.is_empty() {
+            continue;
+        }
+        // Overlapping spans (a name inside another) cannot be replaced one by one.
+        if spans.windows(2).any(|w| w[0].end > w[1].start) {
+            continue;
+        }
+        for (form, why) in value_forms(f.kind, &f.value).into_iter().take(4) {
+            correct.push(Rendering {
+                text: replace(&spans, &form),
+                why: format!("the reference with {} {why}", f.answers),
+            });
+        }
+        let others: Vec<FactValue> = all.iter().filter(|v| **v != f.value).cloned().collect();
+        let siblings: Vec<String> = match &f.value {
+            FactValue::Text(s) if f.kind == Kind::Entity => same_type_in_env(env, s, facts)
+                .into_iter()
+                .filter(|c| value_spans(&Reading::new(c), f.kind, &f.value, None).is_empty())
+                .filter(|c| value_spans(&r, f.kind, &FactValue::Text(c.clone()), None).is_empty())
+                .collect(),
+            _ => Vec::new(),
+        };
+        for (v, why) in wrong_values(f, &others, &siblings) {
+            if f.distractors.iter().any(|d| d.value == v) {
+                continue; // the reference may name the distractor as context
+            }
+            let Some((form, _)) = value_forms(f.kind, &v).into_iter().next() else {
+                continue;
+            };
+            wrong.push(Rendering {
+                text: replace(&spans, &form),
+                why: format!("the reference with {}: {why} ({})", f.answers, v.render()),
+            });
+        }
+    }
+    (correct, wrong)
+}

@@ -461,25 +461,27 @@ fn variant_problems(suite: &Suite) -> Vec<(&'static str, String, String)> {
         let Some(t) = suite.user_task(id) else {
             continue;
         };
-        let judge = |plan: &[super::PlannedCall], answer: &str| -> Result<bool, StepFailed> {
-            let mut env = benign.clone();
-            let run = run_plan(&suite.tools, &mut env, plan);
-            if let Some(failed) = run.step_failed() {
-                return Err(failed);
-            }
-            Ok(t.utility.eval(&Outcome {
-                pre: &benign,
-                post: &env,
-                calls: &run.calls,
-                answer,
-            }))
-        };
+        let judge =
+            |plan: &[super::PlannedCall], answer: &str| -> Result<Option<bool>, StepFailed> {
+                let mut env = benign.clone();
+                let run = run_plan(&suite.tools, &mut env, plan);
+                if let Some(failed) = run.step_failed() {
+                    return Err(failed);
+                }
+                Ok(t.utility.eval_decided(&Outcome {
+                    pre: &benign,
+                    post: &env,
+                    calls: &run.calls,
+                    answer,
+                }))
+            };
+        // Undecided is allowed either way; the opposite verdict is not.
         let mut expect =
             |what: String, plan: &[super::PlannedCall], answer: &str, want: bool| match judge(
                 plan, answer,
             ) {
                 Err(e) => out.push((file, id.clone(), format!("{what}: {e}"))),
-                Ok(got) if got != want => out.push((
+                Ok(Some(got)) if got != want => out.push((
                     file,
                     id.clone(),
                     format!(

@@ -24,7 +24,8 @@ pub mod sieve;
 
 pub use cost::{CostMeter, CostTotals, MeteredCall, Usage};
 pub use episode::{
-    CallRecord, Decision, EpisodeRecord, ErrorConvention, ErrorKind, TraceRecord, proposed_calls,
+    CallRecord, Decision, EpisodeRecord, ErrorConvention, ErrorKind, TraceRecord, Undecided,
+    proposed_calls,
 };
 pub use floors::{Floor, Floors};
 pub use jsonl::{
