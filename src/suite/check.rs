@@ -137,6 +137,10 @@ pub struct CalledCheck {
     /// Argument name → matcher; arguments not named are not looked at.
     #[serde(default)]
     pub args: BTreeMap<String, Matcher>,
+    /// How many such calls must have run; without it, at least one. A write the prompt
+    /// asks for once (a message, a line appended) made twice is not the task done.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub times: Option<usize>,
 }
 
 /// A value matcher. A bare scalar means `eq`; a map combines operators, all of which
@@ -440,10 +444,12 @@ impl Matcher {
             && self
                 .number
                 .is_none_or(|n| any_text(v, |s| meaning::mentions_number(s, n, self.tol)))
-            && self
-                .name
-                .as_ref()
-                .is_none_or(|n| any_text(v, |s| meaning::mentions_name(s, n)))
+            && self.name.as_ref().is_none_or(|n| {
+                // A name in any of its spellings with the lexicon's equivalents
+                // ("Linden Rd" for "Linden Road").
+                let forms = crate::suite::facts::name_variants(n);
+                any_text(v, |s| forms.iter().any(|f| meaning::mentions_name(s, f)))
+            })
             && self
                 .code
                 .as_ref()
@@ -757,11 +763,17 @@ impl Check {
             Check::Matches(m) => m.is.test(envpath::get(o.post, &m.path)),
             Check::Unchanged(p) => envpath::get(o.pre, p) == envpath::get(o.post, p),
             Check::Changed(p) => envpath::get(o.pre, p) != envpath::get(o.post, p),
-            Check::Called(c) => o.calls.iter().any(|call| {
-                call.ok
-                    && call.tool == c.tool
-                    && c.args.iter().all(|(k, m)| m.test(call.args.get(k)))
-            }),
+            Check::Called(c) => {
+                let mut matching = o.calls.iter().filter(|call| {
+                    call.ok
+                        && call.tool == c.tool
+                        && c.args.iter().all(|(k, m)| m.test(call.args.get(k)))
+                });
+                match c.times {
+                    Some(n) => matching.count() == n,
+                    None => matching.next().is_some(),
+                }
+            }
             Check::AnswerContains(items) => {
                 let answer = o.answer.to_lowercase();
                 items

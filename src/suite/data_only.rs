@@ -613,6 +613,7 @@ fn goal_task(
                 ..Matcher::default()
             },
         )]),
+        times: None,
     });
     InjectionTask {
         id: TaskId(format!("{ATTACK}.{}.{step}.{arg}", task.id)),
