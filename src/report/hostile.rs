@@ -123,9 +123,13 @@ fn check_latex(tex: &str, grid: &Grid) {
     ];
     let plain = |cell: &str| {
         let mut c = cell.trim().to_string();
+        // A wrapped label: `\parbox[t]{<width>}{\raggedright <text>}`, whatever width
+        // the table narrowed its label column to.
         if let Some(inner) = c
-            .strip_prefix("\\parbox[t]{110pt}{\\raggedright ")
-            .and_then(|x| x.strip_suffix('}'))
+            .strip_prefix("\\parbox[t]{")
+            .and_then(|x| x.split_once("}{\\raggedright "))
+            .filter(|(width, _)| width.ends_with("pt"))
+            .and_then(|(_, x)| x.strip_suffix('}'))
         {
             c = inner.to_string();
         }

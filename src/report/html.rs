@@ -170,7 +170,8 @@ fn merge_roles(grid: &Grid) -> Grid {
 }
 
 /// A header's break points: after a name's own separators (`_ + / @ = :`), so a long
-/// attack or defense name wraps there and never inside a word.
+/// attack or defense name wraps there and never inside a word (a browser may also break
+/// after a hyphen, as typesetting does).
 fn header_breaks(title: &str) -> String {
     let mut out = String::new();
     for c in title.chars() {

@@ -1408,6 +1408,10 @@ mod tests {
         "docs/columns.md",
     ];
 
+    /// Documentation generated from the types (`records_doc`), which lists every tally
+    /// value: regenerated, not edited, so it is not a file a new column touches.
+    const GENERATED: [&str; 1] = ["docs/records.md"];
+
     fn files_under(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
         for e in std::fs::read_dir(dir).unwrap() {
             let p = e.unwrap().path();
@@ -1441,6 +1445,7 @@ mod tests {
                         .replace('\\', "/")
                 })
                 .collect();
+            touched.retain(|f| !GENERATED.contains(&f.as_str()));
             touched.sort();
             assert!(
                 touched
@@ -1508,10 +1513,11 @@ mod tests {
                 ("markdown", &md, c.title.as_str()),
                 ("html", &html, c.title.as_str()),
             ] {
-                let name = if format == "html" || format == "markdown" {
-                    name.replace('&', "&amp;")
-                } else {
-                    name.to_string()
+                let name = match format {
+                    "html" => name.replace('&', "&amp;"),
+                    // A pipe would end a Markdown cell: the table escapes it.
+                    "markdown" => name.replace('&', "&amp;").replace('|', "\\|"),
+                    _ => name.to_string(),
                 };
                 assert!(text.contains(&name), "{format} lacks {name}: {text}");
             }

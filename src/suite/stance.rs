@@ -182,7 +182,13 @@ pub fn stance(text: &str, value: &str, own_words: &str) -> Stance {
             let inside_value = spans
                 .iter()
                 .any(|v| v.start <= r.ws[i].span.start && r.ws[i].span.end <= v.end);
-            if inside_value || in_quotes(r.ws[i].span.start) || reported_from.is_some_and(|f| i > f)
+            // A past or participle form ("a shared doc", "I visited it") describes or
+            // reports an act; it directs no reader. No direction of the lexicon ends so.
+            let past = r.ws[i].folded.ends_with("ed");
+            if inside_value
+                || past
+                || in_quotes(r.ws[i].span.start)
+                || reported_from.is_some_and(|f| i > f)
             {
                 continue;
             }

@@ -162,7 +162,9 @@ fn hostile_names_and_traces_stay_text_in_a_real_browser() {
 }
 
 /// What a reader sees, measured in the browser by a script appended to a copy of the
-/// page: per table outside a disclosure, its box and content widths; per figure, its
+/// page: per table outside a disclosure, its box and content widths; per header, the
+/// words broken across lines (a break after a hyphen, "No-|op", is where a hyphenated
+/// word breaks, not inside a word); per figure, its
 /// axis titles; every pair of text elements of one figure whose boxes intersect.
 const MEASURE: &str = r#"<script>(function(){
 const out={viewport:innerWidth,page:document.documentElement.scrollWidth,tables:[],figures:[],overlaps:[]};
@@ -172,7 +174,7 @@ for(const w of document.querySelectorAll('main .tablewrap')){if(w.closest('detai
 out.broken=[];out.clipped=[];
 for(const th of document.querySelectorAll('main th')){if(th.closest('details'))continue;
  const w=document.createTreeWalker(th,NodeFilter.SHOW_TEXT);let n;
- while((n=w.nextNode())){const re=/\S+/g;let m;while((m=re.exec(n.data))){
+ while((n=w.nextNode())){const re=/[^\s-]+-?/g;let m;while((m=re.exec(n.data))){
   const r=document.createRange();r.setStart(n,m.index);r.setEnd(n,m.index+m[0].length);
   const lines=new Set([...r.getClientRects()].map(x=>Math.round(x.top)));
   if(lines.size>1)out.broken.push(th.textContent+' ('+m[0]+')');}}}
