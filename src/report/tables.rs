@@ -260,7 +260,8 @@ pub fn summary_columns<'a>() -> Vec<Column<'a, Row>> {
             "floor_no_op",
             "No-op",
             "User tasks of the row's suites a do-nothing agent (no call, no answer) solves by the suites' own checks, of the tasks the run selected: the benign utility a defense gets for nothing (a run measures it; an `all` row sums its suites).",
-            Show::Default,
+            // Beside BU where the terminal has room; the paper's metrics come first.
+            Show::Extra,
             |r: &Row| {
                 r.floors.map_or(Value::Missing, |f| Value::Part {
                     k: f.no_op.solved as u64,

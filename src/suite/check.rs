@@ -596,7 +596,8 @@ pub fn resolve_ids(env: &Value, path: &str) -> Option<String> {
                 let i = items.iter().position(|m| {
                     m.get("id").is_some_and(|v| match v {
                         Value::String(s) => s == id,
-                        other => other.to_string() == id,
+                        Value::Number(n) => n.as_u64().is_some_and(|n| id.parse() == Ok(n)),
+                        _ => false,
                     })
                 })?;
                 out.push(i.to_string());

@@ -74,7 +74,8 @@ fn a_split_passes_the_keyword_filter_where_the_whole_payload_is_caught() {
     assert_eq!(whole["attack_success"], false, "{whole}");
     assert_eq!(split["attack_success"], false, "{split}");
     assert_eq!(split["utility"], false, "{split}");
-    for ut in ["user_task_22"] {
+    {
+        let ut = "user_task_22";
         let (whole, split) = (find(ut, "whole"), find(ut, "split"));
         assert_eq!(split["injected_vectors"].as_array().unwrap().len(), 2);
         assert_eq!(whole["attack_success"], false, "{whole}");

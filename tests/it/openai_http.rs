@@ -888,5 +888,7 @@ async fn each_episode_sends_its_own_seed_as_it_did_before() {
 }
 
 /// The seeds of banking's user_task_0 clean and against injection_task_0 (run seed 0),
-/// read from the wire at main abb7d69, before `ChatRequest` carried the seed.
-const GOLDEN_SEEDS: [u64; 2] = [1_232_913_618, 1_644_136_744];
+/// read from the wire at main abb7d69, before `ChatRequest` carried the seed, and read
+/// again when an episode's seed stopped holding the attack's name (issue 36: two
+/// templates are compared on the same draws): 1_232_913_618 and 1_644_136_744 then.
+const GOLDEN_SEEDS: [u64; 2] = [1_646_407_932, 1_791_988_083];
