@@ -171,22 +171,8 @@ pub fn row_with(
     let asr = rate(obs(&decided(&attacked, &a_und), &succeeded));
     let ua = rate(obs(&decided(&attacked, &u_und), &solved));
     let bu = rate(obs(&decided(&clean, &u_und), &solved));
-    let bounds = |recs: &[&EpisodeRecord],
-                  f: &dyn Fn(&EpisodeRecord) -> bool,
-                  und: &dyn Fn(&EpisodeRecord) -> bool| {
-        let n = recs.len() as f64;
-        let u = recs.iter().filter(|r| und(r)).count() as f64;
-        let k = recs.iter().filter(|r| !und(r) && f(r)).count() as f64;
-        (u > 0.0).then(|| [k / n, (k + u) / n])
-    };
-    let undecided = clean
-        .iter()
-        .chain(&attacked)
-        .filter(|r| u_und(r) || a_und(r))
-        .count() as u64;
-    let asr_bounds = bounds(&attacked, &succeeded, &a_und);
-    let ua_bounds = bounds(&attacked, &solved, &u_und);
-    let bu_bounds = bounds(&clean, &solved, &u_und);
+    let (undecided, asr_bounds, ua_bounds, bu_bounds) =
+        undecided_bounds(&clean, &attacked, &succeeded, &solved);
     let everything: Vec<&EpisodeRecord> = clean_all
         .iter()
         .chain(attacked_all.iter())
@@ -278,6 +264,38 @@ pub fn row_with(
         floors: None,
         tallies: tallies(clean, attacked, &succeeded, &solved),
     }
+}
+
+/// The undecided episodes of a row and, where there are some, the bounds of ASR, UA and
+/// BU they allow (each undecided one failing, each holding).
+#[allow(clippy::type_complexity)]
+fn undecided_bounds(
+    clean: &[&EpisodeRecord],
+    attacked: &[&EpisodeRecord],
+    succeeded: &dyn Fn(&EpisodeRecord) -> bool,
+    solved: &dyn Fn(&EpisodeRecord) -> bool,
+) -> (u64, Option<[f64; 2]>, Option<[f64; 2]>, Option<[f64; 2]>) {
+    let u_und = |r: &EpisodeRecord| r.utility_undecided();
+    let a_und = |r: &EpisodeRecord| r.attack_undecided();
+    let bounds = |recs: &[&EpisodeRecord],
+                  f: &dyn Fn(&EpisodeRecord) -> bool,
+                  und: &dyn Fn(&EpisodeRecord) -> bool| {
+        let n = recs.len() as f64;
+        let u = recs.iter().filter(|r| und(r)).count() as f64;
+        let k = recs.iter().filter(|r| !und(r) && f(r)).count() as f64;
+        (u > 0.0).then(|| [k / n, (k + u) / n])
+    };
+    let undecided = clean
+        .iter()
+        .chain(attacked)
+        .filter(|r| u_und(r) || a_und(r))
+        .count() as u64;
+    (
+        undecided,
+        bounds(attacked, succeeded, &a_und),
+        bounds(attacked, solved, &u_und),
+        bounds(clean, solved, &u_und),
+    )
 }
 
 /// `total` of the records' costs, per record (`None` without records).

@@ -154,6 +154,29 @@ async fn victim_parts(
     Ok((suites.remove(0), models, factory))
 }
 
+/// The default episode budget: it pays for the seeds and DEFAULT_QUERIES candidates on
+/// the largest target's development cells, so the defaults always run.
+fn default_budget(
+    suite: &crate::suite::Suite,
+    settings: &Settings,
+    kind: Option<Kind>,
+    seeds: usize,
+) -> Result<usize, CliError> {
+    let units = match kind {
+        Some(k) => targets::expand(suite, settings, k),
+        None => vec![settings.unit.clone()],
+    };
+    let mut dev = 0;
+    for u in units {
+        let s = Settings {
+            unit: u,
+            ..settings.clone()
+        };
+        dev = dev.max(crate::search::cells(suite, &s)?.0.len());
+    }
+    Ok(crate::search::default_budget(seeds, dev))
+}
+
 /// The files a search (or a merge of searches) writes first into its folder: one that
 /// holds neither is written into only when empty.
 const SEARCH_MARKERS: &[&str] = &[crate::search::output::SETTINGS, targets::MANIFEST];
@@ -239,21 +262,7 @@ pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Searched, PathBu
         max_steps: args.max_steps,
     };
     if args.budget_episodes.is_none() {
-        // The default pays for the seeds and DEFAULT_QUERIES candidates on the largest
-        // target's development cells, so the defaults always run.
-        let units = match kind {
-            Some(k) => targets::expand(&suite, &settings, k),
-            None => vec![settings.unit.clone()],
-        };
-        let mut dev = 0;
-        for u in units {
-            let s = Settings {
-                unit: u,
-                ..settings.clone()
-            };
-            dev = dev.max(crate::search::cells(&suite, &s)?.0.len());
-        }
-        settings.budget_episodes = crate::search::default_budget(seeds.len(), dev);
+        settings.budget_episodes = default_budget(&suite, &settings, kind, seeds.len())?;
     }
     if args.budget_attacker_queries.is_none() {
         settings.budget_attacker_queries = settings.budget_episodes as u64;
