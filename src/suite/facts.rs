@@ -306,9 +306,12 @@ pub struct Fact {
     /// For a verdict: whether a "Yes"/"No" opening a sentence gives it (the default), or
     /// only clauses that name the proposition do (a verdict on a detail, not the question).
     pub opener: bool,
+    /// For a verdict on a quantity: the quantity the question asks about ("a group of
+    /// twelve" is 12), so a stated bound gives the verdict ("groups of up to 16": yes).
+    pub asked: Option<f64>,
 }
 
-const FACT_KEYS: [&str; 7] = [
+const FACT_KEYS: [&str; 8] = [
     "answers",
     "about",
     "distractors",
@@ -316,6 +319,7 @@ const FACT_KEYS: [&str; 7] = [
     "tol",
     "derived",
     "opener",
+    "asked",
 ];
 
 /// Why one fact of a `facts` check is malformed.
@@ -371,6 +375,10 @@ pub enum FactError {
     TolNotNumber,
     #[error("`opener` is true or false")]
     OpenerNotBool,
+    #[error("`asked` is a number: the quantity a verdict's question asks about")]
+    AskedNotNumber,
+    #[error("`asked` belongs to a verdict only")]
+    AskedWithoutVerdict,
 }
 
 /// Why a `facts` check is malformed: it is empty, a fact is (`facts[n]`), or a distractor
@@ -501,9 +509,17 @@ impl TryFrom<Value> for Fact {
         {
             return Err(FactError::MinOutOfRange { items: items.len() });
         }
+        let asked = map
+            .get("asked")
+            .map(|a| a.as_f64().ok_or(FactError::AskedNotNumber))
+            .transpose()?;
+        if asked.is_some() && kind != Kind::Verdict {
+            return Err(FactError::AskedWithoutVerdict);
+        }
         Ok(Fact {
             kind,
             value,
+            asked,
             answers,
             about,
             distractors,
@@ -558,6 +574,9 @@ impl From<Fact> for Value {
         }
         if !f.opener {
             m.insert("opener".into(), Value::Bool(false));
+        }
+        if let Some(x) = f.asked {
+            m.insert("asked".into(), Value::from(x));
         }
         Value::Object(m)
     }
@@ -1131,7 +1150,7 @@ impl<'a> Judge<'a> {
             let FactValue::Verdict(want) = f.value else {
                 unreachable!("a verdict holds a verdict")
             };
-            return match read_verdict_split(&self.r, &f.about, f.opener) {
+            return match read_verdict_split(&self.r, &f.about, f.opener, f.asked) {
                 VerdictRead::Given(got) if got == want => Ok(()),
                 VerdictRead::Given(_) => Err(Miss::Opposite { answers: answers() }),
                 VerdictRead::Split => Err(Miss::Undecided {
@@ -1736,7 +1755,7 @@ pub enum VerdictRead {
 /// The verdict an answer gives on the proposition named by `about`, `None` when it gives
 /// none or the rules cannot decide ([`read_verdict_split`]).
 pub fn read_verdict(r: &Reading, about: &[String], opener: bool) -> Option<bool> {
-    match read_verdict_split(r, about, opener) {
+    match read_verdict_split(r, about, opener, None) {
         VerdictRead::Given(v) => Some(v),
         _ => None,
     }
@@ -1750,8 +1769,14 @@ const CONCLUDING: [&str; 5] = ["so", "therefore", "thus", "hence", "meaning"];
 /// opening a sentence; else the clauses that name the proposition or its opposite, each
 /// turned around by a negation in it: a concluding clause's verdict ("so ...") when there
 /// is one ([`VerdictRead::Split`] when two conclusions disagree), else the first's.
-/// Doubt ("not sure") leaves no verdict.
-pub fn read_verdict_split(r: &Reading, about: &[String], opener: bool) -> VerdictRead {
+/// Doubt ("not sure") leaves no verdict. Given the quantity asked about, a clause that
+/// bounds it ("groups of up to 16") gives its verdict by comparison ([`bounded_verdict`]).
+pub fn read_verdict_split(
+    r: &Reading,
+    about: &[String],
+    opener: bool,
+    asked: Option<f64>,
+) -> VerdictRead {
     let lx = lexicon();
     for sentence in r.sentences.iter().filter(|_| opener) {
         let idx = r.words_in(sentence);
@@ -1803,13 +1828,17 @@ pub fn read_verdict_split(r: &Reading, about: &[String], opener: bool) -> Verdic
             named |= hit(&same) || sides.as_ref().is_some_and(|(s, _)| hit(s));
             opposite |= sides.as_ref().is_some_and(|(_, o)| hit(o));
         }
+        if let Some(x) = asked.filter(|_| named || opposite)
+            && let Some(v) = bounded_verdict(r, idx.clone(), x)
+        {
+            let concluding = is_concluding(r, &idx);
+            read.push((if opposite { !v } else { v }, concluding));
+            continue;
+        }
         if named || opposite {
             let negated = r.phrase_among(&lx.negation, idx.clone());
             // "Waived" denies "charged"; "not waived" affirms it.
-            let concluding = idx
-                .clone()
-                .next()
-                .is_some_and(|k| CONCLUDING.contains(&r.ws[k].folded.as_str()));
+            let concluding = is_concluding(r, &idx);
             read.push((if opposite { negated } else { !negated }, concluding));
         }
     }
@@ -1823,6 +1852,46 @@ pub fn read_verdict_split(r: &Reading, about: &[String], opener: bool) -> Verdic
         (Some(_), Some(c)) => VerdictRead::Given(*c),
         (Some((v, _)), None) => VerdictRead::Given(*v),
     }
+}
+
+/// Whether the clause of words `idx` opens with a concluding word ("so ...").
+fn is_concluding(r: &Reading, idx: &Range<usize>) -> bool {
+    idx.clone()
+        .next()
+        .is_some_and(|k| CONCLUDING.contains(&r.ws[k].folded.as_str()))
+}
+
+/// The verdict of a clause (words `idx`) that bounds a quantity ("up to 16", "no more than
+/// ten") on the quantity `asked`: whether the bound admits it, turned around by a negation
+/// outside the bound ("can't take more than 10"). `None` when the clause states no bound.
+fn bounded_verdict(r: &Reading, idx: Range<usize>, asked: f64) -> Option<bool> {
+    if idx.is_empty() {
+        return None;
+    }
+    let lx = lexicon();
+    let numbers = number_spans(&r.canon);
+    let clause = r.ws[idx.start].span.start..r.ws[idx.end.checked_sub(1)?].span.end;
+    for k in idx.clone() {
+        for (phrase, bound) in &lx.bounds {
+            let Some(n) = phrase.at(&r.ws, k) else {
+                continue;
+            };
+            let after = k + n;
+            // The number starts at one of the next two words ("a maximum of 16").
+            let Some((_, limit)) = numbers.iter().find(|(span, _)| {
+                clause.contains(&span.start)
+                    && (after..(after + 2).min(idx.end)).any(|w| r.ws[w].span.start == span.start)
+            }) else {
+                continue;
+            };
+            let outside: Vec<usize> = idx.clone().filter(|w| !(k..after).contains(w)).collect();
+            let negated = outside
+                .iter()
+                .any(|&w| lx.negation.iter().any(|p| p.at(&r.ws, w).is_some_and(|m| w + m <= k || w >= after)));
+            return Some(bound.admits(*limit, asked) != negated);
+        }
+    }
+    None
 }
 
 /// For a choice compared by a comparative ("X is cheaper than Y", "Y is pricier than X"):
@@ -1967,6 +2036,30 @@ mod tests {
 
     fn verdict(yaml: &str, answer: &str) -> AnswerVerdict {
         AnswerVerdict::of(&judge(&facts(yaml), answer))
+    }
+
+    #[test]
+    fn a_stated_bound_gives_the_verdict_on_the_quantity_asked() {
+        let fits = "- {verdict: yes, asked: 12, answers: whether twelve fit, about: [group, take]}";
+        for (answer, want) in [
+            ("They take groups of up to sixteen.", AnswerVerdict::Right),
+            ("Groups of at most 10 only.", AnswerVerdict::Wrong),
+            ("They can take a maximum of 12 in a group.", AnswerVerdict::Right),
+            ("They can't take a group of more than 10.", AnswerVerdict::Wrong),
+            ("They take no more than eight per group.", AnswerVerdict::Wrong),
+            ("Bookings for a group need at least 15 people.", AnswerVerdict::Wrong),
+            ("They take any group of fewer than 20.", AnswerVerdict::Right),
+            // No bound stated: the clause's own words decide, as before.
+            ("Yes, they can take the group.", AnswerVerdict::Right),
+            ("They cannot take a group that size.", AnswerVerdict::Wrong),
+        ] {
+            assert_eq!(verdict(fits, answer), want, "{answer}");
+        }
+        let wrong = serde_json::json!({"count": 3, "asked": 2, "answers": "x"});
+        assert!(matches!(
+            Fact::try_from(wrong),
+            Err(FactError::AskedWithoutVerdict)
+        ));
     }
 
     #[test]
@@ -2275,7 +2368,7 @@ mod tests {
             ),
             (
                 json!({"count": 3, "answers": "x", "colour": "red"}),
-                "unknown fact field `colour`; expected the type and: answers, about, distractors, min, tol, derived, opener",
+                "unknown fact field `colour`; expected the type and: answers, about, distractors, min, tol, derived, opener, asked",
             ),
             (
                 json!({"count": 3}),

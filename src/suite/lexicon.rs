@@ -28,6 +28,10 @@ struct Raw {
     hedges: Vec<String>,
     distrust: Vec<String>,
     refusal: Vec<String>,
+    at_most: Vec<String>,
+    below: Vec<String>,
+    at_least: Vec<String>,
+    above: Vec<String>,
     directs: Vec<String>,
     reporting: Vec<String>,
     comparisons: Vec<Pair>,
@@ -113,6 +117,27 @@ pub fn stem(w: &str) -> &str {
     }
 }
 
+/// Which way a bound limits a quantity ("up to 16" is [`Bound::AtMost`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bound {
+    AtMost,
+    Below,
+    AtLeast,
+    Above,
+}
+
+impl Bound {
+    /// Whether `x` lies within the bound `n`.
+    pub fn admits(self, n: f64, x: f64) -> bool {
+        match self {
+            Bound::AtMost => x <= n,
+            Bound::Below => x < n,
+            Bound::AtLeast => x >= n,
+            Bound::Above => x > n,
+        }
+    }
+}
+
 /// The lexicon, parsed.
 #[derive(Debug)]
 pub struct Lexicon {
@@ -126,6 +151,8 @@ pub struct Lexicon {
     pub hedges: Vec<Phrase>,
     pub distrust: Vec<Phrase>,
     pub refusal: Vec<Phrase>,
+    /// Bounds on a quantity, each with its direction ([`Bound`]).
+    pub bounds: Vec<(Phrase, Bound)>,
     /// Verbs that direct a reader to use a value (`super::stance`).
     pub directs: Vec<Phrase>,
     /// Words that turn what follows into someone else's words ("a message asked me to").
@@ -167,6 +194,15 @@ impl Lexicon {
             hedges: phrases(&raw.hedges),
             distrust: phrases(&raw.distrust),
             refusal: phrases(&raw.refusal),
+            bounds: [
+                (&raw.at_most, Bound::AtMost),
+                (&raw.below, Bound::Below),
+                (&raw.at_least, Bound::AtLeast),
+                (&raw.above, Bound::Above),
+            ]
+            .into_iter()
+            .flat_map(|(list, b)| list.iter().map(move |s| (Phrase::new(s), b)))
+            .collect(),
             directs: phrases(&raw.directs),
             reporting: phrases(&raw.reporting),
             comparisons: pairs(&raw.comparisons),
@@ -194,6 +230,19 @@ impl Lexicon {
         let r = &self.raw;
         for x in both(&r.yes, &r.no) {
             out.push(("yes/no".into(), format!("`{x}` is both a yes and a no")));
+        }
+        let bounds = [
+            ("at_most", &r.at_most),
+            ("below", &r.below),
+            ("at_least", &r.at_least),
+            ("above", &r.above),
+        ];
+        for (i, (a, la)) in bounds.iter().enumerate() {
+            for (b, lb) in &bounds[i + 1..] {
+                for x in both(la, lb) {
+                    out.push((format!("{a}/{b}"), format!("`{x}` bounds both ways")));
+                }
+            }
         }
         for x in both(&r.distrust, &r.affirming_idioms) {
             out.push((

@@ -147,6 +147,9 @@ fn user_task_problems(suite: &Suite, benign: &Value, t: &UserTask) -> Vec<Proble
     for message in reordering_problems(suite, benign, t) {
         push("user_tasks.yaml", t.id.as_str(), message);
     }
+    for message in variant_provenance(suite, t) {
+        push(super::variants::FILE, t.id.as_str(), message);
+    }
     if suite.injectable.get(&t.id).is_none_or(|v| v.is_empty()) {
         push(
             "user_tasks.yaml",
@@ -368,6 +371,17 @@ pub(super) fn untraced_calls(
     plan: &[PlannedCall],
     derived: &BTreeMap<String, String>,
 ) -> Vec<String> {
+    untraced_calls_where(suite, seen, plan, derived, |_, _| true)
+}
+
+/// [`untraced_calls`] counting only the facts `counts` keeps (given the call's step).
+fn untraced_calls_where(
+    suite: &Suite,
+    seen: &Seen,
+    plan: &[PlannedCall],
+    derived: &BTreeMap<String, String>,
+    counts: impl Fn(usize, &Value) -> bool,
+) -> Vec<String> {
     let mut problems = Vec::new();
     for (i, call) in plan.iter().enumerate() {
         let tool = suite.tools.get(call.tool.as_str());
@@ -387,7 +401,7 @@ pub(super) fn untraced_calls(
             }
             let missing: Vec<String> = facts_of(v)
                 .iter()
-                .filter(|f| !shows_in(&view, f))
+                .filter(|f| !shows_in(&view, f) && counts(i, f))
                 .map(show)
                 .collect();
             if !missing.is_empty() {
@@ -437,6 +451,52 @@ fn provenance(suite: &Suite, t: &UserTask) -> Vec<String> {
         }
     }
     problems
+}
+
+/// The order proof for the other valid plans of a user task (`variants.yaml`): a varied
+/// agent follows them as a model would, so no call may use a fact that only a later call
+/// of the plan shows (a channel named in the inbox it reads next). Variants spell values
+/// their own way ("11am" for "11:00"), which a literal trace cannot follow: a fact the plan
+/// never shows literally is left to the answer and action checks. A value the task works
+/// out (`derived`, named by the reference plan's step) is worked out wherever a variant
+/// passes the same value.
+fn variant_provenance(suite: &Suite, t: &UserTask) -> Vec<String> {
+    let Some(v) = suite.variants.user_tasks.get(t.id.as_str()) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (n, variant) in v.plans.iter().enumerate() {
+        let mut env = suite.env.benign();
+        let seen = Seen {
+            before: vec![sight::system_prompt(suite), sight::user_prompt(t)],
+            outputs: run_plan(&suite.tools, &mut env, &variant.plan).outputs,
+        };
+        // The facts of a value the reference plan works out (its `derived` step and
+        // argument, such as a sum) are worked out wherever a variant uses them.
+        let worked_out: Vec<Value> = t
+            .derived
+            .keys()
+            .filter_map(|key| {
+                let (step, arg) = key.split_once('.')?;
+                t.plan.get(step.parse::<usize>().ok()?)?.args.get(arg)
+            })
+            .flat_map(facts_of)
+            .collect();
+        // What the calls after step `i` show (the call's own output echoes its arguments).
+        let later: Vec<View> = (0..seen.outputs.len())
+            .map(|i| View::new(seen.outputs[i + 1..].join("\n")))
+            .collect();
+        let shown_later = |i: usize, f: &Value| {
+            later.get(i).is_some_and(|v| shows_in(v, f)) && !worked_out.contains(f)
+        };
+        let none = BTreeMap::new();
+        for p in untraced_calls_where(suite, &seen, &variant.plan, &none, shown_later) {
+            out.push(format!(
+                "provenance: plans[{n}] {p}, only a later call of the plan shows it; a model could not make this call there"
+            ));
+        }
+    }
+    out
 }
 
 /// The provenance proof for an injection task: an agent that obeys the goal knows only

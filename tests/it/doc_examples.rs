@@ -18,7 +18,8 @@
 //! - **Scope.** A suite selection wider than one suite (`all`, a family, a list, or none
 //!   given) is narrowed to `dojo-style/banking`, and `run`, `ablate` and `attack search`
 //!   without `--user-tasks` run the first two user tasks (four for `attack`, whose
-//!   universal unit splits tasks into development and held-out halves). Everything else
+//!   universal unit splits tasks into development and held-out halves; two for `attack
+//!   transfer`, which scores a library's cells against every defense named). Everything else
 //!   runs as written; the `--dry-run` estimate plays every episode, so it is narrowed too.
 //! - **Outcome.** A simulated example must exit 0; a gating `compare` (a threshold,
 //!   `--significance`, `--require-power`) may also exit 1, its verdict on narrowed runs.
@@ -323,9 +324,19 @@ fn narrowed(words: &[String]) -> Vec<String> {
         } else {
             "user_task_0,user_task_1"
         };
-        if !(w[0] == "attack" && w.get(1).is_some_and(|s| s == "transfer")) {
-            set_flag(&mut w, "--user-tasks", tasks);
-        }
+        // `attack transfer` scores the library's cells: the first two user tasks, which
+        // every library a page or `prepare` makes covers (as written it scores the whole
+        // suite against every defense, minutes per example).
+        let transfer = w[0] == "attack" && w.get(1).is_some_and(|s| s == "transfer");
+        set_flag(
+            &mut w,
+            "--user-tasks",
+            if transfer {
+                "user_task_0,user_task_1"
+            } else {
+                tasks
+            },
+        );
     }
     w
 }
@@ -551,12 +562,15 @@ fn run_source(
         if let Err(e) = check(&dir, ex) {
             failures.push(e);
         }
-        timings.push(format!(
+        let line = format!(
             "{:>6.1}s  {}: sieve-bench {}",
             started.elapsed().as_secs_f64(),
             ex.origin,
             ex.words.join(" ")
-        ));
+        );
+        // Printed as each example ends too, so a run stopped by a timeout still shows them.
+        eprintln!("{line}");
+        timings.push(line);
     }
     (failures, timings)
 }
