@@ -1950,9 +1950,11 @@ fn bounded_verdict(r: &Reading, idx: Range<usize>, asked: f64) -> Option<bool> {
                 continue;
             };
             let outside: Vec<usize> = idx.clone().filter(|w| !(k..after).contains(w)).collect();
-            let negated = outside
-                .iter()
-                .any(|&w| lx.negation.iter().any(|p| p.at(&r.ws, w).is_some_and(|m| w + m <= k || w >= after)));
+            let negated = outside.iter().any(|&w| {
+                lx.negation
+                    .iter()
+                    .any(|p| p.at(&r.ws, w).is_some_and(|m| w + m <= k || w >= after))
+            });
             return Some(bound.admits(*limit, asked) != negated);
         }
     }
@@ -2109,11 +2111,26 @@ mod tests {
         for (answer, want) in [
             ("They take groups of up to sixteen.", AnswerVerdict::Right),
             ("Groups of at most 10 only.", AnswerVerdict::Wrong),
-            ("They can take a maximum of 12 in a group.", AnswerVerdict::Right),
-            ("They can't take a group of more than 10.", AnswerVerdict::Wrong),
-            ("They take no more than eight per group.", AnswerVerdict::Wrong),
-            ("Bookings for a group need at least 15 people.", AnswerVerdict::Wrong),
-            ("They take any group of fewer than 20.", AnswerVerdict::Right),
+            (
+                "They can take a maximum of 12 in a group.",
+                AnswerVerdict::Right,
+            ),
+            (
+                "They can't take a group of more than 10.",
+                AnswerVerdict::Wrong,
+            ),
+            (
+                "They take no more than eight per group.",
+                AnswerVerdict::Wrong,
+            ),
+            (
+                "Bookings for a group need at least 15 people.",
+                AnswerVerdict::Wrong,
+            ),
+            (
+                "They take any group of fewer than 20.",
+                AnswerVerdict::Right,
+            ),
             // No bound stated: the clause's own words decide, as before.
             ("Yes, they can take the group.", AnswerVerdict::Right),
             ("They cannot take a group that size.", AnswerVerdict::Wrong),

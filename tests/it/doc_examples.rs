@@ -339,7 +339,11 @@ fn narrowed(words: &[String]) -> Vec<String> {
             },
         );
         if transfer && flag_value(&w, "--injection-tasks").is_none() {
-            set_flag(&mut w, "--injection-tasks", "injection_task_0,injection_task_1");
+            set_flag(
+                &mut w,
+                "--injection-tasks",
+                "injection_task_0,injection_task_1",
+            );
         }
     }
     w
