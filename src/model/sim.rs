@@ -277,7 +277,9 @@ impl Placement {
 /// compatibility forms, drops invisible characters and re-joins broken words; a data-only
 /// restatement is no instruction to a detector or judge; a varied agent's draw no longer
 /// hashes the payload.
-pub const SCRIPT_REVISION: u32 = 5;
+/// 6: a varied agent's other path works out a value the reference works out (`derived`,
+/// a date from "Friday") even where it passes it to another tool.
+pub const SCRIPT_REVISION: u32 = 6;
 
 /// Default quality of the scripted judge: a good judge that is not the answer key. An
 /// assumption, not a measurement; every row names it.
