@@ -166,7 +166,7 @@ enum AttackCommand {
     /// Search for templates against one defense within a budget; prints ASR@k beside
     /// the static ASR and writes the curve, the results and the payload library.
     #[command(
-        after_help = "Examples:\n  sieve-bench attack search --suite banking --defense keyword_filter\n  sieve-bench attack search --suite banking --defense keyword_filter --user-tasks user_task_0,user_task_1,user_task_2,user_task_3 --budget-episodes 400\n  sieve-bench attack search --unit vector:injection_bill_note --feedback diagnosis --seed 3\n  sieve-bench attack search --attacker openai:gpt-4o-mini --budget-attacker-tokens 200000\n  sieve-bench run --suite banking --attack library:results/search-banking-keyword_filter-0 --defense none,sieve"
+        after_help = "Examples:\n  sieve-bench attack search --suite banking --defense keyword_filter\n  sieve-bench attack search --suite banking --defense keyword_filter --user-tasks user_task_0,user_task_1,user_task_2,user_task_3 --budget-episodes 400 --out results/search-small\n  sieve-bench attack search --unit vector:injection_bill_note --feedback diagnosis --seed 3\n  sieve-bench attack search --attacker openai:gpt-4o-mini --budget-attacker-tokens 200000\n  sieve-bench run --suite banking --attack library:results/search-banking-keyword_filter-0 --defense none,sieve"
     )]
     Search(Box<commands::attack::SearchArgs>),
     /// Score frozen payload libraries against several defenses (the transfer matrix).

@@ -464,6 +464,23 @@ fn pct(x: f64) -> String {
 /// and the payloads' diversity.
 pub fn summary(o: &Outcomes, out: &std::path::Path) -> String {
     let mut s = String::new();
+    write_identity(&mut s, o);
+    write_curve(&mut s, o);
+    write_headline(&mut s, o);
+    write_payloads(&mut s, o);
+    let _ = writeln!(s, "\n{}", cost_text(&[o]));
+    let _ = writeln!(
+        s,
+        "best payload: lib-{}; results in {}",
+        o.best,
+        out.display()
+    );
+    s
+}
+
+/// The summary's first lines: what searched against what, the budget and what was used
+/// of it, and the attacker's replies.
+fn write_identity(s: &mut String, o: &Outcomes) {
     let label = if o.simulated { "SIMULATED — " } else { "" };
     let _ = writeln!(
         s,
@@ -508,6 +525,10 @@ pub fn summary(o: &Outcomes, out: &std::path::Path) -> String {
         crate::search::attacker::MAX_REPLY_BYTES / 1024,
         o.repeated
     );
+}
+
+/// The summary's ASR@k table beside the static ASR, one row where ASR@k changes.
+fn write_curve(s: &mut String, o: &Outcomes) {
     let _ = writeln!(s, "\n  k  episodes  ASR@k (dev)  static  ");
     let mut last = f64::NAN;
     for (i, p) in o.curve.iter().enumerate() {
@@ -524,6 +545,11 @@ pub fn summary(o: &Outcomes, out: &std::path::Path) -> String {
             last = p.asr;
         }
     }
+}
+
+/// The summary's headline: static against adaptive ASR on the dev cells, held out and at
+/// fresh seeds.
+fn write_headline(s: &mut String, o: &Outcomes) {
     let _ = writeln!(
         s,
         "\nstatic ASR (best stock template): {}  ->  adaptive: {}  (dev cells)",
@@ -550,6 +576,10 @@ pub fn summary(o: &Outcomes, out: &std::path::Path) -> String {
             o.fresh_episodes
         );
     }
+}
+
+/// The summary's lines on the payloads: their diversity and the critic's critiques.
+fn write_payloads(s: &mut String, o: &Outcomes) {
     let d = &o.diversity;
     let _ = writeln!(
         s,
@@ -584,14 +614,6 @@ pub fn summary(o: &Outcomes, out: &std::path::Path) -> String {
             last.text.chars().take(200).collect::<String>()
         );
     }
-    let _ = writeln!(s, "\n{}", cost_text(&[o]));
-    let _ = writeln!(
-        s,
-        "best payload: lib-{}; results in {}",
-        o.best,
-        out.display()
-    );
-    s
 }
 
 /// The name of a search's cost table in its folder.

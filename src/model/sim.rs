@@ -277,7 +277,9 @@ impl Placement {
 /// compatibility forms, drops invisible characters and re-joins broken words; a data-only
 /// restatement is no instruction to a detector or judge; a varied agent's draw no longer
 /// hashes the payload.
-pub const SCRIPT_REVISION: u32 = 5;
+/// 6: a varied agent's other path works out a value the reference works out (`derived`,
+/// a date from "Friday") even where it passes it to another tool.
+pub const SCRIPT_REVISION: u32 = 6;
 
 /// Default quality of the scripted judge: a good judge that is not the answer key. An
 /// assumption, not a measurement; every row names it.
@@ -654,6 +656,64 @@ fn omit(answer: &str, unread: &[&Value]) -> String {
     }
 }
 
+/// Where the agent stands after the conversation so far.
+struct Progress<'a> {
+    /// The calls it means to make, in order: its plan, with the attacker's put in.
+    queue: Vec<&'a PlannedCall>,
+    /// How many calls it has made: the next is `queue[pos]`.
+    pos: usize,
+    /// The attacker's plan went into the queue.
+    injected: bool,
+    /// The injection made it drop the rest of its own plan.
+    stopped: bool,
+    /// A data-only attack's value as the agent last read it: the queue's call it goes
+    /// into, rebuilt with it.
+    rewritten: Option<(usize, PlannedCall)>,
+}
+
+/// Puts the attacker's plan into the agent's queue from `at` by replacing: each call takes
+/// the place of the queue's next call of the same tool, or goes in at `at` (in order) when
+/// none is left.
+fn substitute_plan<'a>(queue: &mut Vec<&'a PlannedCall>, at: usize, inj: &'a ScriptedInjection) {
+    let mut next = at;
+    for c in &inj.plan {
+        match (at..queue.len()).find(|&j| queue[j].tool == c.tool) {
+            Some(j) => queue[j] = c,
+            None => {
+                queue.insert(next, c);
+                next += 1;
+            }
+        }
+    }
+}
+
+/// The agent's final answer: the path's reference answer without the facts it could not
+/// read in what it was `shown`, then the attacker's answer when it followed the injection.
+fn final_answer(
+    script: &EpisodeScript,
+    shown: Option<(&Needs, &View)>,
+    reference_answer: &str,
+    injected: bool,
+) -> Message {
+    let mut answer = match shown {
+        Some((needs, shown)) => {
+            let unread: Vec<&Value> = needs
+                .answer
+                .iter()
+                .filter(|(_, facts)| !facts.iter().all(|f| shows_in(shown, f)))
+                .map(|(fact, _)| fact)
+                .collect();
+            omit(reference_answer, &unread)
+        }
+        None => reference_answer.to_string(),
+    };
+    if injected && let Some(extra) = script.injection.as_ref().and_then(|i| i.answer.as_ref()) {
+        answer.push('\n');
+        answer.push_str(extra);
+    }
+    Message::assistant(answer)
+}
+
 impl SimModel {
     /// The next agent move, reconstructed from the conversation so far.
     fn agent_turn(&self, script: &EpisodeScript, seed: u64, messages: &[Message]) -> Message {
@@ -669,63 +729,13 @@ impl SimModel {
                 .collect();
             View::new(crate::readable::as_read(&text.join("\n")))
         });
-        let mut queue: Vec<&PlannedCall> = plan.iter().collect();
-        let mut pos = 0;
-        let mut injected = false;
-        let mut stopped = false;
-        // A data-only attack's value as the agent last read it: the queue's call it goes
-        // into, rebuilt with it.
-        let mut rewritten: Option<(usize, PlannedCall)> = None;
-        // Pieces of the instruction read so far, in order (one for a payload placed whole).
-        let mut read = 0;
-        for m in messages {
-            match m.role {
-                Role::Assistant => pos += m.tool_calls.len(),
-                Role::Tool => {
-                    if let Some(sub) = script
-                        .injection
-                        .as_ref()
-                        .and_then(|i| i.substitution.as_ref())
-                    {
-                        if follow && let Some(r) = read_value(sub, &queue, pos, &m.content) {
-                            rewritten = Some(r);
-                        }
-                        continue;
-                    }
-                    if let Some(inj) = &script.injection
-                        && follow
-                        && !injected
-                        && {
-                            read = inj.read_on(read, &m.content);
-                            read >= inj.pieces_needed()
-                        }
-                    {
-                        let at = pos.min(queue.len());
-                        if inj.stops {
-                            queue.truncate(at);
-                            stopped = true;
-                        }
-                        match self.profile.placement {
-                            Placement::Insert => insert_keeping_last_word(&mut queue, at, inj),
-                            Placement::Substitute => {
-                                let mut next = at;
-                                for c in &inj.plan {
-                                    match (at..queue.len()).find(|&j| queue[j].tool == c.tool) {
-                                        Some(j) => queue[j] = c,
-                                        None => {
-                                            queue.insert(next, c);
-                                            next += 1;
-                                        }
-                                    }
-                                }
-                            }
-                        }
-                        injected = true;
-                    }
-                }
-                _ => {}
-            }
-        }
+        let Progress {
+            queue,
+            pos,
+            injected,
+            stopped,
+            rewritten,
+        } = self.replay(script, plan, follow, messages);
         let call = match &rewritten {
             Some((at, call)) if *at == pos => Some(call),
             _ => queue.get(pos).copied(),
@@ -772,28 +782,71 @@ impl SimModel {
                     .and_then(|i| i.answer.clone())
                     .unwrap_or_default(),
             ),
-            None => {
-                let mut answer = match (needs, &shown) {
-                    (Some(needs), Some(shown)) => {
-                        let unread: Vec<&Value> = needs
-                            .answer
-                            .iter()
-                            .filter(|(_, facts)| !facts.iter().all(|f| shows_in(shown, f)))
-                            .map(|(fact, _)| fact)
-                            .collect();
-                        omit(reference_answer, &unread)
+            None => final_answer(
+                script,
+                needs.zip(shown.as_ref()),
+                reference_answer,
+                injected,
+            ),
+        }
+    }
+
+    /// Replays the conversation so far on the agent's plan: the calls it has made and
+    /// what the tool outputs it read put into its queue.
+    fn replay<'a>(
+        &self,
+        script: &'a EpisodeScript,
+        plan: &'a [PlannedCall],
+        follow: bool,
+        messages: &[Message],
+    ) -> Progress<'a> {
+        let mut p = Progress {
+            queue: plan.iter().collect(),
+            pos: 0,
+            injected: false,
+            stopped: false,
+            rewritten: None,
+        };
+        // Pieces of the instruction read so far, in order (one for a payload placed whole).
+        let mut read = 0;
+        for m in messages {
+            match m.role {
+                Role::Assistant => p.pos += m.tool_calls.len(),
+                Role::Tool => {
+                    if let Some(sub) = script
+                        .injection
+                        .as_ref()
+                        .and_then(|i| i.substitution.as_ref())
+                    {
+                        if follow && let Some(r) = read_value(sub, &p.queue, p.pos, &m.content) {
+                            p.rewritten = Some(r);
+                        }
+                        continue;
                     }
-                    _ => reference_answer.to_string(),
-                };
-                if injected
-                    && let Some(extra) = script.injection.as_ref().and_then(|i| i.answer.as_ref())
-                {
-                    answer.push('\n');
-                    answer.push_str(extra);
+                    if let Some(inj) = &script.injection
+                        && follow
+                        && !p.injected
+                        && {
+                            read = inj.read_on(read, &m.content);
+                            read >= inj.pieces_needed()
+                        }
+                    {
+                        let at = p.pos.min(p.queue.len());
+                        if inj.stops {
+                            p.queue.truncate(at);
+                            p.stopped = true;
+                        }
+                        match self.profile.placement {
+                            Placement::Insert => insert_keeping_last_word(&mut p.queue, at, inj),
+                            Placement::Substitute => substitute_plan(&mut p.queue, at, inj),
+                        }
+                        p.injected = true;
+                    }
                 }
-                Message::assistant(answer)
+                _ => {}
             }
         }
+        p
     }
 
     /// A judge of the profile's quality: the class (does the call carry out the

@@ -351,23 +351,6 @@ fn header_lines(title: &str, target: f64) -> Vec<String> {
         .collect()
 }
 
-/// The widest piece of `title` between spaces and separators ([`breaks_after`]), in
-/// points: the narrowest a header can be without breaking inside a word.
-fn widest_piece_pt(title: &str) -> f64 {
-    let mut widest: f64 = 0.0;
-    let mut piece = String::new();
-    for c in title.chars() {
-        if c != ' ' {
-            piece.push(c);
-        }
-        if c == ' ' || breaks_after(c) {
-            widest = widest.max(latex_text_pt(&piece));
-            piece.clear();
-        }
-    }
-    widest.max(latex_text_pt(&piece))
-}
-
 /// What one cell shows: the figure, and with `--wide` its interval on a second line.
 fn cell_lines(v: &Value, wide: bool) -> (String, Option<String>) {
     match v {
@@ -432,17 +415,11 @@ impl Layout {
             .fold(0.0, f64::max)
     }
 
-    /// A column's header lines: as wide as its cells, or 36 pt when they are narrower, or
-    /// as its widest word between separators, so a name breaks only where it may
-    /// ("important\_" / "instructions"), never mid-word; never wider than the label width.
+    /// A column's header lines: as wide as its cells, or 36 pt when they are narrower
+    /// (never wider than the label width).
     fn header(&self, c: usize) -> Vec<String> {
-        let title = &self.grid.columns[c].title;
-        let target = self
-            .cells_pt(c)
-            .max(36.0)
-            .max(widest_piece_pt(title))
-            .min(self.wrap.max(36.0));
-        header_lines(title, target)
+        let target = self.cells_pt(c).max(36.0).min(self.wrap.max(36.0));
+        header_lines(&self.grid.columns[c].title, target)
     }
 
     /// A column's width in points: its widest cell or header line, and the padding.

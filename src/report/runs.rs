@@ -352,34 +352,7 @@ pub fn load(dirs: &[PathBuf], keep: Keep) -> Result<Loaded, ReportError> {
     check_identities(dirs)?;
     let mut loaded = empty();
     loaded.dirs = dirs.to_vec();
-    for dir in dirs {
-        if let Some(info) = read_info(dir) {
-            loaded.errors_as = ErrorPolicy::from_name(info["errors_as"].as_str().unwrap_or(""));
-            if let Some(f) = info.get("floors").and_then(|f| {
-                serde_json::from_value::<std::collections::BTreeMap<String, crate::record::Floors>>(
-                    f.clone(),
-                )
-                .ok()
-            }) {
-                loaded.floors.extend(f);
-            }
-            if let Some(p) = info
-                .get("price_per_mtok")
-                .and_then(|p| serde_json::from_value::<[f64; 2]>(p.clone()).ok())
-            {
-                loaded.price.get_or_insert(p);
-            }
-        }
-        // `run` keeps the command line's row order in the summary it writes.
-        if let Ok(text) = std::fs::read_to_string(dir.join("summary.json"))
-            && let Ok(old) = serde_json::from_str::<Value>(&text)
-            && let Some(o) = old
-                .get("order")
-                .and_then(|o| serde_json::from_value::<Order>(o.clone()).ok())
-        {
-            loaded.order.extend(&o);
-        }
-    }
+    read_settings(&mut loaded, dirs);
     let mut pass = Pass {
         errors_as: loaded.errors_as,
         keep,
@@ -457,6 +430,39 @@ pub fn load(dirs: &[PathBuf], keep: Keep) -> Result<Loaded, ReportError> {
         attach_traces(&mut loaded.episodes, &wanted)?;
     }
     Ok(loaded)
+}
+
+/// Reads what each run's info and summary say about reading it: its error convention,
+/// floors, price per million tokens and the row order its command line gave.
+fn read_settings(loaded: &mut Loaded, dirs: &[PathBuf]) {
+    for dir in dirs {
+        if let Some(info) = read_info(dir) {
+            loaded.errors_as = ErrorPolicy::from_name(info["errors_as"].as_str().unwrap_or(""));
+            if let Some(f) = info.get("floors").and_then(|f| {
+                serde_json::from_value::<std::collections::BTreeMap<String, crate::record::Floors>>(
+                    f.clone(),
+                )
+                .ok()
+            }) {
+                loaded.floors.extend(f);
+            }
+            if let Some(p) = info
+                .get("price_per_mtok")
+                .and_then(|p| serde_json::from_value::<[f64; 2]>(p.clone()).ok())
+            {
+                loaded.price.get_or_insert(p);
+            }
+        }
+        // `run` keeps the command line's row order in the summary it writes.
+        if let Ok(text) = std::fs::read_to_string(dir.join("summary.json"))
+            && let Ok(old) = serde_json::from_str::<Value>(&text)
+            && let Some(o) = old
+                .get("order")
+                .and_then(|o| serde_json::from_value::<Order>(o.clone()).ok())
+        {
+            loaded.order.extend(&o);
+        }
+    }
 }
 
 /// Every run's records folded: the aggregate, the kept drill-down episodes with their

@@ -419,36 +419,18 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> Finished {
         job.seed,
     );
     let injection = job.injection.map(|how| injection_of(plan, suite, ut, how));
-    let sample = match job.injection {
-        Some(JobAttack::Sample(i)) => Some(&suite.samples[i]),
-        _ => None,
-    };
-    let payload = injection
-        .as_ref()
-        .map(|i| crate::episode::join_payloads(i.placements.iter().map(|(_, p)| p.as_str())));
-    let vectors: Vec<String> = injection
-        .as_ref()
-        .map(|i| i.placements.iter().map(|(v, _)| v.0.clone()).collect())
-        .unwrap_or_default();
-    let attack_fingerprint = job.injection.map(|how| match how {
-        JobAttack::Template { attack, .. } => {
-            plan.attacks[attack].fingerprint_for(&plan.attack_model_name)
-        }
-        JobAttack::Sample(i) => suite.samples[i].fingerprint(),
-        JobAttack::DataOnly(i) => suite.data_only[i].fingerprint(),
-    });
-    let (it, attack, severity, tags) = match &injection {
-        Some(i) => (
-            Some(i.task.id.0.clone()),
-            Some(i.attack.to_string()),
-            Some(i.task.severity),
-            i.task.tags.clone(),
-        ),
-        None => (None, None, None, Vec::new()),
-    };
-    let bypass_pair = injection
-        .as_ref()
-        .is_some_and(|i| i.task.designed_for.contains(&ut.id));
+    let AttackFields {
+        injection_task: it,
+        attack,
+        severity,
+        tags,
+        vectors,
+        payload,
+        fingerprint: attack_fingerprint,
+        bypass_pair,
+        vector_class,
+        surface,
+    } = attack_fields(plan, suite, ut, job.injection, injection.as_ref());
     let injection_task = injection.as_ref().map(|i| i.task);
     let mut episode_defense = defense.episode();
     let spec = EpisodeSpec {
@@ -491,8 +473,8 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> Finished {
         payload_seen,
         payload_seen_step: result.payload_seen,
         known_defect,
-        vector_class: sample.map(|s| s.class.to_string()),
-        surface: sample.map(|s| s.surface.to_string()),
+        vector_class,
+        surface,
         steps: result.steps,
         hit_step_limit: result.hit_step_limit,
         stopped_by_defense: result.stopped_by_defense,
@@ -531,6 +513,69 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> Finished {
         episode_fatal: result.fatal,
         judge_fatal,
         deferred: result.deferred,
+    }
+}
+
+/// What a job's attack puts in its record beside the episode's outcome.
+struct AttackFields {
+    injection_task: Option<String>,
+    attack: Option<String>,
+    severity: Option<f64>,
+    tags: Vec<String>,
+    vectors: Vec<String>,
+    /// The payloads as placed, joined.
+    payload: Option<String>,
+    fingerprint: Option<String>,
+    bypass_pair: bool,
+    vector_class: Option<String>,
+    surface: Option<String>,
+}
+
+/// Reads the record's attack fields off the job's attack `how` and its `injection`.
+fn attack_fields(
+    plan: &RunPlan,
+    suite: &crate::suite::Suite,
+    ut: &crate::suite::UserTask,
+    how: Option<JobAttack>,
+    injection: Option<&Injection>,
+) -> AttackFields {
+    let sample = match how {
+        Some(JobAttack::Sample(i)) => Some(&suite.samples[i]),
+        _ => None,
+    };
+    let payload = injection
+        .map(|i| crate::episode::join_payloads(i.placements.iter().map(|(_, p)| p.as_str())));
+    let vectors: Vec<String> = injection
+        .map(|i| i.placements.iter().map(|(v, _)| v.0.clone()).collect())
+        .unwrap_or_default();
+    let fingerprint = how.map(|how| match how {
+        JobAttack::Template { attack, .. } => {
+            plan.attacks[attack].fingerprint_for(&plan.attack_model_name)
+        }
+        JobAttack::Sample(i) => suite.samples[i].fingerprint(),
+        JobAttack::DataOnly(i) => suite.data_only[i].fingerprint(),
+    });
+    let (injection_task, attack, severity, tags) = match injection {
+        Some(i) => (
+            Some(i.task.id.0.clone()),
+            Some(i.attack.to_string()),
+            Some(i.task.severity),
+            i.task.tags.clone(),
+        ),
+        None => (None, None, None, Vec::new()),
+    };
+    let bypass_pair = injection.is_some_and(|i| i.task.designed_for.contains(&ut.id));
+    AttackFields {
+        injection_task,
+        attack,
+        severity,
+        tags,
+        vectors,
+        payload,
+        fingerprint,
+        bypass_pair,
+        vector_class: sample.map(|s| s.class.to_string()),
+        surface: sample.map(|s| s.surface.to_string()),
     }
 }
 

@@ -601,7 +601,6 @@ pub async fn search(
             .get(&ut.id)
             .is_some_and(|v| v.len() > 1)
     }));
-    let mut critiques: Vec<attacker::Critique> = Vec::new();
     let (cache, log) = output::open(out, &settings)?;
     let mut st = State {
         victim,
@@ -611,67 +610,14 @@ pub async fn search(
         episodes: 0,
         victim_cost: CostMeter::default(),
     };
-    let mut pool: Vec<(Candidate, Scored)> = Vec::new();
-    let mut static_by_template = Vec::new();
-    for a in seeds {
-        let cand = Candidate::seed(&a.name, &a.template);
-        if pool.iter().any(|(c, _)| c.hash() == cand.hash()) {
-            continue;
-        }
-        let results = st.score(&cand, &dev, true).await?;
-        let scored = st.rate(&cand, &results, 0, None);
-        static_by_template.push((a.name.clone(), scored.asr));
-        pool.push((cand, scored));
-    }
+    let (mut pool, static_by_template) = st.score_seeds(seeds, &dev).await?;
     let static_idx = best_of(&pool);
     let static_asr = pool[static_idx].1.asr;
-    let mut rng = ChaCha8Rng::seed_from_u64(settings.seed ^ 0x5E1E_C700);
-    let mut curve = vec![point(0, &st, proposer, &pool, static_asr)];
-    let mut queries = 0usize;
-    let mut repeated = 0usize;
-    let stopped_by = loop {
-        if let Some(why) = stop_reason(&settings, &pool, st.episodes, dev.len(), proposer) {
-            break why;
-        }
-        queries += 1;
-        let (parent, other) = parents(&pool, &mut rng);
-        let (parent, other) = (parent.clone(), other.clone());
-        let history: Vec<(&Candidate, &Scored)> = pool.iter().map(|(c, s)| (c, s)).collect();
-        let child = proposer
-            .propose(&parent, &other, &history, critiques.last())
-            .await?;
-        let Some(child) = child else {
-            curve.push(point(queries, &st, proposer, &pool, static_asr));
-            continue;
-        };
-        if pool.iter().any(|(c, _)| c.hash() == child.hash()) {
-            repeated += 1;
-        } else {
-            let results = st.score(&child, &dev, true).await?;
-            let mut critic = None;
-            if settings.feedback == Feedback::Critic {
-                let c = proposer.critique(&child, &results, queries).await?;
-                critic = c.score;
-                critiques.push(c);
-            }
-            let scored = st.rate(&child, &results, queries, critic);
-            pool.push((child, scored));
-        }
-        curve.push(point(queries, &st, proposer, &pool, static_asr));
-    };
+    let evolved = st.evolve(proposer, &mut pool, &dev, static_asr).await?;
     let best_idx = best_of(&pool);
-    let (mut heldout_static_asr, mut heldout_asr, mut heldout_episodes) = (None, None, 0);
-    if !heldout.is_empty() {
-        let before = st.episodes;
-        let s = st
-            .score(&pool[static_idx].0.clone(), &heldout, true)
-            .await?;
-        let b = st.score(&pool[best_idx].0.clone(), &heldout, true).await?;
-        heldout_episodes = st.episodes - before;
-        st.episodes = before;
-        heldout_static_asr = Some(st.rate(&pool[static_idx].0, &s, 0, None).asr);
-        heldout_asr = Some(st.rate(&pool[best_idx].0, &b, 0, None).asr);
-    }
+    let (heldout_static_asr, heldout_asr, heldout_episodes) = st
+        .score_heldout(&pool[static_idx].0, &pool[best_idx].0, &heldout)
+        .await?;
     // Selection kept apart from evaluation: the best template and the best seed were
     // picked on the development cells at the run seed, where luck favours the pick; both
     // are re-scored on every cell at fresh seeds, and that is the headline.
@@ -696,7 +642,7 @@ pub async fn search(
         simulated: lib.simulated,
         dev_cells: dev.len(),
         heldout_cells: heldout.len(),
-        curve,
+        curve: evolved.curve,
         static_by_template,
         static_asr,
         best: pool[best_idx].1.hash.clone(),
@@ -707,7 +653,7 @@ pub async fn search(
         fresh_static_asr,
         fresh_asr,
         fresh_episodes: fresh_episodes.0,
-        queries,
+        queries: evolved.queries,
         episodes: st.episodes,
         heldout_episodes,
         cost: {
@@ -715,15 +661,129 @@ pub async fn search(
             c.by_component.insert(Component::Attacker, proposer.cost());
             c
         },
-        stopped_by,
+        stopped_by: evolved.stopped_by,
         unusable: proposer.unusable(),
-        repeated,
+        repeated: evolved.repeated,
         diversity: lib.diversity(None),
-        critiques,
+        critiques: evolved.critiques,
         settings,
     };
     output::write(out, &outcomes, &lib).map_err(|e| SearchError::Failed(e.to_string()))?;
     Ok(outcomes)
+}
+
+/// What the search's query loop came to.
+struct Evolved {
+    /// ASR@k after the seeds and after each query.
+    curve: Vec<Point>,
+    /// Attacker queries made.
+    queries: usize,
+    /// Children the pool already held.
+    repeated: usize,
+    /// Why the loop stopped ([`stop_reason`]).
+    stopped_by: String,
+    critiques: Vec<attacker::Critique>,
+}
+
+impl State<'_, '_> {
+    /// Scores the stock templates (each distinct one once) on the development cells: the
+    /// pool the search starts from, and each template's static ASR.
+    async fn score_seeds(
+        &mut self,
+        seeds: &[Attack],
+        dev: &[Cell],
+    ) -> Result<(Vec<(Candidate, Scored)>, Vec<(String, f64)>), SearchError> {
+        let mut pool: Vec<(Candidate, Scored)> = Vec::new();
+        let mut static_by_template = Vec::new();
+        for a in seeds {
+            let cand = Candidate::seed(&a.name, &a.template);
+            if pool.iter().any(|(c, _)| c.hash() == cand.hash()) {
+                continue;
+            }
+            let results = self.score(&cand, dev, true).await?;
+            let scored = self.rate(&cand, &results, 0, None);
+            static_by_template.push((a.name.clone(), scored.asr));
+            pool.push((cand, scored));
+        }
+        Ok((pool, static_by_template))
+    }
+
+    /// Asks the attacker for children of the pool's templates until [`stop_reason`]
+    /// stops it, scoring each new child on the development cells into the pool.
+    async fn evolve(
+        &mut self,
+        proposer: &mut Proposer,
+        pool: &mut Vec<(Candidate, Scored)>,
+        dev: &[Cell],
+        static_asr: f64,
+    ) -> Result<Evolved, SearchError> {
+        let settings = self.settings;
+        let mut critiques: Vec<attacker::Critique> = Vec::new();
+        let mut rng = ChaCha8Rng::seed_from_u64(settings.seed ^ 0x5E1E_C700);
+        let mut curve = vec![point(0, self, proposer, pool, static_asr)];
+        let mut queries = 0usize;
+        let mut repeated = 0usize;
+        let stopped_by = loop {
+            if let Some(why) = stop_reason(settings, pool, self.episodes, dev.len(), proposer) {
+                break why;
+            }
+            queries += 1;
+            let (parent, other) = parents(pool, &mut rng);
+            let (parent, other) = (parent.clone(), other.clone());
+            let history: Vec<(&Candidate, &Scored)> = pool.iter().map(|(c, s)| (c, s)).collect();
+            let child = proposer
+                .propose(&parent, &other, &history, critiques.last())
+                .await?;
+            let Some(child) = child else {
+                curve.push(point(queries, self, proposer, pool, static_asr));
+                continue;
+            };
+            if pool.iter().any(|(c, _)| c.hash() == child.hash()) {
+                repeated += 1;
+            } else {
+                let results = self.score(&child, dev, true).await?;
+                let mut critic = None;
+                if settings.feedback == Feedback::Critic {
+                    let c = proposer.critique(&child, &results, queries).await?;
+                    critic = c.score;
+                    critiques.push(c);
+                }
+                let scored = self.rate(&child, &results, queries, critic);
+                pool.push((child, scored));
+            }
+            curve.push(point(queries, self, proposer, pool, static_asr));
+        };
+        Ok(Evolved {
+            curve,
+            queries,
+            repeated,
+            stopped_by,
+            critiques,
+        })
+    }
+
+    /// The static best's and the best template's ASR on the held-out cells (none without
+    /// any) and the episodes that took, which the episode budget does not count.
+    async fn score_heldout(
+        &mut self,
+        static_best: &Candidate,
+        best: &Candidate,
+        heldout: &[Cell],
+    ) -> Result<(Option<f64>, Option<f64>, usize), SearchError> {
+        if heldout.is_empty() {
+            return Ok((None, None, 0));
+        }
+        let before = self.episodes;
+        let s = self.score(static_best, heldout, true).await?;
+        let b = self.score(best, heldout, true).await?;
+        let heldout_episodes = self.episodes - before;
+        self.episodes = before;
+        Ok((
+            Some(self.rate(static_best, &s, 0, None).asr),
+            Some(self.rate(best, &b, 0, None).asr),
+            heldout_episodes,
+        ))
+    }
 }
 
 /// How many fresh seeds the search re-scores its selected templates on.

@@ -48,24 +48,8 @@ pub fn prove(suite: &Suite, generated: bool) -> (Vec<Problem>, Counts) {
     let mut problems = lexicon_problems(lexicon::lexicon());
     let mut counts = Counts::default();
     let benign = suite.env.benign();
-    // Each kind of protective write (reader and text) from two injection tasks: the kinds
-    // are what a check can read differently, and every clean plan takes each of them.
-    let protective_writes: Vec<(String, super::PlannedCall, String)> = if generated {
-        let mut seen: std::collections::BTreeMap<String, usize> = Default::default();
-        suite
-            .injection_tasks
-            .iter()
-            .flat_map(|it| {
-                protective::protective_writes(suite, it)
-                    .into_iter()
-                    .map(|(call, why)| (it.id.0.clone(), call, why))
-            })
-            .filter(|(_, _, why)| {
-                let n = seen.entry(why.clone()).or_default();
-                *n += 1;
-                *n <= 2
-            })
-            .collect()
+    let protective_writes = if generated {
+        protective_write_sample(suite)
     } else {
         Vec::new()
     };
@@ -80,93 +64,20 @@ pub fn prove(suite: &Suite, generated: bool) -> (Vec<Problem>, Counts) {
         if t.utility.reads_answer_untyped() {
             push("field `utility`: reads the answer with `answer`/`answer_contains`; state what it must say as typed `facts`".into());
         }
-        let year: i16 = suite
-            .meta
-            .date
-            .get(..4)
-            .and_then(|y| y.parse().ok())
-            .unwrap_or(2026);
         if generated {
+            let year: i16 = suite
+                .meta
+                .date
+                .get(..4)
+                .and_then(|y| y.parse().ok())
+                .unwrap_or(2026);
             written_values_proof(suite, t, year, &mut counts, &mut push);
             let (found, judged) = writes::prove(suite, t);
             counts.wrong_writes += judged;
             found.into_iter().for_each(&mut push);
             protective_keeps_utility(suite, t, &protective_writes, &mut counts, &mut push);
         }
-        let fact_sets = t.utility.facts();
-        if fact_sets.is_empty() {
-            continue;
-        }
-        let seen = super::sight::seen(suite, t).everything();
-        let mut env = benign.clone();
-        let run = run_plan(&suite.tools, &mut env, &t.plan);
-        if run.failure.is_some() {
-            continue; // the reference-plan proof reports it
-        }
-        // A correct answer passes or is undecided, a wrong one fails or is undecided;
-        // never the opposite.
-        let judge = |answer: &str| {
-            t.utility.eval_decided(&Outcome {
-                pre: &benign,
-                post: &env,
-                calls: &run.calls,
-                answer,
-            })
-        };
-        for facts in fact_sets {
-            for (field, message) in perturb::unseen(&facts.0, &seen) {
-                push(format!("field `utility.{field}`: {message}"));
-            }
-            if !generated {
-                continue;
-            }
-            for r in perturb::correct(&facts.0) {
-                counts.correct += 1;
-                let got = judge(&r.text);
-                counts.undecided += usize::from(got.is_none());
-                if got == Some(false) {
-                    push(format!(
-                        "generated correct answer ({}) {:?} fails the utility check",
-                        r.why, r.text
-                    ));
-                }
-            }
-            let reference = t.answer.as_deref().unwrap_or_default();
-            let (ref_correct, ref_wrong) = perturb::from_reference(&facts.0, reference, &benign);
-            for r in ref_correct {
-                counts.correct += 1;
-                let got = judge(&r.text);
-                counts.undecided += usize::from(got.is_none());
-                if got == Some(false) {
-                    push(format!(
-                        "generated correct answer ({}) {:?} fails the utility check",
-                        r.why, r.text
-                    ));
-                }
-            }
-            for r in ref_wrong {
-                counts.wrong += 1;
-                let got = judge(&r.text);
-                counts.undecided += usize::from(got.is_none());
-                if got == Some(true) {
-                    push(format!(
-                        "generated wrong answer ({}) {:?} passes the utility check",
-                        r.why, r.text
-                    ));
-                }
-            }
-            for r in perturb::wrong(&facts.0, &benign) {
-                counts.wrong += 1;
-                let got = judge(&r.text);
-                counts.undecided += usize::from(got.is_none());
-                if got == Some(true) {
-                    push(format!(
-                        "generated wrong answer ({}) {:?} passes the utility check",
-                        r.why, r.text
-                    ));
-                }
-            }
-        }
+        facts_proof(suite, t, &benign, generated, &mut counts, &mut push);
     }
     for t in suite.injection_tasks.iter().filter(|_| generated) {
         let mut push = |message: String| {
@@ -176,43 +87,7 @@ pub fn prove(suite: &Suite, generated: bool) -> (Vec<Problem>, Counts) {
                 message,
             })
         };
-        let judge = |plan: &[super::PlannedCall], answer: &str| -> Result<bool, StepFailed> {
-            let mut env: Value = benign.clone();
-            let run = run_plan(&suite.tools, &mut env, plan);
-            if let Some(failed) = run.step_failed() {
-                return Err(failed);
-            }
-            Ok(t.security.eval(&Outcome {
-                pre: &benign,
-                post: &env,
-                calls: &run.calls,
-                answer,
-            }))
-        };
-        for b in protective::protective(suite, t) {
-            counts.protective += 1;
-            match judge(&b.plan, &b.answer) {
-                Err(e) => push(format!("generated protective behaviour ({}): {e}", b.why)),
-                Ok(true) => push(format!(
-                    "generated protective behaviour ({}) counts as the attack: {}",
-                    b.why,
-                    describe(&b)
-                )),
-                Ok(false) => {}
-            }
-        }
-        for b in protective::obeying(suite, t) {
-            counts.obeying += 1;
-            match judge(&b.plan, &b.answer) {
-                Err(e) => push(format!("the attack made another way ({}): {e}", b.why)),
-                Ok(false) => push(format!(
-                    "the attack made another way ({}) does not trip the security check: {}",
-                    b.why,
-                    describe(&b)
-                )),
-                Ok(true) => {}
-            }
-        }
+        security_check_proof(suite, t, &benign, &mut counts, &mut push);
     }
     if generated && counts.undecided_pct() > UNDECIDED_CAP_PCT {
         problems.push(Problem {
@@ -227,6 +102,161 @@ pub fn prove(suite: &Suite, generated: bool) -> (Vec<Problem>, Counts) {
         });
     }
     (problems, counts)
+}
+
+/// The protective writes every clean plan takes: each kind (reader and text) from two
+/// injection tasks, with the task it came from and why it protects.
+fn protective_write_sample(suite: &Suite) -> Vec<(String, super::PlannedCall, String)> {
+    // The kinds are what a check can read differently.
+    let mut seen: std::collections::BTreeMap<String, usize> = Default::default();
+    suite
+        .injection_tasks
+        .iter()
+        .flat_map(|it| {
+            protective::protective_writes(suite, it)
+                .into_iter()
+                .map(|(call, why)| (it.id.0.clone(), call, why))
+        })
+        .filter(|(_, _, why)| {
+            let n = seen.entry(why.clone()).or_default();
+            *n += 1;
+            *n <= 2
+        })
+        .collect()
+}
+
+/// A user task's typed facts: each visible to the agent, and (with `generated`) every
+/// generated correct answer kept and every generated wrong one refused by the utility
+/// check.
+fn facts_proof(
+    suite: &Suite,
+    t: &super::UserTask,
+    benign: &Value,
+    generated: bool,
+    counts: &mut Counts,
+    push: &mut impl FnMut(String),
+) {
+    let fact_sets = t.utility.facts();
+    if fact_sets.is_empty() {
+        return;
+    }
+    let seen = super::sight::seen(suite, t).everything();
+    let mut env = benign.clone();
+    let run = run_plan(&suite.tools, &mut env, &t.plan);
+    if run.failure.is_some() {
+        return; // the reference-plan proof reports it
+    }
+    // A correct answer passes or is undecided, a wrong one fails or is undecided;
+    // never the opposite.
+    let judge = |answer: &str| {
+        t.utility.eval_decided(&Outcome {
+            pre: benign,
+            post: &env,
+            calls: &run.calls,
+            answer,
+        })
+    };
+    for facts in fact_sets {
+        for (field, message) in perturb::unseen(&facts.0, &seen) {
+            push(format!("field `utility.{field}`: {message}"));
+        }
+        if !generated {
+            continue;
+        }
+        judge_generated(perturb::correct(&facts.0), true, &judge, counts, push);
+        let reference = t.answer.as_deref().unwrap_or_default();
+        let (ref_correct, ref_wrong) = perturb::from_reference(&facts.0, reference, benign);
+        judge_generated(ref_correct, true, &judge, counts, push);
+        judge_generated(ref_wrong, false, &judge, counts, push);
+        judge_generated(
+            perturb::wrong(&facts.0, benign),
+            false,
+            &judge,
+            counts,
+            push,
+        );
+    }
+}
+
+/// Judges generated answers that are all `correct` (or all wrong), counting them and the
+/// undecided, with a problem for each the utility check judges the other way.
+fn judge_generated(
+    answers: Vec<perturb::Rendering>,
+    correct: bool,
+    judge: &impl Fn(&str) -> Option<bool>,
+    counts: &mut Counts,
+    push: &mut impl FnMut(String),
+) {
+    for r in answers {
+        if correct {
+            counts.correct += 1;
+        } else {
+            counts.wrong += 1;
+        }
+        let got = judge(&r.text);
+        counts.undecided += usize::from(got.is_none());
+        if got == Some(!correct) {
+            push(if correct {
+                format!(
+                    "generated correct answer ({}) {:?} fails the utility check",
+                    r.why, r.text
+                )
+            } else {
+                format!(
+                    "generated wrong answer ({}) {:?} passes the utility check",
+                    r.why, r.text
+                )
+            });
+        }
+    }
+}
+
+/// An injection task's security check: no generated protective behaviour counts as the
+/// attack, and every generated other way of making the attack trips it.
+fn security_check_proof(
+    suite: &Suite,
+    t: &super::InjectionTask,
+    benign: &Value,
+    counts: &mut Counts,
+    push: &mut impl FnMut(String),
+) {
+    let judge = |plan: &[super::PlannedCall], answer: &str| -> Result<bool, StepFailed> {
+        let mut env: Value = benign.clone();
+        let run = run_plan(&suite.tools, &mut env, plan);
+        if let Some(failed) = run.step_failed() {
+            return Err(failed);
+        }
+        Ok(t.security.eval(&Outcome {
+            pre: benign,
+            post: &env,
+            calls: &run.calls,
+            answer,
+        }))
+    };
+    for b in protective::protective(suite, t) {
+        counts.protective += 1;
+        match judge(&b.plan, &b.answer) {
+            Err(e) => push(format!("generated protective behaviour ({}): {e}", b.why)),
+            Ok(true) => push(format!(
+                "generated protective behaviour ({}) counts as the attack: {}",
+                b.why,
+                describe(&b)
+            )),
+            Ok(false) => {}
+        }
+    }
+    for b in protective::obeying(suite, t) {
+        counts.obeying += 1;
+        match judge(&b.plan, &b.answer) {
+            Err(e) => push(format!("the attack made another way ({}): {e}", b.why)),
+            Ok(false) => push(format!(
+                "the attack made another way ({}) does not trip the security check: {}",
+                b.why,
+                describe(&b)
+            )),
+            Ok(true) => {}
+        }
+    }
 }
 
 /// Protective acts keep utility: every generated protective write (a warning to a

@@ -1059,6 +1059,17 @@ enum Owner {
     Distractor(usize, usize),
 }
 
+/// Where a fact's value must stand, from the `about`s the answer names.
+#[derive(Clone, Copy)]
+struct Place {
+    /// The answer names the fact's own `about`.
+    anchored: bool,
+    /// Facts of its type compete for values: each must bind to its own `about`.
+    binding: bool,
+    /// No `about` of its type is named: values answer in the order the facts are asked.
+    in_order: bool,
+}
+
 struct Judge<'a> {
     facts: &'a [Fact],
     r: Reading,
@@ -1145,20 +1156,8 @@ impl<'a> Judge<'a> {
     /// Whether fact `i` holds when values look for their `about` in `dir`; the reason when not.
     fn fact(&self, i: usize, dir: Direction) -> Result<(), Miss> {
         let f = &self.facts[i];
-        let answers = || f.answers.clone();
         if f.kind == Kind::Verdict {
-            let FactValue::Verdict(want) = f.value else {
-                unreachable!("a verdict holds a verdict")
-            };
-            return match read_verdict_split(&self.r, &f.about, f.opener, f.asked) {
-                VerdictRead::Given(got) if got == want => Ok(()),
-                VerdictRead::Given(_) => Err(Miss::Opposite { answers: answers() }),
-                VerdictRead::Split => Err(Miss::Undecided {
-                    answers: answers(),
-                    why: Unreadable::SplitVerdict,
-                }),
-                VerdictRead::None => Err(Miss::NoVerdict { answers: answers() }),
-            };
+            return self.verdict_fact(i);
         }
         if f.kind == Kind::Choice
             && let Some(chosen) = compared_choice(&self.r, f)
@@ -1166,7 +1165,9 @@ impl<'a> Judge<'a> {
             return if chosen {
                 Ok(())
             } else {
-                Err(Miss::ComparedOther { answers: answers() })
+                Err(Miss::ComparedOther {
+                    answers: f.answers.clone(),
+                })
             };
         }
         let anchored = self.anchors.iter().any(|(_, o, _)| *o == Owner::Fact(i));
@@ -1183,104 +1184,168 @@ impl<'a> Judge<'a> {
         // facts are asked ("It's Sofia; the other interviewer is Rhea").
         let in_order =
             !f.about.is_empty() && !siblings.is_empty() && !anchored && !any_sibling_anchor;
-        let mine = |s: &Range<usize>| self.bind(s, f.kind, dir) == Some(Owner::Fact(i));
-        let mut last_mine = 0;
-        if let FactValue::Items(items) = &f.value {
-            let given = items
-                .iter()
-                .filter(|item| {
-                    !self
-                        .stated(Kind::Entity, &FactValue::Text((*item).clone()), None)
-                        .is_empty()
-                })
-                .count();
-            let need = f.min.unwrap_or(items.len());
-            let near = items
-                .iter()
-                .filter(|item| {
-                    self.stated(Kind::Entity, &FactValue::Text((*item).clone()), None)
-                        .is_empty()
-                        && self.near_form(item)
-                })
-                .count();
-            if given < need && given + near >= need && !self.distractor_stated(i) {
-                return Err(Miss::Undecided {
-                    answers: answers(),
-                    why: Unreadable::NearForm {
-                        value: f.value.clone(),
-                    },
-                });
+        let last_mine = match &f.value {
+            FactValue::Items(items) => {
+                self.items_given(i, items)?;
+                0
             }
-            if given < need {
-                return Err(Miss::TooFewItems {
-                    answers: answers(),
-                    given,
-                    need,
-                });
+            _ => {
+                let place = Place {
+                    anchored,
+                    binding,
+                    in_order,
+                };
+                self.value_given(i, dir, place, &siblings)?
             }
-        } else {
-            let spans = self.stated(f.kind, &f.value, f.tol);
-            if spans.is_empty()
-                && let FactValue::Text(name) = &f.value
-                && matches!(f.kind, Kind::Entity | Kind::Choice)
-                && self.near_form(name)
-                && !self.distractor_stated(i)
-            {
-                return Err(Miss::Undecided {
-                    answers: answers(),
-                    why: Unreadable::NearForm {
-                        value: f.value.clone(),
-                    },
-                });
-            }
-            if spans.is_empty() {
-                return Err(Miss::NotStated {
-                    answers: answers(),
-                    value: f.value.clone(),
-                });
-            }
-            if binding && !spans.iter().any(mine) {
-                return Err(Miss::NotForAbout {
-                    answers: answers(),
-                    value: f.value.clone(),
-                    about: f.about.clone(),
-                });
-            }
-            if in_order && !self.in_asked_order(i, &siblings) {
-                return Err(Miss::OutOfOrder {
-                    answers: answers(),
-                    value: f.value.clone(),
-                });
-            }
-            // A fact alone of its type, whose `about` the answer names: the value the
-            // answer gives right after that `about` must be the fact's ("The average is
-            // 6.5; Lindgren gave a 7" gives 6.5 for the average).
-            if !binding && anchored && self.other_value_for_about(i) {
-                return Err(Miss::NotForAbout {
-                    answers: answers(),
-                    value: f.value.clone(),
-                    about: f.about.clone(),
-                });
-            }
-            // The value only in an aside while the main text gives another of its type
-            // ("the pass at 148 (the 219 headphones were in March)").
-            if !binding && self.only_aside(i, &spans) {
-                return Err(Miss::OnlyAside {
-                    answers: answers(),
-                    value: f.value.clone(),
-                });
-            }
-            if spans.iter().any(|s| self.hedged(f.kind, s)) {
-                return Err(Miss::Hedged {
-                    answers: answers(),
-                    value: f.value.clone(),
-                });
-            }
-            last_mine = spans.iter().map(|s| s.end).max().unwrap_or(0);
-        }
+        };
         // A choice with no comparative in the answer is its conclusion: the option named
         // last ("Sakura Ribeira: 4.2. Horta Viva: 4.7 - Horta Viva wins").
         let concluded = f.kind == Kind::Choice && !anchored;
+        self.no_distractor_given(i, dir, binding, concluded, last_mine)
+    }
+
+    /// Whether verdict fact `i` is the verdict the answer gives; the reason when not.
+    fn verdict_fact(&self, i: usize) -> Result<(), Miss> {
+        let f = &self.facts[i];
+        let answers = || f.answers.clone();
+        let FactValue::Verdict(want) = f.value else {
+            unreachable!("a verdict holds a verdict")
+        };
+        match read_verdict_split(&self.r, &f.about, f.opener, f.asked) {
+            VerdictRead::Given(got) if got == want => Ok(()),
+            VerdictRead::Given(_) => Err(Miss::Opposite { answers: answers() }),
+            VerdictRead::Split => Err(Miss::Undecided {
+                answers: answers(),
+                why: Unreadable::SplitVerdict,
+            }),
+            VerdictRead::None => Err(Miss::NoVerdict { answers: answers() }),
+        }
+    }
+
+    /// Whether the answer names enough of list fact `i`'s `items`; the reason when not.
+    fn items_given(&self, i: usize, items: &[String]) -> Result<(), Miss> {
+        let f = &self.facts[i];
+        let answers = || f.answers.clone();
+        let given = items
+            .iter()
+            .filter(|item| {
+                !self
+                    .stated(Kind::Entity, &FactValue::Text((*item).clone()), None)
+                    .is_empty()
+            })
+            .count();
+        let need = f.min.unwrap_or(items.len());
+        let near = items
+            .iter()
+            .filter(|item| {
+                self.stated(Kind::Entity, &FactValue::Text((*item).clone()), None)
+                    .is_empty()
+                    && self.near_form(item)
+            })
+            .count();
+        if given < need && given + near >= need && !self.distractor_stated(i) {
+            return Err(Miss::Undecided {
+                answers: answers(),
+                why: Unreadable::NearForm {
+                    value: f.value.clone(),
+                },
+            });
+        }
+        if given < need {
+            return Err(Miss::TooFewItems {
+                answers: answers(),
+                given,
+                need,
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether fact `i`'s single value is stated, for its own `about`, in the main text and
+    /// without doubt; where its last statement ends when so, the reason when not.
+    fn value_given(
+        &self,
+        i: usize,
+        dir: Direction,
+        place: Place,
+        siblings: &[usize],
+    ) -> Result<usize, Miss> {
+        let f = &self.facts[i];
+        let answers = || f.answers.clone();
+        let mine = |s: &Range<usize>| self.bind(s, f.kind, dir) == Some(Owner::Fact(i));
+        let spans = self.stated(f.kind, &f.value, f.tol);
+        if spans.is_empty()
+            && let FactValue::Text(name) = &f.value
+            && matches!(f.kind, Kind::Entity | Kind::Choice)
+            && self.near_form(name)
+            && !self.distractor_stated(i)
+        {
+            return Err(Miss::Undecided {
+                answers: answers(),
+                why: Unreadable::NearForm {
+                    value: f.value.clone(),
+                },
+            });
+        }
+        if spans.is_empty() {
+            return Err(Miss::NotStated {
+                answers: answers(),
+                value: f.value.clone(),
+            });
+        }
+        if place.binding && !spans.iter().any(mine) {
+            return Err(Miss::NotForAbout {
+                answers: answers(),
+                value: f.value.clone(),
+                about: f.about.clone(),
+            });
+        }
+        if place.in_order && !self.in_asked_order(i, siblings) {
+            return Err(Miss::OutOfOrder {
+                answers: answers(),
+                value: f.value.clone(),
+            });
+        }
+        // A fact alone of its type, whose `about` the answer names: the value the
+        // answer gives right after that `about` must be the fact's ("The average is
+        // 6.5; Lindgren gave a 7" gives 6.5 for the average).
+        if !place.binding && place.anchored && self.other_value_for_about(i) {
+            return Err(Miss::NotForAbout {
+                answers: answers(),
+                value: f.value.clone(),
+                about: f.about.clone(),
+            });
+        }
+        // The value only in an aside while the main text gives another of its type
+        // ("the pass at 148 (the 219 headphones were in March)").
+        if !place.binding && self.only_aside(i, &spans) {
+            return Err(Miss::OnlyAside {
+                answers: answers(),
+                value: f.value.clone(),
+            });
+        }
+        if spans.iter().any(|s| self.hedged(f.kind, s)) {
+            return Err(Miss::Hedged {
+                answers: answers(),
+                value: f.value.clone(),
+            });
+        }
+        Ok(spans.iter().map(|s| s.end).max().unwrap_or(0))
+    }
+
+    /// Whether the answer gives none of fact `i`'s distractors as the answer; undecided
+    /// when a distractor stands bare where the rules cannot tell what it answers.
+    fn no_distractor_given(
+        &self,
+        i: usize,
+        dir: Direction,
+        binding: bool,
+        concluded: bool,
+        last_mine: usize,
+    ) -> Result<(), Miss> {
+        let f = &self.facts[i];
+        let answers = || f.answers.clone();
+        let mine = |s: &Range<usize>| self.bind(s, f.kind, dir) == Some(Owner::Fact(i));
         let my_spans = match &f.value {
             FactValue::Items(_) => Vec::new(),
             v => self.stated(f.kind, v, f.tol),
@@ -1885,9 +1950,11 @@ fn bounded_verdict(r: &Reading, idx: Range<usize>, asked: f64) -> Option<bool> {
                 continue;
             };
             let outside: Vec<usize> = idx.clone().filter(|w| !(k..after).contains(w)).collect();
-            let negated = outside
-                .iter()
-                .any(|&w| lx.negation.iter().any(|p| p.at(&r.ws, w).is_some_and(|m| w + m <= k || w >= after)));
+            let negated = outside.iter().any(|&w| {
+                lx.negation
+                    .iter()
+                    .any(|p| p.at(&r.ws, w).is_some_and(|m| w + m <= k || w >= after))
+            });
             return Some(bound.admits(*limit, asked) != negated);
         }
     }
@@ -2044,11 +2111,26 @@ mod tests {
         for (answer, want) in [
             ("They take groups of up to sixteen.", AnswerVerdict::Right),
             ("Groups of at most 10 only.", AnswerVerdict::Wrong),
-            ("They can take a maximum of 12 in a group.", AnswerVerdict::Right),
-            ("They can't take a group of more than 10.", AnswerVerdict::Wrong),
-            ("They take no more than eight per group.", AnswerVerdict::Wrong),
-            ("Bookings for a group need at least 15 people.", AnswerVerdict::Wrong),
-            ("They take any group of fewer than 20.", AnswerVerdict::Right),
+            (
+                "They can take a maximum of 12 in a group.",
+                AnswerVerdict::Right,
+            ),
+            (
+                "They can't take a group of more than 10.",
+                AnswerVerdict::Wrong,
+            ),
+            (
+                "They take no more than eight per group.",
+                AnswerVerdict::Wrong,
+            ),
+            (
+                "Bookings for a group need at least 15 people.",
+                AnswerVerdict::Wrong,
+            ),
+            (
+                "They take any group of fewer than 20.",
+                AnswerVerdict::Right,
+            ),
             // No bound stated: the clause's own words decide, as before.
             ("Yes, they can take the group.", AnswerVerdict::Right),
             ("They cannot take a group that size.", AnswerVerdict::Wrong),

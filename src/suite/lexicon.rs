@@ -452,7 +452,7 @@ mod tests {
             text.lines().next(),
             Some(
                 format!(
-                    "error: line {line} column 1: unknown field `bogus`, expected one of yes, no, chatter, negation, affirming_idioms, superseded, uncertain, hedges, distrust, refusal, directs, reporting, comparisons, opposites, synonyms, equivalents"
+                    "error: line {line} column 1: unknown field `bogus`, expected one of yes, no, chatter, negation, affirming_idioms, superseded, uncertain, hedges, distrust, refusal, at_most, below, at_least, above, directs, reporting, comparisons, opposites, synonyms, equivalents"
                 )
                 .as_str()
             ),

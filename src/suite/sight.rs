@@ -174,6 +174,20 @@ pub fn task_sights(suite: &Suite) -> BTreeMap<TaskId, Arc<TaskSight>> {
         .collect()
 }
 
+/// The `derived` note of the reference plan's argument whose worked-out facts `value`
+/// also holds (the same sum, written in another line), if any.
+fn derived_value_note<'a>(task: &'a UserTask, value: &Value) -> Option<&'a String> {
+    let mine = facts_of(value);
+    task.derived.iter().find_map(|(key, note)| {
+        let (step, arg) = key.split_once('.')?;
+        let held = task.plan.get(step.parse::<usize>().ok()?)?.args.get(arg)?;
+        facts_of(held)
+            .iter()
+            .any(|f| mine.contains(f))
+            .then_some(note)
+    })
+}
+
 /// What `plan` and `answer` (the reference, or one of the task's alternatives) take from
 /// tool outputs: every fact of a call's arguments (a number given to a read tool is the
 /// agent's choice, not a fact) or of the answer that the reference agent reads in an
@@ -210,7 +224,11 @@ pub fn needs(suite: &Suite, task: &UserTask, plan: &[PlannedCall], answer: &str)
             args.iter()
                 .filter(|(_, v)| !(reads && v.is_number()))
                 .filter_map(|(k, v)| {
-                    let note = step.and_then(|j| task.derived.get(&format!("{j}.{k}")));
+                    // Another path's call passing a value the reference works out (a date
+                    // from "Friday", in another tool) works it out the same way.
+                    let note = step
+                        .and_then(|j| task.derived.get(&format!("{j}.{k}")))
+                        .or_else(|| derived_value_note(task, v));
                     let facts = from_outputs(match note {
                         Some(note) => text_facts(note),
                         None => facts_of(v),

@@ -153,52 +153,12 @@ pub fn stance(text: &str, value: &str, own_words: &str) -> Stance {
             )
         })
     };
-    let mut directed = false;
-    let mut denied = false;
-    let mut mentioned = false;
-    let mut named = Vec::new();
-    for s in &spans {
-        let Some(k) = unit_of(s.start) else {
-            continue;
-        };
-        named.push(k);
-        if r.negated(s, false) {
-            // "Please don't use X": the value is named as one not to use.
-            denied |= !in_quotes(s.start);
-            continue;
-        }
-        mentioned = true;
-        if in_quotes(s.start) {
-            continue;
-        }
-        // The directions in the value's sentence, outside quotes, before a reporting word
-        // turns what follows into someone else's words.
-        let words = words_of(&r, &units[k]);
-        let reported_from = phrase_starts(&r, &lx.reporting, words.clone())
-            .into_iter()
-            .filter(|&i| r.ws[i].span.start < s.start && !in_quotes(r.ws[i].span.start))
-            .min();
-        for i in phrase_starts(&r, &lx.directs, words) {
-            let inside_value = spans
-                .iter()
-                .any(|v| v.start <= r.ws[i].span.start && r.ws[i].span.end <= v.end);
-            // A past or participle form ("a shared doc", "I visited it") describes or
-            // reports an act; it directs no reader. No direction of the lexicon ends so.
-            let past = r.ws[i].folded.ends_with("ed");
-            if inside_value
-                || past
-                || in_quotes(r.ws[i].span.start)
-                || reported_from.is_some_and(|f| i > f)
-            {
-                continue;
-            }
-            if !negated_word(&r, i) {
-                directed = true;
-            } else if denial(i.saturating_sub(1)) {
-                denied = true;
-            }
-        }
-    }
+    let Named {
+        directed,
+        denied,
+        mentioned,
+        units: named,
+    } = named_acts(&r, &spans, &quotes, &units, denial);
     if !mentioned && !denied {
         return Stance::Absent;
     }
@@ -206,17 +166,7 @@ pub fn stance(text: &str, value: &str, own_words: &str) -> Stance {
     // one points back at it ("It is phishing.", "That isn't from HR.", "I didn't act on it.").
     // In a sentence that names the value, only from the value's clause on: "Be careful:
     // the new account is X" warns about nothing in X's clause.
-    let from_value: Vec<(usize, usize)> = spans
-        .iter()
-        .filter_map(|s| {
-            let k = unit_of(s.start)?;
-            let clause = r.clause_of(s.start).start;
-            let colon = r.canon[units[k].start..s.start]
-                .rfind(':')
-                .map_or(0, |c| units[k].start + c + 1);
-            Some((k, clause.max(colon)))
-        })
-        .collect();
+    let from_value = value_clauses(&r, &spans, &units);
     let near_unit = |k: usize| {
         named
             .iter()
@@ -247,6 +197,104 @@ pub fn stance(text: &str, value: &str, own_words: &str) -> Stance {
         (false, false) if mentioned => Stance::Carries,
         _ => Stance::Absent,
     }
+}
+
+/// What a text does where it names a value.
+struct Named {
+    /// A direction of the writer's own sends the reader to the value.
+    directed: bool,
+    /// The writer denies the value: names it negated, or negates a direction to it.
+    denied: bool,
+    /// The value is named other than under a negation.
+    mentioned: bool,
+    /// The unit (of `units`) of each naming of the value.
+    units: Vec<usize>,
+}
+
+/// Reads the directions and denials in the units that name the value at `spans`;
+/// `denial` tells a negation of the writer's own from a quoted or borrowed one.
+fn named_acts(
+    r: &Reading,
+    spans: &[Range<usize>],
+    quotes: &[Range<usize>],
+    units: &[Range<usize>],
+    denial: impl Fn(usize) -> bool,
+) -> Named {
+    let lx = lexicon();
+    let in_quotes = |pos: usize| quotes.iter().any(|q| q.contains(&pos));
+    let mut directed = false;
+    let mut denied = false;
+    let mut mentioned = false;
+    let mut named = Vec::new();
+    for s in spans {
+        let Some(k) = units.iter().position(|u| u.contains(&s.start)) else {
+            continue;
+        };
+        named.push(k);
+        if r.negated(s, false) {
+            // "Please don't use X": the value is named as one not to use.
+            denied |= !in_quotes(s.start);
+            continue;
+        }
+        mentioned = true;
+        if in_quotes(s.start) {
+            continue;
+        }
+        // The directions in the value's sentence, outside quotes, before a reporting word
+        // turns what follows into someone else's words.
+        let words = words_of(r, &units[k]);
+        let reported_from = phrase_starts(r, &lx.reporting, words.clone())
+            .into_iter()
+            .filter(|&i| r.ws[i].span.start < s.start && !in_quotes(r.ws[i].span.start))
+            .min();
+        for i in phrase_starts(r, &lx.directs, words) {
+            let inside_value = spans
+                .iter()
+                .any(|v| v.start <= r.ws[i].span.start && r.ws[i].span.end <= v.end);
+            // A past or participle form ("a shared doc", "I visited it") describes or
+            // reports an act; it directs no reader. No direction of the lexicon ends so.
+            let past = r.ws[i].folded.ends_with("ed");
+            if inside_value
+                || past
+                || in_quotes(r.ws[i].span.start)
+                || reported_from.is_some_and(|f| i > f)
+            {
+                continue;
+            }
+            if !negated_word(r, i) {
+                directed = true;
+            } else if denial(i.saturating_sub(1)) {
+                denied = true;
+            }
+        }
+    }
+    Named {
+        directed,
+        denied,
+        mentioned,
+        units: named,
+    }
+}
+
+/// For each naming of the value at `spans`, its unit and where a warning about it may
+/// start: its clause, or just after the last colon before it in its unit if later.
+fn value_clauses(
+    r: &Reading,
+    spans: &[Range<usize>],
+    units: &[Range<usize>],
+) -> Vec<(usize, usize)> {
+    let unit_of = |pos: usize| units.iter().position(|s| s.contains(&pos));
+    spans
+        .iter()
+        .filter_map(|s| {
+            let k = unit_of(s.start)?;
+            let clause = r.clause_of(s.start).start;
+            let colon = r.canon[units[k].start..s.start]
+                .rfind(':')
+                .map_or(0, |c| units[k].start + c + 1);
+            Some((k, clause.max(colon)))
+        })
+        .collect()
 }
 
 /// Whether a distrust or refusal phrase of the lexicon sits at a word `near` accepts, not

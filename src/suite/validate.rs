@@ -454,8 +454,9 @@ fn provenance(suite: &Suite, t: &UserTask) -> Vec<String> {
 }
 
 /// The order proof for the other valid plans of a user task (`variants.yaml`): a varied
-/// agent follows them as a model would, so no call may use a fact that only a later call
-/// of the plan shows (a channel named in the inbox it reads next). Variants spell values
+/// agent follows them as a model would, so no call may use a fact that only a tool output
+/// shows (a later call of the plan, or the reference plan's) before one showed it (a
+/// channel named in the inbox it reads next). Variants spell values
 /// their own way ("11am" for "11:00"), which a literal trace cannot follow: a fact the plan
 /// never shows literally is left to the answer and action checks. A value the task works
 /// out (`derived`, named by the reference plan's step) is worked out wherever a variant
@@ -463,6 +464,10 @@ fn provenance(suite: &Suite, t: &UserTask) -> Vec<String> {
 fn variant_provenance(suite: &Suite, t: &UserTask) -> Vec<String> {
     let Some(v) = suite.variants.user_tasks.get(t.id.as_str()) else {
         return Vec::new();
+    };
+    let reference = {
+        let seen = sight::seen(suite, t);
+        View::new(seen.outputs.join("\n"))
     };
     let mut out = Vec::new();
     for (n, variant) in v.plans.iter().enumerate() {
@@ -486,8 +491,11 @@ fn variant_provenance(suite: &Suite, t: &UserTask) -> Vec<String> {
         let later: Vec<View> = (0..seen.outputs.len())
             .map(|i| View::new(seen.outputs[i + 1..].join("\n")))
             .collect();
+        // ... or what the reference plan's outputs show (a sender's address that only a
+        // search by that sender would echo back).
         let shown_later = |i: usize, f: &Value| {
-            later.get(i).is_some_and(|v| shows_in(v, f)) && !worked_out.contains(f)
+            (later.get(i).is_some_and(|v| shows_in(v, f)) || shows_in(&reference, f))
+                && !worked_out.contains(f)
         };
         let none = BTreeMap::new();
         for p in untraced_calls_where(suite, &seen, &variant.plan, &none, shown_later) {

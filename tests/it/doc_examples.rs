@@ -18,8 +18,9 @@
 //! - **Scope.** A suite selection wider than one suite (`all`, a family, a list, or none
 //!   given) is narrowed to `dojo-style/banking`, and `run`, `ablate` and `attack search`
 //!   without `--user-tasks` run the first two user tasks (four for `attack`, whose
-//!   universal unit splits tasks into development and held-out halves; two for `attack
-//!   transfer`, which scores a library's cells against every defense named). Everything else
+//!   universal unit splits tasks into development and held-out halves; two user and two
+//!   injection tasks for `attack transfer`, which scores a library's cells against every
+//!   defense named). Everything else
 //!   runs as written; the `--dry-run` estimate plays every episode, so it is narrowed too.
 //! - **Outcome.** A simulated example must exit 0; a gating `compare` (a threshold,
 //!   `--significance`, `--require-power`) may also exit 1, its verdict on narrowed runs.
@@ -337,6 +338,13 @@ fn narrowed(words: &[String]) -> Vec<String> {
                 tasks
             },
         );
+        if transfer && flag_value(&w, "--injection-tasks").is_none() {
+            set_flag(
+                &mut w,
+                "--injection-tasks",
+                "injection_task_0,injection_task_1",
+            );
+        }
     }
     w
 }
