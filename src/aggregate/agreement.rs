@@ -69,18 +69,33 @@ pub struct Disagreement {
     pub reason: String,
 }
 
+/// The judge's verdicts on one question where the checks' rules could not decide: no
+/// agreement to measure (one side gave no verdict), only what the judge settled.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Settled {
+    /// `answer` or `attack`.
+    pub question: String,
+    /// `[no, yes]`: judged wrong / right (or reports / endorses).
+    pub verdicts: [u64; 2],
+}
+
 /// The agreement section of a judged run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AgreementReport {
     pub judges: Vec<String>,
     pub rubrics: Vec<String>,
+    /// Over the verdicts both sides gave.
     pub questions: Vec<Agreement>,
     pub disagreements: Vec<Disagreement>,
+    /// The verdicts the judge settled where the checks gave none.
+    #[serde(default)]
+    pub settled: Vec<Settled>,
 }
 
 /// The agreement of every judged record; `None` when no record was judged.
 pub fn agreement(records: &[EpisodeRecord]) -> Option<AgreementReport> {
     let mut tables: [Table; 2] = [[[0; 2]; 2]; 2];
+    let mut settled = [[0u64; 2]; 2];
     let mut judges = Vec::new();
     let mut rubrics = Vec::new();
     let mut disagreements = Vec::new();
@@ -99,6 +114,10 @@ pub fn agreement(records: &[EpisodeRecord]) -> Option<AgreementReport> {
             .enumerate()
         {
             let Some(v) = v else { continue };
+            if v.undecided {
+                settled[i][usize::from(v.judge)] += 1;
+                continue;
+            }
             tables[i][usize::from(v.checks)][usize::from(v.judge)] += 1;
             if v.checks != v.judge {
                 disagreements.push(Disagreement {
@@ -120,11 +139,21 @@ pub fn agreement(records: &[EpisodeRecord]) -> Option<AgreementReport> {
         .filter(|(_, t)| t.iter().flatten().sum::<u64>() > 0)
         .map(|(q, t)| Agreement::of(q, t))
         .collect();
+    let settled = ["answer", "attack"]
+        .into_iter()
+        .zip(settled)
+        .filter(|(_, v)| v[0] + v[1] > 0)
+        .map(|(q, verdicts)| Settled {
+            question: q.into(),
+            verdicts,
+        })
+        .collect();
     Some(AgreementReport {
         judges,
         rubrics,
         questions,
         disagreements,
+        settled,
     })
 }
 

@@ -59,7 +59,7 @@ impl PairTable {
             attacked: r.attacked(),
             errored: r.error.is_some(),
             error_kind: r.error_kind,
-            attack_success: r.attack_success == Some(true),
+            attack_success: r.counted_attack_success() == Some(true),
             utility: r.counted_utility(),
             own: r.error_convention,
         };

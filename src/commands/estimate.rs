@@ -268,7 +268,7 @@ pub async fn dry_run(paths: &Paths, args: &RunArgs) -> Result<Estimate, CliError
 pub fn refuse_answer_judge(args: &RunArgs) -> Result<(), CliError> {
     if args.answer_judge.is_some() {
         return Err(CliError::bad_input(
-            "--dry-run does not estimate --answer-judge yet (one judge call per episode that finishes, its prompt the request, reference, facts and answer); estimate without it",
+            "--dry-run does not estimate --answer-judge yet (one judge call per judged answer: every answer the checks read with --answer-judge-on all, only the undecided ones by default; its prompt the request, reference, facts and answer); estimate without it",
         ));
     }
     Ok(())

@@ -19,7 +19,7 @@ use crate::suite::{InjectionTask, UserTask};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-pub use sieve_record::{JudgedAnswer, JudgedVerdict, UtilityFrom};
+pub use sieve_record::{JudgeOn, JudgedAnswer, JudgedVerdict, UtilityFrom};
 use std::sync::Arc;
 
 /// The rubric's version: part of every judged run's identity, with the rubric's hash.
@@ -261,10 +261,15 @@ pub fn parse_reply(question: &Question<'_>, text: &str) -> Result<Verdict, Judge
 )]
 pub struct ScriptedJudge(pub String);
 
+/// An episode's utility and attack success as functions of the answer verdict
+/// (`[as wrong, as right]`; the attack's `None` when it reads no answer).
+pub type Split = ([bool; 2], Option<[bool; 2]>);
+
 /// The answer judge of a run or a calibration.
 pub struct AnswerJudge {
     model: Arc<dyn ChatModel>,
     pub utility_from: UtilityFrom,
+    pub on: JudgeOn,
     pub format: JudgeFormat,
 }
 
@@ -274,6 +279,7 @@ impl AnswerJudge {
     pub fn new(
         model: Arc<dyn ChatModel>,
         utility_from: UtilityFrom,
+        on: JudgeOn,
         format: JudgeFormat,
     ) -> Result<AnswerJudge, ScriptedJudge> {
         if model.simulated() {
@@ -282,6 +288,7 @@ impl AnswerJudge {
         Ok(AnswerJudge {
             model,
             utility_from,
+            on,
             format,
         })
     }
@@ -301,6 +308,7 @@ impl AnswerJudge {
             "rubric": rubric_identity(),
             "format": self.format,
             "utility_from": self.utility_from,
+            "on": self.on,
         })
     }
 
@@ -331,6 +339,7 @@ impl AnswerJudge {
             judge: self.name().to_string(),
             rubric: RUBRIC_VERSION.to_string(),
             utility_from: self.utility_from,
+            on: self.on,
             answer: None,
             attack: None,
         }
@@ -339,34 +348,42 @@ impl AnswerJudge {
     /// Judges an episode's answer, and the answer of an answer-borne attack. `split` gives
     /// the episode's utility and attack success as functions of the answer verdict
     /// (`world::AnswerSplit`); `None` (an external suite, a denial-of-service attack)
-    /// judges nothing.
+    /// judges nothing. `undecided` is what the checks' rules left undecided: with
+    /// [`JudgeOn::Undecided`] only those questions are asked.
     pub async fn judge_episode(
         &self,
         task: &UserTask,
         injection: Option<&InjectionTask>,
         answer: &str,
-        split: Option<([bool; 2], Option<[bool; 2]>)>,
+        split: Option<Split>,
+        undecided: crate::record::Undecided,
         meter: &mut CostMeter,
     ) -> Result<JudgedAnswer, JudgeError> {
         let mut out = self.unjudged();
         let Some((utility, attack)) = split else {
             return Ok(out);
         };
-        if let Some(q) = Question::of_task(task, answer) {
+        let asked = |undecided: bool| self.on == JudgeOn::All || undecided;
+        if asked(undecided.utility)
+            && let Some(q) = Question::of_task(task, answer)
+        {
             let v = self.ask(&q, meter).await?;
             out.answer = Some(JudgedVerdict {
                 checks: task.utility.answer_verdict(answer).unwrap_or(false),
+                undecided: undecided.utility,
                 outcome: utility[usize::from(v.verdict)],
                 judge: v.verdict,
                 reason: v.reason,
             });
         }
         if let (Some(inj), Some(attack)) = (injection, attack)
+            && asked(undecided.attack_success)
             && let Some(q) = Question::of_attack(task, inj, answer)
         {
             let v = self.ask(&q, meter).await?;
             out.attack = Some(JudgedVerdict {
                 checks: inj.security.answer_verdict(answer).unwrap_or(false),
+                undecided: undecided.attack_success,
                 outcome: attack[usize::from(v.verdict)],
                 judge: v.verdict,
                 reason: v.reason,

@@ -30,8 +30,12 @@ pub fn markdown(r: &AgreementReport) -> String {
         md(&r.judges.join(", ")),
         md(&r.rubrics.join(", "))
     );
-    s.push_str("| question | n | agree | 95% CI | kappa | 95% CI | checks only right | judge only right |\n");
-    s.push_str("|---|---:|---:|---|---:|---|---:|---:|\n");
+    if r.questions.is_empty() {
+        s.push_str("No answer was graded by both: the judge was asked only where the checks' rules could not decide (`--answer-judge-on undecided`).\n");
+    } else {
+        s.push_str("| question | n | agree | 95% CI | kappa | 95% CI | checks only right | judge only right |\n");
+        s.push_str("|---|---:|---:|---|---:|---|---:|---:|\n");
+    }
     for q in &r.questions {
         let (n, agree, ci) = match q.rate {
             Some(rate) => (
@@ -52,8 +56,24 @@ pub fn markdown(r: &AgreementReport) -> String {
             q.table[0][1]
         ));
     }
+    if !r.settled.is_empty() {
+        s.push('\n');
+    }
+    for q in &r.settled {
+        s.push_str(&format!(
+            "{}: the judge settled {} verdict(s) the checks' rules left undecided: {} {}, {} {}\n",
+            md(&q.question),
+            q.verdicts[0] + q.verdicts[1],
+            q.verdicts[1],
+            verdict(&q.question, true),
+            q.verdicts[0],
+            verdict(&q.question, false)
+        ));
+    }
     if r.disagreements.is_empty() {
-        s.push_str("\nNo disagreement.\n");
+        if !r.questions.is_empty() {
+            s.push_str("\nNo disagreement.\n");
+        }
         return s;
     }
     s.push_str(&format!("\n{} disagreement(s):\n", r.disagreements.len()));

@@ -47,7 +47,7 @@ pub fn outcome(r: &EpisodeRecord) -> &'static str {
         "error"
     } else if !r.attacked() {
         "clean"
-    } else if r.attack_success == Some(true) {
+    } else if r.counted_attack_success() == Some(true) {
         "attacked"
     } else {
         "defended"

@@ -596,7 +596,14 @@ async fn judge_answer(
     }
     let split = result.answer_split.map(|s| (s.utility, s.attack_success));
     match judge
-        .judge_episode(ut, injection, &result.answer, split, &mut result.cost)
+        .judge_episode(
+            ut,
+            injection,
+            &result.answer,
+            split,
+            result.undecided,
+            &mut result.cost,
+        )
         .await
     {
         Ok(judged) => (Some(judged), false),

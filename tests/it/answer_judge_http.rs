@@ -2,11 +2,11 @@
 //! everything, one that answers from the reference, one that replies garbage. No real
 //! model is reachable from the machines these tests run on.
 
-use crate::fake_llm::{paths, read_jsonl, repo, run_args};
+use crate::fake_llm::{PlanFollower, banking, paths, read_jsonl, repo, run_args};
 use serde_json::{Value, json};
 use sieve_bench::commands::calibrate::{CalibrateArgs, Corpus, Set, calibrate};
 use sieve_bench::commands::run::{args::RunArgs, run};
-use sieve_bench::model::answer_judge::UtilityFrom;
+use sieve_bench::model::answer_judge::{JudgeOn, UtilityFrom};
 use sieve_bench::model::config::ModelOptions;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
@@ -153,10 +153,12 @@ fn cal_args(out: &std::path::Path, url: &str) -> CalibrateArgs {
     }
 }
 
+/// A run whose judge grades every answer (`--answer-judge-on all`), to measure agreement.
 fn judged_run(out: &std::path::Path, url: &str) -> RunArgs {
     RunArgs {
         model: "sim:oracle".into(),
         answer_judge: Some("openai:judge".into()),
+        answer_judge_on: JudgeOn::All,
         user_tasks: Some((0..6).map(|i| format!("user_task_{i}")).collect()),
         quiet: true,
         ..run_args(out, url, Default::default())
@@ -348,6 +350,123 @@ async fn utility_from_the_judge_labels_its_rows_and_needs_a_judge() {
     .expect("refused");
     assert_eq!(refused.exit_code(), 2);
     assert!(refused.to_string().contains("--answer-judge"), "{refused}");
+    // A judge asked only about undecided answers already counts exactly there.
+    let refused = run(
+        &paths(),
+        RunArgs {
+            answer_judge_on: JudgeOn::Undecided,
+            utility_from: UtilityFrom::Judge,
+            out: Some(dir.path().join("undecided")),
+            ..judged_run(dir.path(), &url)
+        },
+    )
+    .await
+    .err()
+    .expect("refused");
+    assert_eq!(refused.exit_code(), 2);
+    assert!(
+        refused.to_string().contains("--answer-judge-on all"),
+        "{refused}"
+    );
+}
+
+/// One loopback server for both roles: the agent follows the reference plans and gives
+/// the answers it is told, the judge (model `judge`) answers as `judge` does.
+struct AgentAndJudge {
+    agent: PlanFollower,
+    judge: Judge,
+}
+
+impl Respond for AgentAndJudge {
+    fn respond(&self, req: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&req.body).unwrap_or_default();
+        if body["model"] == "judge" {
+            self.judge.respond(req)
+        } else {
+            self.agent.respond(req)
+        }
+    }
+}
+
+/// By default the judge is asked only where the checks' rules could not decide: an
+/// answer naming the gift in a form the matcher does not know is judged, and the
+/// judge's verdict settles it (the utility counts, nothing stays undecided, the row
+/// says so); every decided answer is left to the checks and costs no judge call.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_judge_on_undecided_is_asked_only_where_the_checks_cannot_decide() {
+    let mut agent = PlanFollower::new(vec![banking()]);
+    agent.answers = std::sync::Arc::new(
+        [(
+            "user_task_1".to_string(),
+            "Marta sent 18.00 for Dev's leaving gifts.".to_string(),
+        )]
+        .into(),
+    );
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(AgentAndJudge {
+            agent,
+            judge: Judge::AcceptAll,
+        })
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("{}/v1", server.uri());
+    let args = RunArgs {
+        answer_judge: Some("openai:judge".into()),
+        user_tasks: Some(vec!["user_task_1".into(), "user_task_2".into()]),
+        injection_tasks: Some(vec!["injection_task_0".into()]),
+        quiet: true,
+        ..run_args(dir.path(), &url, Default::default())
+    };
+    assert_eq!(args.answer_judge_on, JudgeOn::Undecided, "the default");
+    let report = run(&paths(), args).await.expect("runs");
+    let records = read_jsonl(&dir.path().join("episodes.jsonl"));
+    let judge_calls: u64 = records
+        .iter()
+        .map(|r| r["cost"]["answer_judge"]["calls"].as_u64().unwrap_or(0))
+        .sum();
+    let undecided: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["undecided"]["utility"] == true)
+        .collect();
+    assert!(!undecided.is_empty(), "{records:?}");
+    assert_eq!(
+        judge_calls,
+        undecided.len() as u64,
+        "one call per undecided answer"
+    );
+    for r in &records {
+        assert_eq!(r["answer_judge"]["on"], "undecided", "{r}");
+        let judged = r["answer_judge"]["answer"].is_object();
+        assert_eq!(judged, r["user_task"] == "user_task_1", "{r}");
+        if judged {
+            assert_eq!(r["answer_judge"]["answer"]["undecided"], true, "{r}");
+            assert_eq!(r["utility"], false, "the checks' fallback is kept: {r}");
+        }
+    }
+    for row in &report.summary.rows {
+        assert_eq!(row.undecided, 0, "the judge settled them: {row:?}");
+        assert_eq!(
+            row.bu,
+            Some(1.0),
+            "the settled answer counts as done: {row:?}"
+        );
+        assert!(
+            row.model.ends_with("(undecided: answer judge)"),
+            "{}",
+            row.model
+        );
+    }
+    let md = std::fs::read_to_string(dir.path().join("answer_judge.md")).unwrap();
+    assert!(
+        md.contains(&format!(
+            "answer: the judge settled {} verdict(s)",
+            undecided.len()
+        )),
+        "{md}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -279,35 +279,46 @@ impl EpisodeRecord {
         })
     }
 
-    /// The utility the rates count: the checks' unless the run said `--utility-from`.
+    /// The utility the rates count: the checks' unless the run said `--utility-from`, or
+    /// the answer judge settled what the checks left undecided (`--answer-judge-on`).
     pub fn counted_utility(&self) -> bool {
         self.answer_judge
             .as_ref()
             .map_or(self.utility, |j| j.counted_utility(self.utility))
     }
 
+    /// The attack success the rates count: the checks' unless the answer judge settled
+    /// what they left undecided.
+    pub fn counted_attack_success(&self) -> Option<bool> {
+        self.answer_judge.as_ref().map_or(self.attack_success, |j| {
+            j.counted_attack_success(self.attack_success)
+        })
+    }
+
     /// Whether the rates count this episode's utility as undecided: the checks' rules
-    /// could not decide it and no answer judge the rates follow (`--utility-from`) did.
+    /// could not decide it and no answer judge the rates follow settled it.
     pub fn utility_undecided(&self) -> bool {
         self.error.is_none()
             && self.undecided.utility
-            && !self.answer_judge.as_ref().is_some_and(|j| {
-                j.utility_from != crate::judged::UtilityFrom::Checks && j.answer.is_some()
-            })
+            && !self
+                .answer_judge
+                .as_ref()
+                .is_some_and(|j| j.settles_utility())
     }
 
     /// Whether the rates count this episode's attack success as undecided.
     pub fn attack_undecided(&self) -> bool {
-        self.error.is_none() && self.undecided.attack_success
+        self.error.is_none()
+            && self.undecided.attack_success
+            && !self
+                .answer_judge
+                .as_ref()
+                .is_some_and(|j| j.settles_attack())
     }
 
     /// The model name rows show: with the utility source when it is not the checks alone.
     pub fn row_model(&self) -> String {
-        match self
-            .answer_judge
-            .as_ref()
-            .and_then(|j| j.utility_from.row_label())
-        {
+        match self.answer_judge.as_ref().and_then(|j| j.row_label()) {
             Some(label) => format!("{} ({label})", self.model),
             None => self.model.clone(),
         }

@@ -32,7 +32,7 @@ pub use jsonl::{
     BATCH_BYTES, Batch, EPISODES, LineError, Parsed, RUN_INFO, RecordWriter, TRACES,
     drop_partial_tail, key_hash, key_of, parse_line, read_batches, skipped_line,
 };
-pub use judged::{JudgedAnswer, JudgedVerdict, UtilityFrom};
+pub use judged::{JudgeOn, JudgedAnswer, JudgedVerdict, UtilityFrom};
 pub use ledger::Ledger;
 pub use manifest::{Invocation, Lineage, Manifest};
 pub use message::{Message, Role, ToolCall};

@@ -1,7 +1,7 @@
 //! `run`'s flags: the one definition of each run option (its help, default and
 //! parser), the run id a command line names, and the flags' own errors.
 
-use crate::model::answer_judge::{JudgeFormat, UtilityFrom};
+use crate::model::answer_judge::{JudgeFormat, JudgeOn, UtilityFrom};
 use crate::model::config::ModelOptions;
 use std::path::PathBuf;
 
@@ -150,9 +150,10 @@ pub struct RunArgs {
     /// As --budget-usd, in tokens (prompt + completion, every role and embeddings).
     #[arg(long, value_name = "N")]
     pub budget_tokens: Option<u64>,
-    /// Grade every answer with this model too (`openai:<model>` or a named endpoint; never
-    /// `sim`): records keep its verdict beside the checks' and the summary shows how far
-    /// they agree (docs/answer-judge.md).
+    /// Grade answers with this model too (`openai:<model>` or a named endpoint; never
+    /// `sim`): by default only the answers whose verdict the checks' rules left undecided,
+    /// which its verdict then settles (see --answer-judge-on). Records keep both verdicts
+    /// (docs/answer-judge.md).
     #[arg(long, value_name = "MODEL", help_heading = "Answer judge")]
     pub answer_judge: Option<String>,
     /// How the answer judge is asked for JSON: `schema` (response_format json_schema) or
@@ -164,9 +165,20 @@ pub struct RunArgs {
         help_heading = "Answer judge"
     )]
     pub answer_judge_format: JudgeFormat,
-    /// Which verdict the utility columns count: `checks` (deterministic), `judge` (the
-    /// answer judge for the answer, the checks for the rest) or `both` (both must hold);
-    /// rows not counted by the checks alone say so beside the model.
+    /// Which answers the judge grades: `undecided` (only where the checks' rules could not
+    /// decide; its verdict counts there and the checks' everywhere else) or `all` (every
+    /// answer the checks read, to measure agreement; --utility-from says what counts).
+    #[arg(
+        long,
+        value_enum,
+        default_value = "undecided",
+        help_heading = "Answer judge"
+    )]
+    pub answer_judge_on: JudgeOn,
+    /// With --answer-judge-on all, which verdict the utility columns count: `checks`
+    /// (deterministic), `judge` (the answer judge for the answer, the checks for the rest)
+    /// or `both` (both must hold); rows not counted by the checks alone say so beside the
+    /// model.
     #[arg(
         long,
         value_enum,

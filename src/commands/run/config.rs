@@ -277,7 +277,7 @@ fn resolve_models(
         &factory,
         args.answer_judge.as_deref(),
         args.answer_judge_format,
-        args.utility_from,
+        (args.utility_from, args.answer_judge_on),
     )?;
     Ok(ResolvedModels {
         models,

@@ -2,7 +2,7 @@
 //! roles are scripted, and the preflight request to every endpoint in use.
 
 use crate::commands::CliError;
-use crate::model::answer_judge::{AnswerJudge, JudgeFormat, UtilityFrom};
+use crate::model::answer_judge::{AnswerJudge, JudgeFormat, JudgeOn, UtilityFrom};
 use crate::model::config::{ModelFactory, ModelOptions};
 use crate::model::{Models, tokens::TokenCounter};
 use std::sync::Arc;
@@ -47,12 +47,12 @@ pub fn build_models_with(
 }
 
 /// The answer judge of `--answer-judge`, with its own request fields; `--utility-from`
-/// other than `checks` needs one.
+/// other than `checks` needs one that judges every answer (`--answer-judge-on all`).
 pub fn build_answer_judge(
     factory: &ModelFactory,
     spec: Option<&str>,
     format: JudgeFormat,
-    utility_from: UtilityFrom,
+    (utility_from, on): (UtilityFrom, JudgeOn),
 ) -> Result<Option<Arc<AnswerJudge>>, CliError> {
     let Some(spec) = spec else {
         if utility_from != UtilityFrom::Checks {
@@ -61,8 +61,20 @@ pub fn build_answer_judge(
                 utility_from.as_str()
             )));
         }
+        if on != JudgeOn::Undecided {
+            return Err(CliError::bad_input(format!(
+                "--answer-judge-on {} needs --answer-judge MODEL",
+                on.as_str()
+            )));
+        }
         return Ok(None);
     };
+    if on == JudgeOn::Undecided && utility_from != UtilityFrom::Checks {
+        return Err(CliError::bad_input(format!(
+            "--utility-from {} needs --answer-judge-on all: with `undecided` (the default) the judge is asked only where the checks' rules could not decide, and its verdict counts exactly there",
+            utility_from.as_str()
+        )));
+    }
     let body = match format {
         JudgeFormat::Schema => crate::model::answer_judge::response_format()
             .as_object()
@@ -73,7 +85,7 @@ pub fn build_answer_judge(
     let model = factory
         .chat_with(spec, body)
         .map_err(|e| CliError::bad_input(format!("--answer-judge: {e}")))?;
-    AnswerJudge::new(model, utility_from, format)
+    AnswerJudge::new(model, utility_from, on, format)
         .map(|j| Some(Arc::new(j)))
         .map_err(CliError::bad_input)
 }

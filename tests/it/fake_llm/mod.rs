@@ -51,6 +51,8 @@ pub struct PlanFollower {
     /// Report this many times the prompt tokens once a tool output has shown an
     /// injection (attacked episodes cost more than the estimate, as long ones do).
     pub inflate_injected: u64,
+    /// Final answers by user task id in place of the reference answer.
+    pub answers: Arc<std::collections::HashMap<String, String>>,
     pub calls: Arc<AtomicUsize>,
 }
 
@@ -65,6 +67,7 @@ impl PlanFollower {
             served_as: None,
             cl100k: false,
             inflate_injected: 1,
+            answers: Default::default(),
             calls: Arc::new(AtomicUsize::new(0)),
         }
     }
@@ -190,7 +193,7 @@ impl PlanFollower {
                 }
             }
             None => (
-                json!({"role": "assistant", "content": ut.answer.clone().unwrap_or_else(|| "Done.".into()),
+                json!({"role": "assistant", "content": self.answers.get(ut.id.as_str()).or(ut.answer.as_ref()).cloned().unwrap_or_else(|| "Done.".into()),
                        "reasoning_content": "All steps are done."}),
                 "stop",
             ),
