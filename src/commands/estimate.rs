@@ -285,9 +285,11 @@ pub async fn estimate(p: &RunConfig) -> Result<Estimate, CliError> {
     let roles_by: Vec<(Component, String, bool)> = Component::ALL
         .into_iter()
         .map(|c| {
-            let who = match p.models.chat_for(c) {
-                Some(m) => m.name().to_string(),
-                None => p.models.embedder.name().to_string(),
+            let who = match (c, p.models.chat_for(c)) {
+                (_, Some(m)) => m.name().to_string(),
+                (Component::Embedding, None) => p.models.embedder.name().to_string(),
+                // No role of an episode: a dry run refuses `--answer-judge`.
+                (_, None) => "none".to_string(),
             };
             (c, who, real(&p.models, c))
         })

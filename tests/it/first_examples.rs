@@ -61,6 +61,35 @@ fn a_dry_run_needs_no_api_key() {
         .stdout(predicates::str::contains("nothing was sent"));
 }
 
+/// A dry run writes nothing: not the `--cache` folder it would fill, not a results
+/// folder; and no role is shown as played by a model that does not play it.
+#[test]
+fn a_dry_run_writes_nothing_even_with_a_cache_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = bench(tmp.path())
+        .env_remove("OPENAI_BASE_URL")
+        .args(["run", "--suite", "banking", "--attack", "important"])
+        .args(["--defense", "sieve", "--model", "openai:gpt-4o-mini"])
+        .args(["--judge-model", "openai:gpt-4o", "--cache", "cache"])
+        .args(["--user-tasks", "user_task_0", "--dry-run"])
+        .assert()
+        .success();
+    let listed: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+    assert!(listed.is_empty(), "the dry run wrote {listed:?}");
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let row = |role: &str| {
+        stdout
+            .lines()
+            .find(|l| l.contains(&format!(" {role} ")))
+            .unwrap_or_else(|| panic!("no {role} row: {stdout}"))
+            .to_string()
+    };
+    assert!(row("judge").contains("openai:gpt-4o "), "{stdout}");
+    assert!(row("planner").contains("openai:gpt-4o-mini"), "{stdout}");
+    assert!(row("answer_judge").contains("none"), "{stdout}");
+    assert!(!row("answer_judge").contains("lexical"), "{stdout}");
+}
+
 /// The README's budgeted line carries the price `--budget-usd` needs: accepted as
 /// written, it stops at the (closed) endpoint.
 #[test]

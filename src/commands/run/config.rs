@@ -242,7 +242,14 @@ fn resolve_models(
     tokens: Arc<crate::model::tokens::TokenCounter>,
 ) -> Result<ResolvedModels, CliError> {
     let named = crate::model::config::load_named(&paths.configs)?;
-    let mut factory = ModelFactory::new(args.model_options.clone(), named.clone(), tokens)?;
+    let mut options = args.model_options.clone();
+    if args.dry_run {
+        // A dry run sends nothing and writes nothing: its stand-ins never ask a cache,
+        // so none is opened (opening one creates its folder).
+        options.cache = None;
+        options.replay = false;
+    }
+    let mut factory = ModelFactory::new(options, named.clone(), tokens)?;
     if args.dry_run {
         factory = factory.sending_nothing();
     }
