@@ -10,7 +10,8 @@ use super::columns::{Grid, Show, Value};
 pub const LONG_NAMES: [usize; 5] = [24, 20, 16, 12, 10];
 
 /// A name at the head of a figure title (`<attack> ASR %`) longer than this, and made of
-/// several words, is shortened whatever the limit: it is as wide as its column.
+/// several words, is shortened whatever the limit: it is as wide as its column. A single
+/// word is shortened only past the limit, as a label is.
 const LONG_TITLE_NAME: usize = 8;
 
 /// What the legend line of a table starts with.
@@ -52,7 +53,8 @@ pub fn legend_line(pairs: &[(String, String)]) -> Option<String> {
 }
 
 /// Shortens every label value longer than `limit` characters, and the long name that
-/// heads a figure title (the main table's `<attack> ASR %`), to its initials; one legend
+/// heads a figure title (the main table's `<attack> ASR %`: one of several words longer
+/// than [`LONG_TITLE_NAME`], or any longer than `limit`), to its initials; one legend
 /// for both, so a name shortened in a label and in a title reads the same.
 pub fn shorten(grid: &Grid, limit: usize) -> Abbreviated {
     let mut grid = grid.clone();
@@ -80,7 +82,9 @@ pub fn shorten(grid: &Grid, limit: usize) -> Abbreviated {
         let Some((name, rest)) = title.split_once(' ') else {
             continue;
         };
-        if name.chars().count() <= LONG_TITLE_NAME || !name.contains(['_', '-', '+']) {
+        let len = name.chars().count();
+        let words = name.contains(['_', '-', '+', ':', '/']);
+        if !((len > LONG_TITLE_NAME && words) || len > limit) {
             continue;
         }
         let short = short_for(name, &mut legend);
@@ -190,6 +194,25 @@ mod tests {
         );
         let noted = a.with_legend_note();
         assert_eq!(noted.notes, ["abbreviated: ii = important_instructions"]);
+        // A long title word of no parts is shortened past the limit only; a title of
+        // one short word never.
+        let titled = |t: &str| {
+            let mut g = g.select(&[1]);
+            g.columns[0].title = t.into();
+            g
+        };
+        let lone = "verylongattackname ASR %";
+        assert_eq!(shorten(&titled(lone), 24).grid.columns[0].title, lone);
+        assert_eq!(shorten(&titled(lone), 12).grid.columns[0].title, "v ASR %");
+        let path = "library:results/search ASR %";
+        assert_eq!(
+            shorten(&titled(path), 24).grid.columns[0].title,
+            "l:r/s ASR %"
+        );
+        assert_eq!(
+            shorten(&titled("direct ASR %"), 10).grid.columns[0].title,
+            "direct ASR %"
+        );
         // Nothing long: no legend.
         assert!(shorten(&g.select(&[2]), 10).legend_line().is_none());
     }

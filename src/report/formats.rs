@@ -1040,6 +1040,42 @@ mod tests {
         assert!(!latex(&essential(&grid()), LatexNotes::default()).contains("tabcolsep"));
     }
 
+    /// Attack names of one word or a library path, too long for a header, cannot break
+    /// inside it: they are shortened too rather than leave parts of two figures.
+    #[test]
+    fn long_single_word_attack_names_are_shortened_not_split_two_a_part() {
+        type R = (&'static str, f64);
+        let rows: Vec<R> = vec![("none", 1.0), ("sieve", 0.172), ("audit", 0.148)];
+        let mut columns = vec![Column::key("defense", "Defense", "", |r: &R| r.0.into())];
+        for a in [
+            "library:results/mysearchlibrary",
+            "library:results/othersearch",
+            "verylongattacknamewithout",
+            "direct",
+        ] {
+            for m in ["ASR", "UA"] {
+                columns.push(Column::figure(
+                    format!("{m}_{a}"),
+                    format!("{a} {m} %"),
+                    "",
+                    Show::Default,
+                    |r: &R| Value::rate(Some(r.1), None),
+                ));
+            }
+        }
+        let g = Grid::build("main", "Main", columns, &rows, |_| String::new());
+        let f = fitted(&g, false, TEXTWIDTH_PT);
+        assert!(!f.layout.overflows(&f.parts, TEXTWIDTH_PT));
+        assert!(
+            f.parts.iter().all(|p| p.len() > MIN_DATA_COLUMNS),
+            "{:?}",
+            f.parts
+        );
+        let l = latex(&g, LatexNotes::default()).replace("\\allowbreak{}", "");
+        assert!(l.contains("v = verylongattacknamewithout"), "{l}");
+        assert!(l.contains("l:r/m = library:results/mysearchlibrary"), "{l}");
+    }
+
     #[test]
     fn latex_is_booktabs_and_escaped() {
         let l = latex(&essential(&grid()), LatexNotes::default());
