@@ -2,6 +2,7 @@
 //! percentages; CSV and JSON carry fractions in [0, 1], cleaned of binary noise, with
 //! `<id>_lo`/`<id>_hi` interval fields (documented in `docs/columns.md`).
 
+use super::abbrev;
 use super::columns::{Grid, Show, Value, clean};
 use super::escape;
 use serde_json::{Map, Value as Json, json};
@@ -248,8 +249,16 @@ pub const MAX_DATA_COLUMNS: usize = 10;
 /// or two figures beside repeated labels reads as a fragment.
 pub const MIN_DATA_COLUMNS: usize = 3;
 
-/// The padding LaTeX puts around every column (`\tabcolsep` on both sides).
+/// The padding LaTeX puts around every column (`\tabcolsep`, 6 pt, on both sides).
 const PAD_PT: f64 = 12.0;
+
+/// The padding of a table that fits fewer parts with it: `\tabcolsep` of 4 pt.
+const TIGHT_PAD_PT: f64 = 8.0;
+
+/// A header may be this wide (in lines between its words) when its figures are
+/// narrower, so it takes one or two lines; a table that fits fewer parts otherwise sets
+/// its headers as narrow as their figures.
+const HEADER_MIN_PT: f64 = 36.0;
 
 /// The widest a label column starts at: longer names (a model with its settings, an
 /// attack with its provenance-bypass suffix) wrap in a box this wide. Narrowed, down to
@@ -310,45 +319,21 @@ fn breakable(text: &str, max_pt: f64) -> String {
     out
 }
 
-/// A column header as lines no wider than `target` points: breaking at spaces, after a
-/// name's separators, and inside a run wider than `target`, so a long title never sets
-/// its column's width.
+/// A column header as lines no wider than `target` points where its words allow: it
+/// breaks between words only, so a word wider than `target` (a name the table did not
+/// shorten) is a line of its own and sets its column's width, which the layout counts.
 fn header_lines(title: &str, target: f64) -> Vec<String> {
-    let mut tokens: Vec<String> = Vec::new();
-    for word in title.split(' ') {
-        let mut cur = String::new();
-        for c in word.chars() {
-            let mut next = cur.clone();
-            next.push(c);
-            if !cur.is_empty() && latex_text_pt(&next) > target {
-                tokens.push(std::mem::take(&mut cur));
+    let mut lines: Vec<String> = Vec::new();
+    for word in title.split_whitespace() {
+        match lines.last_mut() {
+            Some(line) if latex_text_pt(&format!("{line} {word}")) <= target => {
+                line.push(' ');
+                line.push_str(word);
             }
-            cur.push(c);
-            if breaks_after(c) {
-                tokens.push(std::mem::take(&mut cur));
-            }
-        }
-        if let Some(last) = tokens.last_mut().filter(|_| cur.is_empty()) {
-            last.push(' ');
-        } else {
-            tokens.push(format!("{cur} "));
-        }
-    }
-    let mut lines: Vec<String> = vec![String::new()];
-    for t in tokens {
-        let line = lines.last_mut().expect("one line at least");
-        let joined = format!("{line}{t}");
-        if !line.is_empty() && latex_text_pt(joined.trim_end()) > target {
-            lines.push(t);
-        } else {
-            *line = joined;
+            _ => lines.push(word.to_string()),
         }
     }
     lines
-        .iter()
-        .map(|l| l.trim_end().to_string())
-        .filter(|l| !l.is_empty())
-        .collect()
 }
 
 /// What one cell shows: the figure, and with `--wide` its interval on a second line.
@@ -372,22 +357,55 @@ fn cell_pt(v: &Value, wide: bool) -> f64 {
     latex_text_pt(&main).max(second) + 1.0
 }
 
+/// How closely a table is set: the padding around each column and the width a header
+/// may take beyond its figures.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Spacing {
+    pad: f64,
+    header_min: f64,
+}
+
+impl Spacing {
+    /// LaTeX's own padding, headers at least [`HEADER_MIN_PT`] wide.
+    const NORMAL: Spacing = Spacing {
+        pad: PAD_PT,
+        header_min: HEADER_MIN_PT,
+    };
+
+    /// The settings tried in turn while a table takes more parts than it might: headers
+    /// as narrow as their figures, then a narrower `\tabcolsep` too.
+    const ALL: [Spacing; 3] = [
+        Spacing::NORMAL,
+        Spacing {
+            pad: PAD_PT,
+            header_min: 0.0,
+        },
+        Spacing {
+            pad: TIGHT_PAD_PT,
+            header_min: 0.0,
+        },
+    ];
+}
+
 /// A grid laid out for LaTeX: which cells are bold, how wide labels may get, whether
-/// intervals show.
+/// intervals show, how closely it is set.
+#[derive(Clone)]
 struct Layout {
     grid: Grid,
     bold: Vec<Vec<bool>>,
     wrap: f64,
     wide: bool,
+    spacing: Spacing,
 }
 
 impl Layout {
-    fn new(grid: Grid, bold: Vec<Vec<bool>>, wide: bool) -> Layout {
+    fn new(grid: Grid, bold: Vec<Vec<bool>>, wide: bool, spacing: Spacing) -> Layout {
         Layout {
             grid,
             bold,
             wrap: KEY_WRAP_PT,
             wide,
+            spacing,
         }
     }
 
@@ -415,10 +433,12 @@ impl Layout {
             .fold(0.0, f64::max)
     }
 
-    /// A column's header lines: as wide as its cells, or 36 pt when they are narrower
-    /// (never wider than the label width).
+    /// A column's header lines: as wide as its cells, or the spacing's least header
+    /// width when they are narrower (never wider than the label width), broken between
+    /// words only.
     fn header(&self, c: usize) -> Vec<String> {
-        let target = self.cells_pt(c).max(36.0).min(self.wrap.max(36.0));
+        let least = self.spacing.header_min;
+        let target = self.cells_pt(c).max(least).min(self.wrap.max(least));
         header_lines(&self.grid.columns[c].title, target)
     }
 
@@ -429,7 +449,7 @@ impl Layout {
             .iter()
             .map(|l| latex_text_pt(l))
             .fold(0.0, f64::max);
-        header.max(self.cells_pt(c)) + PAD_PT
+        header.max(self.cells_pt(c)) + self.spacing.pad
     }
 
     /// The figure columns of the parts: as few parts as fit `width` (at most
@@ -497,13 +517,85 @@ impl Layout {
             .map(|d| keys.iter().copied().chain(d).collect())
             .collect()
     }
+
+    /// Whether some part (its columns, keys included) is wider than `width` points.
+    fn overflows(&self, parts: &[Vec<usize>], width: f64) -> bool {
+        parts
+            .iter()
+            .any(|cols| cols.iter().map(|&c| self.column_pt(c)).sum::<f64>() > width)
+    }
+}
+
+/// A grid as its LaTeX tables set it: the layout, its parts, and the names it shortened
+/// (short, long).
+struct Fitted {
+    layout: Layout,
+    parts: Vec<Vec<usize>>,
+    legend: Vec<(String, String)>,
+}
+
+/// Lays `grid` out in as few parts as fit `width`, each step below tried only while it
+/// saves a part (or lets a part fit at all), in this order of preference:
+/// - long names shortened to their initials as the terminal shortens them
+///   ([`abbrev`]), the longest names first, with a legend under the table;
+/// - headers as narrow as their figures (more lines, never a word broken);
+/// - a narrower `\tabcolsep`.
+///
+/// A main table with more attack columns than one float holds is turned on its side
+/// after its names are shortened, so its rows read `ii ASR %`.
+fn fitted(grid: &Grid, wide: bool, width: f64) -> Fitted {
+    let mut names = vec![(grid.clone(), Vec::new())];
+    for limit in abbrev::LONG_NAMES {
+        let a = abbrev::shorten(grid, limit);
+        // The same names as the limit before (or none shortened): nothing new to try.
+        if !a.legend.is_empty() && names.last().is_none_or(|(_, l)| *l != a.legend) {
+            names.push((a.grid, a.legend));
+        }
+    }
+    let names: Vec<(Layout, Vec<(String, String)>)> = names
+        .into_iter()
+        .map(|(g, legend)| {
+            let bold = bold_of(&g);
+            let (g, bold) = if transposes(&g) {
+                transpose(&g, &bold)
+            } else {
+                (g, bold)
+            };
+            (Layout::new(g, bold, wide, Spacing::NORMAL), legend)
+        })
+        .collect();
+    let mut best: Option<((bool, usize), Fitted)> = None;
+    'spacing: for spacing in Spacing::ALL {
+        for (named, legend) in &names {
+            let mut layout = Layout {
+                spacing,
+                ..named.clone()
+            };
+            let parts = layout.parts(width);
+            let score = (layout.overflows(&parts, width), parts.len());
+            if best.as_ref().is_none_or(|(b, _)| score < *b) {
+                best = Some((
+                    score,
+                    Fitted {
+                        layout,
+                        parts,
+                        legend: legend.clone(),
+                    },
+                ));
+            }
+            if score == (false, 1) {
+                break 'spacing;
+            }
+        }
+    }
+    best.expect("the table as it is was tried").1
 }
 
 /// The column sets of the tables a grid is split into so each fits `width` points:
 /// every part repeats the key columns, the figures spread over as few parts as fit.
 pub fn latex_parts(grid: &Grid, width: f64) -> Vec<Vec<usize>> {
     let bold = bold_of(grid);
-    Layout::new(grid.clone(), bold, false).parts(width)
+    Layout::new(grid.clone(), bold, false, Spacing::NORMAL).parts(width)
 }
 
 fn bold_of(grid: &Grid) -> Vec<Vec<bool>> {
@@ -601,18 +693,17 @@ pub struct LatexNotes<'a> {
 /// many tables as it takes to fit [`TEXTWIDTH_PT`] (at most [`MAX_DATA_COLUMNS`] and,
 /// where the table has them, at least [`MIN_DATA_COLUMNS`] figures a part), each with a
 /// short caption (its title, the grid's notes, the part); a float, or a `longtable`
-/// when it is long. Long names wrap in their column; a main table with more attack
-/// columns than one float holds is turned on its side. The best per column in bold.
-/// Needs `\usepackage{booktabs}` and `\usepackage{longtable}`.
+/// when it is long. Long labels wrap in their column; headers break between words only;
+/// where that saves a part, long names are shortened as on the terminal (a legend under
+/// each part) and the table is set closer (see [`fitted`]); a main table with more
+/// attack columns than one float holds is turned on its side. The best per column in
+/// bold. Needs `\usepackage{booktabs}` and `\usepackage{longtable}`.
 pub fn latex(grid: &Grid, notes: LatexNotes<'_>) -> String {
-    let bold = bold_of(grid);
-    let (grid, bold) = if transposes(grid) {
-        transpose(grid, &bold)
-    } else {
-        (grid.clone(), bold)
-    };
-    let mut layout = Layout::new(grid, bold, notes.wide);
-    let parts = layout.parts(TEXTWIDTH_PT);
+    let Fitted {
+        layout,
+        parts,
+        legend,
+    } = fitted(grid, notes.wide, TEXTWIDTH_PT);
     let grid = &layout.grid;
     let mut out = String::new();
     // Comment lines too carry escaped text: a line break in a note would end the
@@ -650,15 +741,48 @@ pub fn latex(grid: &Grid, notes: LatexNotes<'_>) -> String {
                 ""
             }
         );
+        // Under every part: the legend of its shortened names (each part is read on its
+        // own), ragged right so long names without spaces never overrun the line; under
+        // the first, the report's note.
+        let legend = abbrev::legend_line(&part_legend(grid, cols, &legend)).map(|l| {
+            format!(
+                "\\begingroup\\footnotesize\\raggedright\\noindent {}\\par\\endgroup",
+                breakable(&l, TEXTWIDTH_PT / 2.0)
+            )
+        });
         let note = note.map(|n| {
             format!(
                 "{{\\footnotesize\\textsuperscript{{*}}\\,{}\\par}}",
                 breakable(n, TEXTWIDTH_PT / 2.0)
             )
         });
-        out.push_str(&latex_table(&layout, cols, &caption, note.as_deref()));
+        let under: Vec<String> = legend.into_iter().chain(note).collect();
+        let under = (!under.is_empty()).then(|| under.join("\n"));
+        out.push_str(&latex_table(&layout, cols, &caption, under.as_deref()));
     }
     out
+}
+
+/// The legend entries a part needs: those whose short name its headers or label cells
+/// show (a name inside another, `ii` in `ii+pb`, is kept: one entry too many, never
+/// one too few).
+fn part_legend(grid: &Grid, cols: &[usize], legend: &[(String, String)]) -> Vec<(String, String)> {
+    let shown: Vec<&str> = cols
+        .iter()
+        .flat_map(|&c| {
+            std::iter::once(grid.columns[c].title.as_str()).chain(grid.rows.iter().filter_map(
+                move |r| match &r[c] {
+                    Value::Text(t) => Some(t.as_str()),
+                    _ => None,
+                },
+            ))
+        })
+        .collect();
+    legend
+        .iter()
+        .filter(|(short, _)| shown.iter().any(|t| t.contains(short.as_str())))
+        .cloned()
+        .collect()
 }
 
 /// A report's LaTeX: `grids` as paper tables (with `wide`, each rate's interval and the
@@ -716,10 +840,19 @@ fn latex_table(layout: &Layout, cols: &[usize], caption: &str, note: Option<&str
         })
         .collect();
     let long = grid.rows.len() > LONG_ROWS;
+    // A closer table says so where its size is set (both are local to the table).
+    let size = if layout.spacing.pad == PAD_PT {
+        "\\small".to_string()
+    } else {
+        format!(
+            "\\small\\setlength{{\\tabcolsep}}{{{}pt}}",
+            layout.spacing.pad / 2.0
+        )
+    };
     if long {
         writeln!(
             out,
-            "\\begingroup\\small\n\\begin{{longtable}}{{{spec}}}\n{caption}\\\\\n\\toprule"
+            "\\begingroup{size}\n\\begin{{longtable}}{{{spec}}}\n{caption}\\\\\n\\toprule"
         )
         .unwrap();
         writeln!(
@@ -730,7 +863,7 @@ fn latex_table(layout: &Layout, cols: &[usize], caption: &str, note: Option<&str
         )
         .unwrap();
     } else {
-        writeln!(out, "\\begin{{table}}[tbp]\n\\centering\n\\small").unwrap();
+        writeln!(out, "\\begin{{table}}[tbp]\n\\centering\n{size}").unwrap();
         writeln!(out, "\\begin{{tabular}}{{{spec}}}\n\\toprule").unwrap();
         writeln!(out, "{} \\\\\n\\midrule", titles.join(" & ")).unwrap();
     }
@@ -840,6 +973,107 @@ mod tests {
         let m = markdown(&grid());
         assert!(m.contains("| **10.0** |"), "{m}");
         assert!(m.contains("100.0 [80.0–100.0]"), "{m}");
+    }
+
+    #[test]
+    fn headers_break_between_words_only() {
+        let long = "important_instructions+provenance_bypass ASR %";
+        assert_eq!(
+            header_lines(long, 20.0),
+            ["important_instructions+provenance_bypass", "ASR", "%"]
+        );
+        assert_eq!(header_lines("ii+pb ASR %", 36.0), ["ii+pb", "ASR %"]);
+        assert_eq!(header_lines("ii ASR %", 200.0), ["ii ASR %"]);
+    }
+
+    /// The README's paper run's main table: nine figures under long attack names. The
+    /// names shorten as on the terminal, the table closes up, and it is one float whose
+    /// legend spells the short names out.
+    #[test]
+    fn a_main_table_of_long_attack_names_is_one_float_with_a_legend() {
+        type R = (&'static str, f64);
+        let rows: Vec<R> = vec![("none", 1.0), ("sieve", 0.172), ("audit", 0.148)];
+        let mut columns = vec![Column::key("defense", "Defense", "", |r: &R| r.0.into())];
+        for a in [
+            "important_instructions",
+            "important_instructions+provenance_bypass",
+        ] {
+            for m in ["ASR", "UA"] {
+                columns.push(Column::figure(
+                    format!("{m}_{a}"),
+                    format!("{a} {m} %"),
+                    "",
+                    Show::Default,
+                    |r: &R| Value::rate(Some(r.1), None),
+                ));
+            }
+        }
+        for (id, title) in [
+            ("bu", "BU %"),
+            ("err", "Err %"),
+            ("tok", "Tok/ep"),
+            ("calls", "Calls/ep"),
+            ("x", "×none"),
+        ] {
+            columns.push(Column::figure(id, title, "", Show::Default, |r: &R| {
+                Value::num(Some(r.1 * 100.0), 1)
+            }));
+        }
+        let g = Grid::build("main", "Main", columns, &rows, |_| String::new());
+        let l = latex(&g, LatexNotes::default());
+        assert_eq!(l.matches("\\begin{tabular}").count(), 1, "{l}");
+        assert!(l.contains("\\shortstack[r]{ii+pb\\\\ASR\\\\\\%}"), "{l}");
+        let header = l
+            .lines()
+            .take_while(|line| *line != "\\midrule")
+            .last()
+            .unwrap();
+        assert!(!header.contains("import"), "{header}");
+        let legend = l.replace("\\allowbreak{}", "");
+        assert!(
+            legend.contains(
+                "abbreviated: ii = important\\_instructions; ii+pb = important\\_instructions+provenance\\_bypass\\par"
+            ),
+            "{l}"
+        );
+        // Closed up only as far as it takes: a table of short names keeps LaTeX's spacing.
+        assert!(!latex(&essential(&grid()), LatexNotes::default()).contains("tabcolsep"));
+    }
+
+    /// Attack names of one word or a library path, too long for a header, cannot break
+    /// inside it: they are shortened too rather than leave parts of two figures.
+    #[test]
+    fn long_single_word_attack_names_are_shortened_not_split_two_a_part() {
+        type R = (&'static str, f64);
+        let rows: Vec<R> = vec![("none", 1.0), ("sieve", 0.172), ("audit", 0.148)];
+        let mut columns = vec![Column::key("defense", "Defense", "", |r: &R| r.0.into())];
+        for a in [
+            "library:results/mysearchlibrary",
+            "library:results/othersearch",
+            "verylongattacknamewithout",
+            "direct",
+        ] {
+            for m in ["ASR", "UA"] {
+                columns.push(Column::figure(
+                    format!("{m}_{a}"),
+                    format!("{a} {m} %"),
+                    "",
+                    Show::Default,
+                    |r: &R| Value::rate(Some(r.1), None),
+                ));
+            }
+        }
+        let g = Grid::build("main", "Main", columns, &rows, |_| String::new());
+        let f = fitted(&g, false, TEXTWIDTH_PT);
+        assert!(!f.layout.overflows(&f.parts, TEXTWIDTH_PT));
+        assert!(
+            f.parts.iter().all(|p| p.len() > MIN_DATA_COLUMNS),
+            "{:?}",
+            f.parts
+        );
+        let l = latex(&g, LatexNotes::default()).replace("\\allowbreak{}", "");
+        assert!(l.contains("v = verylongattacknamewithout"), "{l}");
+        assert!(l.contains("l:r/m = library:results/mysearchlibrary"), "{l}");
     }
 
     #[test]

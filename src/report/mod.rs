@@ -1,6 +1,7 @@
 //! Reports: the summary table (terminal, Markdown), CSV and JSON for notebooks, and the
 //! before/after comparison CI gates on. Every report says when results are simulated.
 
+pub mod abbrev;
 pub mod ablation;
 pub mod adaptive;
 pub mod agreement;

@@ -1,6 +1,7 @@
 //! The terminal table: plain aligned columns (no box drawing, so nothing wraps into
 //! a mess), fitted to the terminal width, the best defense per column marked with `*`.
 
+use super::abbrev;
 use super::columns::{Grid, Show};
 use super::escape;
 use std::fmt::Write;
@@ -95,12 +96,12 @@ pub fn fit(grid: &Grid, opts: &TextOptions) -> Result<(Grid, usize), super::Repo
         grid
     } else {
         // The longest names first; shorter ones only while the table still does not fit.
-        let mut g = abbreviate_long_keys(grid, LONG_KEYS[0]);
-        for &limit in &LONG_KEYS[1..] {
+        let mut g = abbrev::shorten(grid, abbrev::LONG_NAMES[0]).with_legend_note();
+        for &limit in &abbrev::LONG_NAMES[1..] {
             if fits_in(&g, &keep) {
                 break;
             }
-            g = abbreviate_long_keys(grid, limit);
+            g = abbrev::shorten(grid, limit).with_legend_note();
         }
         abbreviated = g;
         &abbreviated
@@ -134,105 +135,6 @@ pub fn fit(grid: &Grid, opts: &TextOptions) -> Result<(Grid, usize), super::Repo
         keep.sort_unstable();
     }
     Ok((grid.select(&keep), hidden))
-}
-
-/// Key values longer than these are shortened, in turn, while the table does not fit.
-const LONG_KEYS: [usize; 5] = [24, 20, 16, 12, 10];
-
-/// `important_instructions+provenance_bypass` → `ii+pb`: the initials of each word,
-/// numbered on a clash, each spelled out in a note above the table.
-fn abbreviate_long_keys(grid: &Grid, limit: usize) -> Grid {
-    let mut grid = grid.clone();
-    let mut legend: Vec<(String, String)> = Vec::new();
-    for c in 0..grid.columns.len() {
-        if grid.columns[c].show != Show::Key {
-            continue;
-        }
-        for r in 0..grid.rows.len() {
-            let super::columns::Value::Text(t) = &grid.rows[r][c] else {
-                continue;
-            };
-            if t.chars().count() <= limit {
-                continue;
-            }
-            let short = match legend.iter().find(|(_, long)| long == t) {
-                Some((short, _)) => short.clone(),
-                None => {
-                    let short = unique_initials(t, &legend);
-                    legend.push((short.clone(), t.clone()));
-                    short
-                }
-            };
-            grid.rows[r][c] = super::columns::Value::Text(short);
-        }
-    }
-    // Figure titles that start with a long name (the main table's `<attack> ASR %`) are
-    // as wide as their column: shorten the name with the same legend.
-    for c in 0..grid.columns.len() {
-        if grid.columns[c].show == Show::Key {
-            continue;
-        }
-        let title = grid.columns[c].title.clone();
-        let Some((name, rest)) = title.split_once(' ') else {
-            continue;
-        };
-        if name.chars().count() <= LONG_TITLE_NAME || !name.contains(['_', '-', '+']) {
-            continue;
-        }
-        let short = match legend.iter().find(|(_, long)| long == name) {
-            Some((short, _)) => short.clone(),
-            None => {
-                let short = unique_initials(name, &legend);
-                legend.push((short.clone(), name.to_string()));
-                short
-            }
-        };
-        grid.columns[c].title = format!("{short} {rest}");
-    }
-    if !legend.is_empty() {
-        let spelled: Vec<String> = legend.iter().map(|(s, l)| format!("{s} = {l}")).collect();
-        grid.notes
-            .push(format!("abbreviated: {}", spelled.join("; ")));
-    }
-    grid
-}
-
-/// A name at the head of a figure title longer than this is shortened with the keys.
-const LONG_TITLE_NAME: usize = 8;
-
-/// `text`'s initials, numbered when the legend already uses them for another name.
-fn unique_initials(text: &str, legend: &[(String, String)]) -> String {
-    // A list of settings (a model spec `sim:oracle,judge_auc=0.9,…`) has no words to take
-    // initials of: it keeps its head, which names it, and says the rest was cut.
-    let base = match text.split_once(',') {
-        Some((head, _)) if text.contains('=') => format!("{head}…"),
-        _ => initials(text),
-    };
-    let mut short = base.clone();
-    let mut n = 1;
-    while legend.iter().any(|(s, _)| *s == short) {
-        n += 1;
-        short = format!("{base}{n}");
-    }
-    short
-}
-
-/// The first letter of every word, keeping the `+`, `/` and `:` that join parts.
-fn initials(text: &str) -> String {
-    let mut out = String::new();
-    let mut word_start = true;
-    for ch in text.chars() {
-        if matches!(ch, '+' | '/' | ':' | '@' | '=') {
-            out.push(ch);
-            word_start = true;
-        } else if matches!(ch, '_' | '-' | ' ' | ',') {
-            word_start = true;
-        } else if word_start {
-            out.push(ch);
-            word_start = false;
-        }
-    }
-    out
 }
 
 fn max_line(s: &str) -> usize {
@@ -560,16 +462,6 @@ mod tests {
 
     #[test]
     fn long_names_are_abbreviated_with_a_legend_before_figures_drop() {
-        assert_eq!(
-            initials("important_instructions+provenance_bypass"),
-            "ii+pb"
-        );
-        assert_eq!(initials("sieve:no-sem@threshold=0.4"), "s:ns@t=0");
-        // A model's settings list keeps its head rather than becoming initials.
-        assert_eq!(
-            unique_initials("sim:oracle,judge_auc=0,pr=0,pe=0", &[]),
-            "sim:oracle…"
-        );
         let mut g = grid();
         for (i, r) in g.rows.iter_mut().enumerate() {
             r[1] = Value::Text(if i == 0 {

@@ -276,7 +276,7 @@ fn reports_of_random_run_shapes_compile_with_no_overfull_box() {
 
 /// The README's paper run (`run --suite all --attack important --defense
 /// none,sieve,audit`), its full LaTeX report and its main table, compiles with no
-/// overfull box; `--wide` adds intervals and counts and still fits. The tables' shapes
+/// overfull box, the main table in one float; `--wide` adds intervals and counts and still fits. The tables' shapes
 /// (rows per suite and defense, columns per attack and metric) do not depend on how many
 /// user tasks run, so two per suite stand for all (the whole run takes minutes in a
 /// debug build).
@@ -310,10 +310,24 @@ fn the_readme_paper_run_compiles_with_no_overfull_box() {
         std::fs::write(tmp.path().join(format!("paper{}.tex", extra.len())), &latex).unwrap();
         assert_parts(&latex, &what);
         if extra.is_empty() {
-            // Three defenses, nine figures: the main table in at most two parts (it was
-            // three, one of a lone column).
+            // Three defenses, nine figures: the main table is one float (it was three
+            // parts, one of a lone column, then two), its attack names shortened with a
+            // legend under it.
             assert!(latex.contains("\\label{tab:main}"), "{latex}");
             assert!(!latex.contains("\\label{tab:main-3}"), "{latex}");
+            assert!(!latex.contains("\\label{tab:main-2}"), "{latex}");
+            let main = latex
+                .split("% Main table")
+                .nth(1)
+                .and_then(|t| t.split("\\end{table}").next())
+                .expect("the main table");
+            let legend = main.replace("\\allowbreak{}", "");
+            assert!(
+                legend.contains(
+                    "abbreviated: ii = important\\_instructions; ii+pb = important\\_instructions+provenance\\_bypass"
+                ),
+                "{main}"
+            );
         }
         let dir = tmp.path().join(format!("tex{}", extra.len()));
         std::fs::create_dir_all(&dir).unwrap();

@@ -93,13 +93,21 @@ fn main_table_splits_headline_and_bypass_columns_in_every_format() {
         // Long headers break into lines (LaTeX) or at underscores (HTML): read them whole.
         let titled = match format {
             "table" => text.contains("ii+pb ASR %") && text.contains("ii ASR %"),
-            // A header is set in lines as narrow as its figures, breaking inside a long
-            // name where it must: read it with its line breaks and spaces taken out.
+            // The terminal's short names, in headers set in lines between their words
+            // (read with the line breaks and spaces taken out), and the legend under the
+            // table spelling them out.
             "latex" => {
-                let squeezed = |t: &str| t.replace("\\allowbreak{}", "").replace(['\n', ' '], "");
-                squeezed(&text.replace("\\\\", "")).contains(&squeezed(
-                    "important\\_instructions+provenance\\_bypass ASR \\%",
-                ))
+                let squeezed = |t: &str| {
+                    t.replace("\\allowbreak{}", "")
+                        .replace("\\\\", "")
+                        .replace(['\n', ' '], "")
+                };
+                let plain = squeezed(&text);
+                plain.contains(&squeezed("ii+pb ASR \\%"))
+                    && plain.contains(&squeezed("ii ASR \\%"))
+                    && plain.contains(&squeezed(
+                        "ii+pb = important\\_instructions+provenance\\_bypass",
+                    ))
             }
             "html" => text
                 .replace("<wbr>", "")
