@@ -591,13 +591,6 @@ fn fitted(grid: &Grid, wide: bool, width: f64) -> Fitted {
     best.expect("the table as it is was tried").1
 }
 
-/// The column sets of the tables a grid is split into so each fits `width` points:
-/// every part repeats the key columns, the figures spread over as few parts as fit.
-pub fn latex_parts(grid: &Grid, width: f64) -> Vec<Vec<usize>> {
-    let bold = bold_of(grid);
-    Layout::new(grid.clone(), bold, false, Spacing::NORMAL).parts(width)
-}
-
 fn bold_of(grid: &Grid) -> Vec<Vec<bool>> {
     (0..grid.rows.len())
         .map(|r| {
