@@ -469,7 +469,7 @@ pub const REGISTRY: &[Entry] = &[
         mechanism: "a quarantined model turns tool outputs into typed values; the agent sees only $VAR references",
         source: "Willison's dual LLM; Beurer-Kellner et al., design patterns, arXiv 2506.08837",
         sim_caveat: Some(
-            "a quarantined reader; the scripted agent passes values from its script, not by reference, so utility is overstated and value-borne attacks are not shown",
+            "a quarantined reader; the scripted agent does not pass values by reference ($VAR) and makes no call with a value it was not shown, so its utility is understated (a real privileged model passes them by reference) and value-borne attacks are not shown",
         ),
         in_all: true,
         build: build_dual_llm,

@@ -356,7 +356,7 @@ impl AnswerJudge {
         injection: Option<&InjectionTask>,
         answer: &str,
         split: Option<Split>,
-        undecided: crate::record::Undecided,
+        undecided: sieve_record::Undecided,
         meter: &mut CostMeter,
     ) -> Result<JudgedAnswer, JudgeError> {
         let mut out = self.unjudged();
