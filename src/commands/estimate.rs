@@ -128,6 +128,9 @@ pub struct RoleEstimate {
     pub completion_tokens: u64,
     /// `None` when the role has no price.
     pub dollars: Option<f64>,
+    /// The role whose model serves these requests (its endpoint's rate limits apply).
+    #[serde(skip)]
+    pub on: Option<Component>,
 }
 
 /// A dry run's result.
@@ -252,7 +255,7 @@ pub fn expected_costs(
             };
             (
                 runner::budget::cell_key(&key),
-                (prices.dollars(&r.cost), r.cost.total().tokens()),
+                (prices.dollars(&r.defense, &r.cost), r.cost.total().tokens()),
             )
         })
         .collect()
@@ -307,7 +310,16 @@ pub async fn estimate(p: &RunConfig) -> Result<Estimate, CliError> {
         est.batch_rounds = Some(
             records
                 .iter()
-                .map(|r| real.iter().map(|c| r.cost.get(*c).calls).sum::<u64>())
+                .map(|r| {
+                    r.cost
+                        .by_component
+                        .iter()
+                        .filter(|(c, _)| {
+                            real.contains(&crate::defense::model_role(&r.defense, **c))
+                        })
+                        .map(|(_, t)| t.calls)
+                        .sum::<u64>()
+                })
                 .max()
                 .unwrap_or(0),
         );
@@ -338,13 +350,40 @@ fn tally(
         }
     }
     est.episodes = records.len() as u64;
-    let mut dollars = Some(0.0);
-    for (c, who, llm) in roles_by {
-        let mut t = crate::model::CostTotals::default();
-        for r in records {
-            t.add(&r.cost.get(*c));
+    // Each component's tokens under the role whose model served them: MELON's masked run
+    // is metered as `detector` and runs on the agent's model.
+    let mut served: BTreeMap<(Component, Component), crate::model::CostTotals> = BTreeMap::new();
+    for r in records {
+        for (c, t) in &r.cost.by_component {
+            let on = crate::defense::model_role(&r.defense, *c);
+            served.entry((*c, on)).or_default().add(t);
         }
-        let price = prices.by_role.get(c);
+    }
+    let mut rows: Vec<(String, Component, crate::model::CostTotals)> = roles_by
+        .iter()
+        .map(|(c, _, _)| {
+            let t = served.get(&(*c, *c)).copied().unwrap_or_default();
+            (c.as_str().to_string(), *c, t)
+        })
+        .collect();
+    rows.extend(
+        served
+            .iter()
+            .filter(|((c, on), _)| c != on)
+            .map(|((c, on), t)| {
+                (
+                    format!("{} (on the {}'s model)", c.as_str(), on.as_str()),
+                    *on,
+                    *t,
+                )
+            }),
+    );
+    let mut dollars = Some(0.0);
+    for (role, on, t) in rows {
+        let Some((_, who, llm)) = roles_by.iter().find(|(c, _, _)| *c == on) else {
+            continue;
+        };
+        let price = prices.by_role.get(&on);
         let d =
             price.map(|[i, o]| (t.prompt_tokens as f64 * i + t.completion_tokens as f64 * o) / 1e6);
         if *llm {
@@ -357,13 +396,14 @@ fn tally(
             };
         }
         est.roles.push(RoleEstimate {
-            role: c.as_str().into(),
+            role,
             played_by: who.clone(),
             llm: *llm,
             calls: t.calls,
             prompt_tokens: t.prompt_tokens,
             completion_tokens: t.completion_tokens,
             dollars: if *llm { d } else { None },
+            on: Some(on),
         });
     }
     est.roles.push(RoleEstimate {
@@ -422,11 +462,13 @@ impl Limits {
         } in &self.by_spec
         {
             let (mut calls, mut tokens) = (0u64, 0u64);
-            for c in roles {
-                if let Some(r) = est.role(*c) {
-                    calls += r.calls;
-                    tokens += r.prompt_tokens + r.completion_tokens;
-                }
+            for r in est
+                .roles
+                .iter()
+                .filter(|r| r.on.is_some_and(|on| roles.contains(&on)))
+            {
+                calls += r.calls;
+                tokens += r.prompt_tokens + r.completion_tokens;
             }
             let by_rpm = rpm.filter(|n| *n > 0).map(|n| calls as f64 / n as f64);
             let by_tpm = tpm.filter(|n| *n > 0).map(|n| tokens as f64 / n as f64);

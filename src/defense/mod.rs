@@ -255,6 +255,10 @@ pub struct Entry {
     pub sim_caveat: Option<&'static str>,
     /// Part of `--defense all`.
     pub in_all: bool,
+    /// The role whose model its `detector` requests go to: the judge's, except where the
+    /// defense re-runs the agent (MELON's masked run). Budgets and `--dry-run` price and
+    /// count those requests on that model ([`model_role`]).
+    pub detector_model: Component,
     pub build: Builder,
 }
 
@@ -385,6 +389,7 @@ pub const REGISTRY: &[Entry] = &[
         source: "baseline",
         sim_caveat: None,
         in_all: true,
+        detector_model: Component::Judge,
         build: build_none,
     },
     Entry {
@@ -394,6 +399,7 @@ pub const REGISTRY: &[Entry] = &[
         source: "SIEVE/CCA, arXiv 2512.06716",
         sim_caveat: None,
         in_all: true,
+        detector_model: Component::Judge,
         build: build_audit,
     },
     Entry {
@@ -403,6 +409,7 @@ pub const REGISTRY: &[Entry] = &[
         source: "SIEVE/CCA, arXiv 2512.06716",
         sim_caveat: None,
         in_all: true,
+        detector_model: Component::Judge,
         build: build_sieve,
     },
     Entry {
@@ -414,6 +421,7 @@ pub const REGISTRY: &[Entry] = &[
             "it marks tool outputs as data; the scripted agent reads past marks and encodings, so the row shows cost, not effect",
         ),
         in_all: true,
+        detector_model: Component::Judge,
         build: build_spotlight,
     },
     Entry {
@@ -425,6 +433,7 @@ pub const REGISTRY: &[Entry] = &[
             "it reminds the model of the task; the scripted agent ignores reminders, so the row shows cost, not effect",
         ),
         in_all: true,
+        detector_model: Component::Judge,
         build: build_sandwich,
     },
     Entry {
@@ -434,6 +443,7 @@ pub const REGISTRY: &[Entry] = &[
         source: "AgentDojo's tool_filter, arXiv 2406.13352",
         sim_caveat: None,
         in_all: true,
+        detector_model: Component::Judge,
         build: build_tool_filter,
     },
     Entry {
@@ -443,6 +453,7 @@ pub const REGISTRY: &[Entry] = &[
         source: "AgentDojo's PI detector (ProtectAI DeBERTa, threshold 0.5), arXiv 2406.13352",
         sim_caveat: None,
         in_all: true,
+        detector_model: Component::Judge,
         build: build_pi_detector,
     },
     Entry {
@@ -452,6 +463,7 @@ pub const REGISTRY: &[Entry] = &[
         source: "this project: a text filter fitted to attacks/*.yaml, for adaptive-attack evidence",
         sim_caveat: None,
         in_all: false,
+        detector_model: Component::Judge,
         build: build_keyword_filter,
     },
     Entry {
@@ -461,6 +473,7 @@ pub const REGISTRY: &[Entry] = &[
         source: "Beurer-Kellner et al., design patterns, arXiv 2506.08837",
         sim_caveat: None,
         in_all: true,
+        detector_model: Component::Judge,
         build: build_plan_then_execute,
     },
     Entry {
@@ -472,6 +485,7 @@ pub const REGISTRY: &[Entry] = &[
             "a quarantined reader; the scripted agent does not pass values by reference ($VAR) and makes no call with a value it was not shown, so its utility is understated (a real privileged model passes them by reference) and value-borne attacks are not shown",
         ),
         in_all: true,
+        detector_model: Component::Judge,
         build: build_dual_llm,
     },
     Entry {
@@ -481,6 +495,7 @@ pub const REGISTRY: &[Entry] = &[
         source: "MELON, Zhu et al., ICML 2025, arXiv 2502.05174",
         sim_caveat: None,
         in_all: true,
+        detector_model: melon::MASKED_RUN_MODEL,
         build: build_melon,
     },
     Entry {
@@ -490,6 +505,7 @@ pub const REGISTRY: &[Entry] = &[
         source: "IPIGuard, An et al., EMNLP 2025",
         sim_caveat: None,
         in_all: true,
+        detector_model: Component::Judge,
         build: build_ipiguard,
     },
     Entry {
@@ -501,6 +517,7 @@ pub const REGISTRY: &[Entry] = &[
             "its warning about instructions in tool outputs is a reminder the scripted agent ignores; its checks of calls are modelled",
         ),
         in_all: true,
+        detector_model: Component::Judge,
         build: build_task_shield,
     },
     Entry {
@@ -510,6 +527,7 @@ pub const REGISTRY: &[Entry] = &[
         source: "DRIFT, Li et al., NeurIPS 2025, arXiv 2506.12104",
         sim_caveat: None,
         in_all: true,
+        detector_model: Component::Judge,
         build: build_drift,
     },
     Entry {
@@ -519,6 +537,7 @@ pub const REGISTRY: &[Entry] = &[
         source: "ARGUS, arXiv 2605.03378",
         sim_caveat: None,
         in_all: true,
+        detector_model: Component::Judge,
         build: build_argus,
     },
 ];
@@ -526,6 +545,17 @@ pub const REGISTRY: &[Entry] = &[
 /// Looks a registered defense up by name.
 pub fn entry(name: &str) -> Option<&'static Entry> {
     REGISTRY.iter().find(|e| e.name == name)
+}
+
+/// The role whose model serves a defense's `c` requests (the defense as records name
+/// it, `melon:threshold=0.5`): `c` itself, except a `detector` request of a defense that
+/// runs it on another role's model. An `exec:` plugin's requests are its own.
+pub fn model_role(defense: &str, c: Component) -> Component {
+    let base = defense.split_once([':', '@']).map_or(defense, |(n, _)| n);
+    match entry(base) {
+        Some(e) if c == Component::Detector => e.detector_model,
+        _ => c,
+    }
 }
 
 /// What of a defense's effect (as named in records, `spotlight:datamark`) the scripted

@@ -51,12 +51,15 @@ impl Prices {
         self
     }
 
-    /// Dollars of one episode's cost.
-    pub fn dollars(&self, cost: &CostMeter) -> f64 {
+    /// Dollars of one episode's cost under `defense` (as records name it): each
+    /// component's tokens at the price of the role whose model served them
+    /// ([`crate::defense::model_role`]: MELON's masked run is the agent's model's).
+    pub fn dollars(&self, defense: &str, cost: &CostMeter) -> f64 {
         cost.by_component
             .iter()
             .map(|(c, t)| {
-                self.by_role.get(c).map_or(0.0, |[i, o]| {
+                let role = crate::defense::model_role(defense, *c);
+                self.by_role.get(&role).map_or(0.0, |[i, o]| {
                     (t.prompt_tokens as f64 * i + t.completion_tokens as f64 * o) / 1e6
                 })
             })
@@ -245,11 +248,11 @@ impl Budget {
 
     /// Charges a finished episode's cost (also one a fatal error stopped: what ran was
     /// paid for) and learns how far actual spending runs above the estimate.
-    pub fn finished(&mut self, key: &str, cost: &CostMeter) {
+    pub fn finished(&mut self, key: &str, defense: &str, cost: &CostMeter) {
         self.in_flight.remove(key);
         self.finished_here += 1;
         let total = cost.total();
-        let usd = self.prices.dollars(cost);
+        let usd = self.prices.dollars(defense, cost);
         if let Some(&(e_usd, e_tok)) = self.expected.get(key) {
             if e_usd > 0.0 {
                 self.ratio.0 = self.ratio.0.max(usd / e_usd);
@@ -284,9 +287,30 @@ mod tests {
     #[test]
     fn prices_apply_per_role() {
         let mut p = Prices::flat(1.0, 2.0);
-        assert!((p.dollars(&cost(1_000_000, 500_000)) - 2.0).abs() < 1e-12);
+        assert!((p.dollars("none", &cost(1_000_000, 500_000)) - 2.0).abs() < 1e-12);
         p.by_role.remove(&Component::Agent);
-        assert_eq!(p.dollars(&cost(1_000_000, 0)), 0.0);
+        assert_eq!(p.dollars("none", &cost(1_000_000, 0)), 0.0);
+    }
+
+    /// MELON's masked run is metered as `detector` but runs on the agent's model: it is
+    /// charged at the agent's price, another defense's detector at the judge's.
+    #[test]
+    fn a_detector_request_is_priced_on_the_model_that_served_it() {
+        let mut p = Prices::default();
+        p.by_role.insert(Component::Agent, [1.0, 0.0]);
+        p.by_role.insert(Component::Judge, [10.0, 0.0]);
+        let mut c = CostMeter::default();
+        c.by_component.insert(
+            Component::Detector,
+            CostTotals {
+                calls: 1,
+                prompt_tokens: 1_000_000,
+                ..Default::default()
+            },
+        );
+        assert!((p.dollars("melon", &c) - 1.0).abs() < 1e-12);
+        assert!((p.dollars("melon:threshold=0.5", &c) - 1.0).abs() < 1e-12);
+        assert!((p.dollars("dual_llm", &c) - 10.0).abs() < 1e-12);
     }
 
     #[test]
@@ -300,7 +324,7 @@ mod tests {
             Admission::Wait,
             "the first episode runs alone"
         );
-        b.finished("e0", &cost(200, 50));
+        b.finished("e0", "none", &cost(200, 50));
         // One finished: one in flight at a time.
         assert_eq!(b.admit("e1"), Admission::Admit);
         b.started("e1");
@@ -309,7 +333,7 @@ mod tests {
             Admission::Wait,
             "as many in flight as finished"
         );
-        b.finished("e1", &cost(200, 50));
+        b.finished("e1", "none", &cost(200, 50));
         // 500 spent, 250 expected each: two more fit (two finished), a third does not.
         for k in ["e2", "e3"] {
             assert_eq!(b.admit(k), Admission::Admit, "{k}");
@@ -317,7 +341,7 @@ mod tests {
         }
         assert_eq!(b.admit("e4"), Admission::Wait);
         for k in ["e2", "e3"] {
-            b.finished(k, &cost(200, 50));
+            b.finished(k, "none", &cost(200, 50));
         }
         match b.admit("e4") {
             Admission::Stop(why) => assert!(why.contains("1000 spent, 0 left"), "{why}"),
@@ -333,10 +357,10 @@ mod tests {
         let mut b = Budget::new(None, Some(850), Prices::default(), Ledger::default());
         b.expected = (0..5).map(|i| (format!("e{i}"), (0.0, 100))).collect();
         b.started("e0");
-        b.finished("e0", &cost(150, 50));
+        b.finished("e0", "none", &cost(150, 50));
         assert_eq!(b.bound("e1").1, 200, "twice the estimate");
         b.started("e1");
-        b.finished("e1", &cost(50, 50));
+        b.finished("e1", "none", &cost(50, 50));
         assert_eq!(
             b.bound("e2").1,
             200,

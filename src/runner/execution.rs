@@ -215,11 +215,13 @@ impl Execution {
             rec.cost.clone()
         };
         self.budget
-            .finished(&budget::cell_key(&rec_key(rec)), &cost);
+            .finished(&budget::cell_key(&rec_key(rec)), &rec.defense, &cost);
+        // Lineage is per model: a request metered under one role but sent to another
+        // role's model (MELON's masked run) is that model's.
         for (c, ids) in &rec.served_models {
             self.outcome
                 .served
-                .entry(*c)
+                .entry(crate::defense::model_role(&rec.defense, *c))
                 .or_default()
                 .extend(ids.iter().cloned());
         }

@@ -693,7 +693,7 @@ impl<'a> Resume<'a> {
         let plan = self.plan;
         let total = r.cost.total();
         self.recorded.charge(
-            plan.budget.prices.dollars(&r.cost),
+            plan.budget.prices.dollars(&r.defense, &r.cost),
             total.tokens(),
             total.estimated,
         );

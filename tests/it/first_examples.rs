@@ -90,6 +90,40 @@ fn a_dry_run_writes_nothing_even_with_a_cache_folder() {
     assert!(!row("answer_judge").contains("lexical"), "{stdout}");
 }
 
+/// MELON's masked run is metered as `detector` but is a run of the agent's model: the
+/// dry run counts and prices it on the agent's model, not the judge's.
+#[test]
+fn a_dry_run_counts_melons_masked_run_on_the_agents_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = bench(tmp.path())
+        .env_remove("OPENAI_BASE_URL")
+        .args(["run", "--suite", "banking", "--attack", "important"])
+        .args(["--defense", "melon", "--model", "openai:gpt-4o-mini"])
+        .args(["--judge-model", "openai:gpt-4o"])
+        .args(["--user-tasks", "user_task_0", "--dry-run"])
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let cells = |start: &str| -> Vec<String> {
+        let line = stdout
+            .lines()
+            .find(|l| l.trim_start_matches(['│', ' ']).starts_with(start))
+            .unwrap_or_else(|| panic!("no `{start}` row: {stdout}"));
+        line.split(['│', '┆'])
+            .map(|c| c.trim().to_string())
+            .filter(|c| !c.is_empty())
+            .collect()
+    };
+    let masked = cells("detector (on the agent's model)");
+    assert_eq!(masked[1], "openai:gpt-4o-mini", "{stdout}");
+    assert_ne!(masked[2], "0", "the masked runs are counted: {stdout}");
+    let detector = cells("detector ");
+    assert_eq!(
+        detector[2], "0",
+        "nothing left on the judge's model: {stdout}"
+    );
+}
+
 /// The README's budgeted line carries the price `--budget-usd` needs: accepted as
 /// written, it stops at the (closed) endpoint.
 #[test]
