@@ -224,12 +224,18 @@ impl Models {
 
     /// The roles of an episode that no LLM played: the agent always, every other role
     /// only when the episode's costs show it was used (a `none` row has no judge).
-    pub fn scripted_roles(&self, cost: &CostMeter) -> ScriptedRoles {
+    /// `model_of` names the role whose model served a role's requests (the defense's:
+    /// MELON's masked run, metered as `detector`, is the agent's model).
+    pub fn scripted_roles(
+        &self,
+        cost: &CostMeter,
+        model_of: impl Fn(Component) -> Component,
+    ) -> ScriptedRoles {
         Component::ALL
             .into_iter()
             .filter(|&c| c == Component::Agent || cost.get(c).calls > 0)
             .filter_map(|c| {
-                let role = match self.chat_for(c) {
+                let role = match self.chat_for(model_of(c)) {
                     Some(m) => m.scripted(c),
                     None if c == Component::Embedding => self.embedder.scripted(),
                     // The answer judge is always an LLM (`--answer-judge` refuses `sim`).

@@ -462,7 +462,9 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> Finished {
         defense: defense.name().to_string(),
         model: plan.models.agent.name().to_string(),
         simulated: plan.models.any_simulated(),
-        scripted_roles: Some(plan.models.scripted_roles(&result.cost)),
+        scripted_roles: Some(plan.models.scripted_roles(&result.cost, |c| {
+            crate::defense::model_role(defense.name(), c)
+        })),
         seed: job.seed,
         utility: result.utility,
         attack_success: result.attack_success,
