@@ -150,7 +150,7 @@ pub fn key(path: &str, request: &Value) -> String {
     h.update(path.as_bytes());
     h.update([0u8]);
     h.update(canonical(request).as_bytes());
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    crate::digest::hex(&h.finalize())
 }
 
 /// Why a cache directory could not be opened.

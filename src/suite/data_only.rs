@@ -106,11 +106,7 @@ impl DataOnly {
             "{}\u{0}{}\u{0}{}\u{0}{}\u{0}{}\u{0}{}\u{0}{}\u{0}{}",
             self.vector, self.payload, s.tool, s.arg, s.original, s.attacker, s.before, s.after
         );
-        Sha256::digest(text.as_bytes())
-            .iter()
-            .take(8)
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        crate::digest::hex(&Sha256::digest(text.as_bytes())[..8])
     }
 }
 
