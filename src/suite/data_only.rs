@@ -235,12 +235,6 @@ fn glued_after(tail: &str) -> bool {
     }
 }
 
-fn fnv(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 fn alnum_count(s: &str) -> usize {
     s.chars().filter(|c| c.is_alphanumeric()).count()
 }
@@ -530,7 +524,8 @@ fn case_of(
     if before.contains("<<canary:") || after.contains("<<canary:") {
         return None;
     }
-    let salt = fnv(&format!("{}|{}|{step}|{arg}", suite.meta.name, task.id));
+    let salt =
+        crate::digest::fnv1a(format!("{}|{}|{step}|{arg}", suite.meta.name, task.id).as_bytes());
     let attacker = (0..8u64).find_map(|k| {
         substitute(value, salt.wrapping_add(k)).filter(|a| {
             let t = value_text(a);
