@@ -109,6 +109,11 @@ pub enum Miss {
 }
 
 /// Serialises a JSON value with object keys sorted at every level, without whitespace.
+///
+/// Written out rather than left to `serde_json::to_string`: this crate builds serde_json
+/// with `preserve_order` (Cargo.toml), so a `Value`'s objects keep insertion order and
+/// serde_json would not sort them; the same request built in another key order must
+/// still have one cache key.
 pub fn canonical(v: &Value) -> String {
     fn write(v: &Value, out: &mut String) {
         match v {
