@@ -10,6 +10,7 @@ pub mod bounded;
 pub mod child;
 pub mod commands;
 pub mod defense;
+pub mod digest;
 pub mod embed;
 pub mod envpath;
 pub mod episode;

@@ -404,6 +404,14 @@ mod tests {
         );
     }
 
+    /// clap's own consistency checks over the whole command tree (duplicate flags or
+    /// short options, conflicts and requirements naming unknown arguments, and the like),
+    /// which clap otherwise runs only when a subcommand is parsed in a debug build.
+    #[test]
+    fn the_command_definitions_pass_clap_debug_assert() {
+        Cli::command().debug_assert();
+    }
+
     /// `run --help` names every defense `--defense` accepts, `exec:` and `all` included.
     #[test]
     fn run_help_names_every_defense() {

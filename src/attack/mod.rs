@@ -407,11 +407,9 @@ impl Attack {
     pub fn fingerprint_for(&self, model_name: &str) -> String {
         if self.template.contains("{model}") {
             use sha2::{Digest, Sha256};
-            Sha256::digest(format!("{}\u{0}{model_name}", self.template).as_bytes())
-                .iter()
-                .take(8)
-                .map(|b| format!("{b:02x}"))
-                .collect()
+            crate::digest::hex(
+                &Sha256::digest(format!("{}\u{0}{model_name}", self.template).as_bytes())[..8],
+            )
         } else {
             self.fingerprint()
         }
@@ -427,11 +425,7 @@ impl Attack {
             Some(name) => format!("provider:{name}"),
             None => self.template.clone(),
         };
-        Sha256::digest(text.as_bytes())
-            .iter()
-            .take(8)
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        crate::digest::hex(&Sha256::digest(text.as_bytes())[..8])
     }
 
     /// Whether `name` selects this attack (its name or an alias).

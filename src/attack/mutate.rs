@@ -219,11 +219,7 @@ impl Candidate {
 /// 16 hex digits of SHA-256.
 pub fn hash_text(text: &str) -> String {
     use sha2::{Digest, Sha256};
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::digest::hex(&Sha256::digest(text.as_bytes())[..8])
 }
 
 /// Whether a template still carries the goal through one of [`GOAL_FIELDS`], or through

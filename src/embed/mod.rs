@@ -8,6 +8,7 @@
 pub mod minilm;
 pub mod openai;
 
+use crate::digest::fnv1a;
 use async_trait::async_trait;
 
 /// Why an embedding failed. A model error keeps its kind, so a fatal one (a 401 on the
@@ -63,12 +64,6 @@ pub struct Lexical;
 
 const DIM: usize = 512;
 
-fn fnv(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 impl Lexical {
     pub fn vector(text: &str) -> Vec<f32> {
         let words: Vec<String> = text
@@ -78,11 +73,11 @@ impl Lexical {
             .collect();
         let mut v = vec![0f32; DIM];
         for w in &words {
-            let h = fnv(w);
+            let h = fnv1a(w.as_bytes());
             v[(h % DIM as u64) as usize] += if h & (1 << 40) == 0 { 1.0 } else { -1.0 };
         }
         for pair in words.windows(2) {
-            let h = fnv(&format!("{} {}", pair[0], pair[1]));
+            let h = fnv1a(format!("{} {}", pair[0], pair[1]).as_bytes());
             v[(h % DIM as u64) as usize] += if h & (1 << 40) == 0 { 0.5 } else { -0.5 };
         }
         let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();

@@ -132,13 +132,11 @@ struct Entry {
 }
 
 fn entry_path(dir: &Path, build: &str, suite: &Suite) -> PathBuf {
-    let key: String = Sha256::digest(
-        format!("floors\0{}\0{}", suite.qualified_name(), suite.fingerprint).as_bytes(),
-    )
-    .iter()
-    .take(12)
-    .map(|b| format!("{b:02x}"))
-    .collect();
+    let key = crate::digest::hex(
+        &Sha256::digest(
+            format!("floors\0{}\0{}", suite.qualified_name(), suite.fingerprint).as_bytes(),
+        )[..12],
+    );
     build_folder(dir, build).join(format!("floors-{key}.json"))
 }
 

@@ -416,10 +416,7 @@ pub fn with_trace(mut suite: Suite, mode: protocol::TraceMode) -> Result<Suite, 
         h.update(suite.fingerprint.as_bytes());
         h.update(b"\0trace:");
         h.update(mode.as_str().as_bytes());
-        suite.fingerprint = h.finalize()[..8]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        suite.fingerprint = crate::digest::hex(&h.finalize()[..8]);
     }
     suite.external = Some(Arc::new(changed));
     Ok(suite)
@@ -637,11 +634,7 @@ fn fingerprint_of(
         // Records of the suite count errors this way: another convention is another suite.
         h.update(serde_json::to_vec(&error_convention).expect("serialises"));
     }
-    h.finalize()
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::digest::hex(&h.finalize()[..8])
 }
 
 /// The tools a provider describes, with its kind and risk, or the defaults.

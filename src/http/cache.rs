@@ -109,6 +109,11 @@ pub enum Miss {
 }
 
 /// Serialises a JSON value with object keys sorted at every level, without whitespace.
+///
+/// Written out rather than left to `serde_json::to_string`: this crate builds serde_json
+/// with `preserve_order` (Cargo.toml), so a `Value`'s objects keep insertion order and
+/// serde_json would not sort them; the same request built in another key order must
+/// still have one cache key.
 pub fn canonical(v: &Value) -> String {
     fn write(v: &Value, out: &mut String) {
         match v {
@@ -150,7 +155,7 @@ pub fn key(path: &str, request: &Value) -> String {
     h.update(path.as_bytes());
     h.update([0u8]);
     h.update(canonical(request).as_bytes());
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    crate::digest::hex(&h.finalize())
 }
 
 /// Why a cache directory could not be opened.

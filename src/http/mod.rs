@@ -363,7 +363,11 @@ impl Endpoint {
         }
     }
 
-    fn backoff(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+    /// The wait before retry `attempt` of `request`: `retry_after` when the endpoint named
+    /// one, else exponential backoff with jitter. The jitter is drawn from the request's
+    /// bytes, the attempt and a per-endpoint sequence number (never the clock), so
+    /// different requests, and the same request sent twice, retry at different moments.
+    fn backoff(&self, request: &[u8], attempt: u32, retry_after: Option<Duration>) -> Duration {
         if let Some(ra) = retry_after {
             return ra.min(self.cfg.retry_after_cap);
         }
@@ -373,10 +377,10 @@ impl Endpoint {
             .saturating_mul(1u32.checked_shl(attempt.min(20)).unwrap_or(u32::MAX))
             .min(self.cfg.backoff_cap);
         let seq = self.jitter_seq.fetch_add(1, Ordering::Relaxed);
-        let nanos = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        let mut rng = ChaCha8Rng::seed_from_u64(nanos ^ seq.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let seed = crate::digest::fnv1a(request)
+            ^ u64::from(attempt).wrapping_mul(0xBF58_476D_1CE4_E5B9)
+            ^ seq.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
         // "Full jitter" keeps half the delay as a floor so retries never hammer.
         exp.mul_f64(rng.random_range(0.5..=1.0))
     }
@@ -572,7 +576,7 @@ impl Endpoint {
                             retries + 1
                         ))));
                     }
-                    let wait = self.backoff(retries, after);
+                    let wait = self.backoff(&bytes, retries, after);
                     if wait >= LOUD_WAIT {
                         eprintln!(
                             "note: {} asks to retry after {:.0} s ({why}); waiting",

@@ -55,11 +55,7 @@ endorsement, and the reason is a single line of at most 30 words.";
 
 /// The rubric's identity: its version and a hash of its text.
 pub fn rubric_identity() -> Value {
-    let hash: String = Sha256::digest(RUBRIC.as_bytes())
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hash = crate::digest::hex(&Sha256::digest(RUBRIC.as_bytes())[..8]);
     json!({ "version": RUBRIC_VERSION, "sha256": hash })
 }
 

@@ -29,7 +29,6 @@ pub use text::TextOptions;
 use crate::aggregate::metrics::ErrorPolicy;
 use crate::aggregate::metrics::Row;
 use crate::aggregate::pairs::PairTable;
-use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 pub use error::ReportError;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
@@ -387,11 +386,6 @@ pub fn table(summary: &Summary, opts: &TextOptions) -> Result<String, ReportErro
     Ok(out)
 }
 
-/// A terminal table from an unknown caller's viewpoint: the detected width.
-pub fn table_default(summary: &Summary) -> String {
-    table(summary, &TextOptions::detect()).expect("no column selection to get wrong")
-}
-
 /// `summary.md`.
 pub fn markdown(summary: &Summary) -> String {
     let mut out = String::from("# sieve-bench summary\n\n");
@@ -420,31 +414,7 @@ pub fn csv(summary: &Summary) -> Result<String, csv::Error> {
     formats::csv(&g)
 }
 
-/// A terminal table with the house style: columns from `right_from` on are figures and
-/// align right.
-pub fn grid<const N: usize>(
-    header: &[&str; N],
-    rows: impl Iterator<Item = [String; N]>,
-    right_from: usize,
-) -> Table {
-    let mut t = Table::new();
-    t.load_style(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Disabled);
-    t.set_header(header.iter().map(|h| Cell::new(escape::terminal_cell(h))));
-    for r in rows {
-        t.add_row(r.into_iter().enumerate().map(|(i, c)| {
-            let cell = Cell::new(escape::terminal_cell(&c));
-            if i >= right_from {
-                cell.set_alignment(CellAlignment::Right)
-            } else {
-                cell
-            }
-        }));
-    }
-    t
-}
-
-/// A Markdown table with the same header and cells as [`grid`], every cell escaped.
+/// A Markdown table of `header` and `rows`, every cell escaped.
 pub fn md_table<const N: usize>(
     header: &[&str; N],
     rows: impl Iterator<Item = [String; N]>,

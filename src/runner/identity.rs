@@ -12,11 +12,7 @@ pub use sieve_record::{Change, RunSettings};
 
 /// A short content hash for identity fields.
 pub fn short_hash(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::digest::hex(&Sha256::digest(bytes)[..8])
 }
 
 /// A short hash of the whole identity: `run.json`'s `identity`, over the settings'

@@ -153,16 +153,10 @@ pub struct Job {
     seed: u64,
 }
 
-fn fnv(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
 /// The seed an episode's random choices derive from: the run seed mixed with the
 /// episode's identity, so each episode is reproducible on its own.
 pub fn episode_seed(identity: &str, seed: u64) -> u64 {
-    fnv(identity) ^ seed.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    crate::digest::fnv1a(identity.as_bytes()) ^ seed.wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 impl RunPlan {

@@ -106,11 +106,7 @@ impl DataOnly {
             "{}\u{0}{}\u{0}{}\u{0}{}\u{0}{}\u{0}{}\u{0}{}\u{0}{}",
             self.vector, self.payload, s.tool, s.arg, s.original, s.attacker, s.before, s.after
         );
-        Sha256::digest(text.as_bytes())
-            .iter()
-            .take(8)
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        crate::digest::hex(&Sha256::digest(text.as_bytes())[..8])
     }
 }
 
@@ -237,12 +233,6 @@ fn glued_after(tail: &str) -> bool {
         Some('.' | ',') => fwd.next().is_some_and(|c| c.is_ascii_digit()),
         _ => false,
     }
-}
-
-fn fnv(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 fn alnum_count(s: &str) -> usize {
@@ -534,7 +524,8 @@ fn case_of(
     if before.contains("<<canary:") || after.contains("<<canary:") {
         return None;
     }
-    let salt = fnv(&format!("{}|{}|{step}|{arg}", suite.meta.name, task.id));
+    let salt =
+        crate::digest::fnv1a(format!("{}|{}|{step}|{arg}", suite.meta.name, task.id).as_bytes());
     let attacker = (0..8u64).find_map(|k| {
         substitute(value, salt.wrapping_add(k)).filter(|a| {
             let t = value_text(a);

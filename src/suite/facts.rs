@@ -76,10 +76,6 @@ impl Kind {
             .expect("every kind is named")
             .0
     }
-
-    pub fn is_numeric(self) -> bool {
-        matches!(self, Kind::Amount | Kind::Number | Kind::Count)
-    }
 }
 
 /// A fact's value, typed.

@@ -958,11 +958,7 @@ pub fn fingerprint(dir: &Path) -> std::io::Result<String> {
         h.update((bytes.len() as u64).to_le_bytes());
         h.update(&bytes);
     }
-    Ok(h.finalize()
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect())
+    Ok(crate::digest::hex(&h.finalize()[..8]))
 }
 
 /// A suite found on disk, before loading.

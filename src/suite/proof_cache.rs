@@ -72,11 +72,7 @@ pub fn build_id() -> Option<String> {
 }
 
 fn short(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .take(12)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::digest::hex(&Sha256::digest(text.as_bytes())[..12])
 }
 
 /// The folder of one build's entries (other caches keyed by the build, such as the

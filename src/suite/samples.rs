@@ -147,11 +147,7 @@ impl Sample {
     pub fn fingerprint(&self) -> String {
         use sha2::{Digest, Sha256};
         let text = serde_json::to_string(self).expect("a sample serialises");
-        Sha256::digest(text.as_bytes())
-            .iter()
-            .take(8)
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        crate::digest::hex(&Sha256::digest(text.as_bytes())[..8])
     }
 }
 

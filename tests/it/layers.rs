@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 /// docs/architecture.md draws them.
 const LAYERS: &[&[&str]] = &[
     &[
-        "bounded", "envpath", "escape", "readable", "suggest", "text", "yaml",
+        "bounded", "digest", "envpath", "escape", "readable", "suggest", "text", "yaml",
     ],
     &["child", "http", "ids"],
     &["tools"],

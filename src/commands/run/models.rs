@@ -2,21 +2,10 @@
 //! roles are scripted, and the preflight request to every endpoint in use.
 
 use crate::commands::CliError;
+use crate::model::Models;
 use crate::model::answer_judge::{AnswerJudge, JudgeFormat, JudgeOn, UtilityFrom};
-use crate::model::config::{ModelFactory, ModelOptions};
-use crate::model::{Models, tokens::TokenCounter};
+use crate::model::config::ModelFactory;
 use std::sync::Arc;
-
-/// Builds the models for every role from their specs, with default settings.
-pub fn build_models(
-    model: &str,
-    planner: Option<&str>,
-    judge: Option<&str>,
-) -> Result<Models, CliError> {
-    let tokens = Arc::new(TokenCounter::new()?);
-    let factory = ModelFactory::new(ModelOptions::default(), Default::default(), tokens)?;
-    build_models_with(&factory, model, planner, judge)
-}
 
 /// Builds the models for every role with a factory (flags, named endpoints, cache).
 /// Roles on the same endpoint share its connection pool and rate limits.
