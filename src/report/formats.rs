@@ -982,25 +982,34 @@ mod tests {
     /// The README's paper run's main table: nine figures under long attack names. The
     /// names shorten as on the terminal, the table closes up, and it is one float whose
     /// legend spells the short names out.
-    #[test]
-    fn a_main_table_of_long_attack_names_is_one_float_with_a_legend() {
-        type R = (&'static str, f64);
-        let rows: Vec<R> = vec![("none", 1.0), ("sieve", 0.172), ("audit", 0.148)];
-        let mut columns = vec![Column::key("defense", "Defense", "", |r: &R| r.0.into())];
-        for a in [
-            "important_instructions",
-            "important_instructions+provenance_bypass",
-        ] {
+    type MainRow = (&'static str, f64);
+
+    /// Three defense rows of a main table: a key column, then ASR and UA per attack.
+    fn main_rows_and_columns(attacks: &[&str]) -> (Vec<MainRow>, Vec<Column<'static, MainRow>>) {
+        let rows: Vec<MainRow> = vec![("none", 1.0), ("sieve", 0.172), ("audit", 0.148)];
+        let mut columns = vec![Column::key("defense", "Defense", "", |r: &MainRow| {
+            r.0.into()
+        })];
+        for a in attacks {
             for m in ["ASR", "UA"] {
                 columns.push(Column::figure(
                     format!("{m}_{a}"),
                     format!("{a} {m} %"),
                     "",
                     Show::Default,
-                    |r: &R| Value::rate(Some(r.1), None),
+                    |r: &MainRow| Value::rate(Some(r.1), None),
                 ));
             }
         }
+        (rows, columns)
+    }
+
+    #[test]
+    fn a_main_table_of_long_attack_names_is_one_float_with_a_legend() {
+        let (rows, mut columns) = main_rows_and_columns(&[
+            "important_instructions",
+            "important_instructions+provenance_bypass",
+        ]);
         for (id, title) in [
             ("bu", "BU %"),
             ("err", "Err %"),
@@ -1008,9 +1017,13 @@ mod tests {
             ("calls", "Calls/ep"),
             ("x", "×none"),
         ] {
-            columns.push(Column::figure(id, title, "", Show::Default, |r: &R| {
-                Value::num(Some(r.1 * 100.0), 1)
-            }));
+            columns.push(Column::figure(
+                id,
+                title,
+                "",
+                Show::Default,
+                |r: &MainRow| Value::num(Some(r.1 * 100.0), 1),
+            ));
         }
         let g = Grid::build("main", "Main", columns, &rows, |_| String::new());
         let l = latex(&g, LatexNotes::default());
@@ -1037,25 +1050,12 @@ mod tests {
     /// inside it: they are shortened too rather than leave parts of two figures.
     #[test]
     fn long_single_word_attack_names_are_shortened_not_split_two_a_part() {
-        type R = (&'static str, f64);
-        let rows: Vec<R> = vec![("none", 1.0), ("sieve", 0.172), ("audit", 0.148)];
-        let mut columns = vec![Column::key("defense", "Defense", "", |r: &R| r.0.into())];
-        for a in [
+        let (rows, columns) = main_rows_and_columns(&[
             "library:results/mysearchlibrary",
             "library:results/othersearch",
             "verylongattacknamewithout",
             "direct",
-        ] {
-            for m in ["ASR", "UA"] {
-                columns.push(Column::figure(
-                    format!("{m}_{a}"),
-                    format!("{a} {m} %"),
-                    "",
-                    Show::Default,
-                    |r: &R| Value::rate(Some(r.1), None),
-                ));
-            }
-        }
+        ]);
         let g = Grid::build("main", "Main", columns, &rows, |_| String::new());
         let f = fitted(&g, false, TEXTWIDTH_PT);
         assert!(!f.layout.overflows(&f.parts, TEXTWIDTH_PT));
