@@ -382,6 +382,14 @@ impl Child {
         }
         let _ = self.child.start_kill();
         sweep(&self.tag);
+        // A process caught inside execve (between `setsid` and the program it runs)
+        // shows no environment for that moment, so one pass can miss it: look again
+        // after it has had time to finish the exec.
+        #[cfg(target_os = "linux")]
+        for pause in [5, 25] {
+            std::thread::sleep(Duration::from_millis(pause));
+            sweep(&self.tag);
+        }
     }
 }
 
