@@ -20,9 +20,10 @@
 //! the outputs that carry one and is manipulated into naming a field after it otherwise
 //! (at `judge_auc = 0.5` it always is, and the row scores as `none`).
 //!
-//! Under `sim` the scripted agent fills arguments from its script rather than by
-//! reference, so these rows overstate the utility a real privileged model keeps when it
-//! may only pass values by reference, and cannot show a value-borne attack (an attacker's
+//! Under `sim` the scripted agent never passes a `$VAR` reference and makes no call with
+//! a value it was not shown, and the scripted reader stores each output whole as one
+//! `text` field: so these rows understate the utility a real privileged model keeps by
+//! passing typed fields by reference, and cannot show a value-borne attack (an attacker's
 //! IBAN a real privileged model passes on as `$VAR1.iban`). Its rows are labelled so.
 
 use super::support::{instruction_quotes, json_object};
