@@ -31,7 +31,9 @@ pub fn markdown(r: &AgreementReport) -> String {
         md(&r.rubrics.join(", "))
     );
     if r.questions.is_empty() {
-        s.push_str("No answer was graded by both: the judge was asked only where the checks' rules could not decide (`--answer-judge-on undecided`).\n");
+        // With `--answer-judge-on undecided` (the default) this is the rule: the judge
+        // sees only what the checks could not decide.
+        s.push_str("No answer was graded by both the judge and the checks.\n");
     } else {
         s.push_str("| question | n | agree | 95% CI | kappa | 95% CI | checks only right | judge only right |\n");
         s.push_str("|---|---:|---:|---|---:|---|---:|---:|\n");
