@@ -13,11 +13,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$1
 out=$2
-scripts/setup_agentdojo.sh
+scripts/setup_agentdojo.sh --checks
 python=${SIEVE_AGENTDOJO_PYTHON:-.venv-agentdojo/bin/python}
 # The adapter's and scripts' Python: lint, format, types (pyproject.toml), and the
 # protocol's tests against the real package.
-"$python" -m pip install --quiet --disable-pip-version-check ruff==0.17.6 mypy==2.4.1 pytest==9.2.0
 "$python" -m ruff check .
 "$python" -m ruff format --check .
 "$python" -m mypy

@@ -106,4 +106,23 @@ fn ablation_table_runs_and_shows_what_sieve_does_and_misses() {
     );
     assert!(f(sieve, "d_asr").abs() < 1e-12, "full is the reference row");
     assert!((f(none, "d_asr") - (f(none, "asr") - f(sieve, "asr"))).abs() < 1e-12);
+    // Every defense has its headline row and its bypass row, nothing else.
+    let defenses: std::collections::BTreeSet<&str> = rows
+        .iter()
+        .map(|r| r["defense"].as_str().unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2 * defenses.len(), "{defenses:?}");
+    assert!(
+        bypass["success_via_layer1"].as_u64().unwrap() > 0,
+        "a bypass success is attributed to layer 1"
+    );
+    assert!(
+        bypass_row(rows, "none")["success_via_layer1"].is_null(),
+        "none has no layer 1 to attribute to"
+    );
+    let md = std::fs::read_to_string(out.join("ablation.md")).unwrap();
+    assert!(
+        md.contains("sieve:no-causal") && md.contains("SIMULATED"),
+        "{md}"
+    );
 }

@@ -370,6 +370,20 @@ fn a_sweep_draws_its_curves_in_a_real_browser() {
         .arg(&run)
         .assert()
         .success();
+    // The sweep's points are rows of their own, and its curve is written as text too.
+    let table: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("ablation.json")).unwrap()).unwrap();
+    assert!(
+        table["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["defense"] == "sieve@threshold=0.5"),
+        "no row for the sweep point 0.5"
+    );
+    let sweep = std::fs::read_to_string(run.join("sweep.md")).unwrap();
+    assert!(sweep.contains("As threshold rises, ASR"), "{sweep}");
+    assert!(run.join("sweep.csv").is_file() && run.join("summary.json").is_file());
     let page = tmp.path().join("report.html");
     let figures = tmp.path().join("figures");
     bench(tmp.path())
