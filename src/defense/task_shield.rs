@@ -133,7 +133,9 @@ fn render(plan: &ScriptedPlan) -> String {
                 .args
                 .iter()
                 .map(|(k, b)| match b {
-                    Binding::Request(v) | Binding::Setting(v) => format!("{k} {v}"),
+                    Binding::Request(v) | Binding::Setting(v) | Binding::WorkedOut(v) => {
+                        format!("{k} {v}")
+                    }
                     Binding::Output(j) => format!("{k} from the result of n{j}"),
                     Binding::Empty(_) | Binding::Unknown => format!("{k} as needed"),
                 })

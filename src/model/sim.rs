@@ -484,7 +484,7 @@ impl SimProfile {
                     self.planner.recall, self.planner.extra
                 ),
                 format!(
-                    "starts from the steps of the user task's reference plan, each argument bound only to what the request and setting show or to the step whose output shows it, and degrades them alike for every plan-based defense: keeps each step with probability {} and in a seeded {}% of episodes plans one step twice",
+                    "starts from the steps of the user task's reference plan, each argument bound only to what the request and setting show or imply (a day named \"tomorrow\", worked out) or to the step whose output shows it, and degrades them alike for every plan-based defense: keeps each step with probability {} and in a seeded {}% of episodes plans one step twice",
                     self.planner.recall,
                     self.planner.extra * 100.0
                 ),

@@ -127,6 +127,10 @@ pub enum Binding {
     /// Written in the setting the planner is shown (the persona, today's date), not in
     /// the request.
     Setting(Value),
+    /// A date, time or number the request and the setting imply without writing it (a
+    /// day named "Friday", "tomorrow"): the planner works it out as the agent does and
+    /// writes it down.
+    WorkedOut(Value),
     /// An empty text, list or record: nothing to know.
     Empty(Value),
     /// Shown only by the output of an earlier step (its index in the reference plan).
@@ -140,7 +144,10 @@ impl Binding {
     /// The value, when the planner can write it down.
     pub fn value(&self) -> Option<&Value> {
         match self {
-            Binding::Request(v) | Binding::Setting(v) | Binding::Empty(v) => Some(v),
+            Binding::Request(v)
+            | Binding::Setting(v)
+            | Binding::WorkedOut(v)
+            | Binding::Empty(v) => Some(v),
             Binding::Output(_) | Binding::Unknown => None,
         }
     }

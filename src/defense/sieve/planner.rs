@@ -72,7 +72,7 @@ pub fn render(plan: &ScriptedPlan) -> String {
             for (k, b) in &step.args {
                 let binding = match b {
                     Binding::Request(_) => json!({"source": "user"}),
-                    Binding::Setting(v) | Binding::Empty(v) => {
+                    Binding::Setting(v) | Binding::WorkedOut(v) | Binding::Empty(v) => {
                         json!({"source": "literal", "value": v})
                     }
                     Binding::Output(j) => json!({"source": format!("node:n{j}")}),
@@ -93,7 +93,7 @@ pub fn render(plan: &ScriptedPlan) -> String {
         "strategies": ["the steps the request needs"],
         "chosen": "the steps the request needs",
         "nodes": nodes,
-        "critique": "simulated: the steps of the task's reference plan, each argument bound only to what the request states or to the step whose output shows it",
+        "critique": "simulated: the steps of the task's reference plan, each argument bound to what the request states or implies or to the step whose output shows it",
     })
     .to_string()
 }
