@@ -25,14 +25,13 @@ pub mod tool_filter;
 
 use crate::ids::ToolName;
 use crate::model::sim::EpisodeScript;
-use crate::model::{
-    ChatReply, Component, CostMeter, Message, ModelError, Models, SimChannel, SimHint,
-};
+use crate::model::{ChatReply, ModelError, Models, NamedValue, SimChannel, SimHint};
 use crate::suite::Suite;
 use crate::tools::ToolSchema;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sieve_record::{Component, CostMeter, Message};
 use std::sync::Arc;
 
 /// A tool call the agent proposed, with arguments already parsed.
@@ -225,6 +224,12 @@ pub trait EpisodeDefense: Send {
     /// Defense-specific facts for the episode record (e.g. why a call passed).
     fn notes(&self) -> Value {
         Value::Null
+    }
+    /// The values this defense has announced to the agent by name so far, which it fills
+    /// in itself where the agent writes the name (a dual LLM's `$VAR1.iban`); the scripted
+    /// agent may write such a name for a value it was not shown. Empty for most.
+    fn named_values(&self) -> Vec<NamedValue> {
+        Vec::new()
     }
 }
 
@@ -482,7 +487,7 @@ pub const REGISTRY: &[Entry] = &[
         mechanism: "a quarantined model turns tool outputs into typed values; the agent sees only $VAR references",
         source: "Willison's dual LLM; Beurer-Kellner et al., design patterns, arXiv 2506.08837",
         sim_caveat: Some(
-            "a quarantined reader; the scripted agent does not pass values by reference ($VAR) and makes no call with a value it was not shown, so its utility is understated (a real privileged model passes them by reference) and value-borne attacks are not shown",
+            "a quarantined reader assumed to extract every value the task needs (perfect recall, in the form the call needs), which the scripted agent passes by reference ($VAR) and the answer shows filled in: utility is an upper bound, except that a value the agent would have to work out from one it cannot read still fails; value-borne attacks (an attacker's value in the data passed on by reference) are not shown",
         ),
         in_all: true,
         detector_model: Component::Judge,

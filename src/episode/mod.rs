@@ -585,7 +585,9 @@ impl<'s, 'a> Episode<'s, 'a> {
                 seed: Some(self.spec.seed),
                 sim: Some(SimChannel {
                     script: self.script.clone(),
-                    hint: SimHint::Agent,
+                    hint: SimHint::Agent {
+                        named: defense.named_values(),
+                    },
                 }),
             };
             let reply = self.models.agent.chat(&req).await.map_err(Failure::Model)?;

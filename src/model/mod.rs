@@ -34,8 +34,10 @@ pub struct SimChannel {
 /// What a non-agent request asks the scripted model.
 #[derive(Clone, Debug)]
 pub enum SimHint {
-    /// Act as the agent.
-    Agent,
+    /// Act as the agent. `named` holds the values the agent may name without reading
+    /// them (a defense announced them by reference and fills the reference in itself):
+    /// where the agent cannot read a value it needs, it writes the reference instead.
+    Agent { named: Vec<NamedValue> },
     /// Answer with this exact text (a defense that knows what a perfect model in its
     /// role would say builds it, e.g. the intent graph of the reference plan).
     Reply(String),
@@ -66,6 +68,16 @@ pub enum SimHint {
         plan: sim_roles::ScriptedPlan,
         render: fn(&sim_roles::ScriptedPlan) -> String,
     },
+}
+
+/// A value the agent may name without reading it: `reference` (such as `$VAR1.iban`) is
+/// what the agent writes, and whoever announced it fills `value` in before the call runs
+/// or the answer is shown. A real model reads only what its messages say; the scripted
+/// agent uses this to write the reference where it needs a value it was not shown.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NamedValue {
+    pub reference: String,
+    pub value: Value,
 }
 
 /// What the scripted model lends a defense's own scripted role ([`SimHint::Scripted`]):

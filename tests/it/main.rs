@@ -17,6 +17,7 @@ mod data_only;
 mod defense_all_cli;
 mod defense_plugin_cli;
 mod doc_examples;
+mod dual_llm_cli;
 mod external_protocol;
 mod first_examples;
 mod hostile_text;
