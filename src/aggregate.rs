@@ -10,13 +10,12 @@
 //! union whatever the order, so records can be folded in parallel batches.
 
 use crate::aggregate::metrics::{
-    ALL_SUITES, Attribution, BreakdownRow, ClusterKey, ErrorPolicy, ErrorsAs, Rate, Row,
-    attack_label, attribute, eds, effective_n_counts, wilson_p,
+    ALL_SUITES, AttackLabel, Attribution, BreakdownRow, ClusterKey, Rate, Row, attribute, eds,
+    effective_n_counts, wilson_p,
 };
 use crate::aggregate::tally::{Counted, Over, Sums};
-use crate::model::{Component, ScriptedRoles};
-use crate::record::EpisodeRecord;
 use sieve_record::sieve::{CallPath, noted_calls};
+use sieve_record::{Component, EpisodeRecord, ErrorPolicy, ErrorsAs, ScriptedRoles};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Everything that decides which rows a record feeds: its suite, defense and model, and
@@ -30,17 +29,17 @@ pub struct Atom {
     pub attacked: bool,
     /// The attack as recorded.
     pub attack: Option<String>,
-    /// The summary's attack label ([`attack_label`]) of an attacked record with an
-    /// attack; `None` for the records the summary counts as clean.
-    pub label: Option<String>,
+    /// The summary's attack label of an attacked record with an attack; `None` for the
+    /// records the summary counts as clean.
+    pub label: Option<AttackLabel>,
     /// The suite's own error convention, as the record carries it.
-    pub own: crate::suite::ErrorConvention,
+    pub own: sieve_record::ErrorConvention,
 }
 
 impl Atom {
     pub fn of(r: &EpisodeRecord) -> Atom {
         let label = match &r.attack {
-            Some(a) if r.attacked() => Some(attack_label(a, r)),
+            Some(a) if r.attacked() => Some(AttackLabel::of(a, r)),
             _ => None,
         };
         Atom {
@@ -220,7 +219,7 @@ impl Acc {
         self.calls += total.calls;
     }
 
-    fn keep_role(&mut self, c: Component, role: &crate::model::ScriptedRole) {
+    fn keep_role(&mut self, c: Component, role: &sieve_record::ScriptedRole) {
         match self.roles.get(&c) {
             Some(have) if have.label <= role.label => {}
             _ => {
@@ -345,7 +344,7 @@ impl Acc {
     /// One summary row from the records counted as clean and those counted as attacked.
     pub fn row(
         suite: &str,
-        attack: &str,
+        attack: &AttackLabel,
         defense: &str,
         model: &str,
         clean: &Acc,
@@ -386,7 +385,8 @@ impl Acc {
         tallies.extend(sums(&all, Over::Every));
         Row {
             suite: suite.into(),
-            attack: attack.into(),
+            attack: attack.to_string(),
+            bypass: attack.bypass,
             defense: defense.into(),
             model: model.into(),
             simulated: all.simulated,
@@ -624,7 +624,7 @@ impl Aggregate {
     pub fn pooled_row(
         &self,
         suite: &str,
-        attack: &str,
+        attack: &AttackLabel,
         defense: &str,
         model: &str,
         keep: impl Fn(&Atom) -> bool,
@@ -651,13 +651,8 @@ impl Aggregate {
     /// Clean episodes are shared by every attack row of their suite, defense and model.
     pub fn summarise(&self) -> Vec<Row> {
         let clean_of = |k: &Atom| k.label.is_none();
-        let mut attacks: Vec<&str> = self
-            .atoms
-            .keys()
-            .filter_map(|k| k.label.as_deref())
-            .collect();
-        attacks.sort();
-        attacks.dedup();
+        let attacks = self.labels();
+        let attacks: Vec<&AttackLabel> = attacks.iter().collect();
         let mut suites: Vec<&str> = self.atoms.keys().map(|k| k.suite.as_str()).collect();
         suites.sort();
         suites.dedup();
@@ -668,17 +663,18 @@ impl Aggregate {
             .collect();
         dm.sort();
         dm.dedup();
-        let labels: Vec<&str> = if attacks.is_empty() {
-            vec!["none"]
+        let none = AttackLabel::none();
+        let labels: Vec<&AttackLabel> = if attacks.is_empty() {
+            vec![&none]
         } else {
             attacks.clone()
         };
-        let reached = |suite: &str, defense: &str, model: &str, attack: &str| {
+        let reached = |suite: &str, defense: &str, model: &str, attack: &AttackLabel| {
             self.atoms.keys().any(|k| {
                 k.suite == suite
                     && k.defense == defense
                     && k.model == model
-                    && k.label.as_deref() == Some(attack)
+                    && k.label.as_ref() == Some(attack)
             })
         };
         let mut rows = Vec::new();
@@ -697,13 +693,14 @@ impl Aggregate {
                         k.defense == defense && k.model == model && set.contains(&k.suite.as_str())
                     };
                     let clean = self.pool(|k| here(k) && clean_of(k));
-                    let attacked = self.pool(|k| here(k) && k.label.as_deref() == Some(attack));
+                    let attacked = self.pool(|k| here(k) && k.label.as_ref() == Some(attack));
                     if clean.episodes + attacked.episodes == 0 {
                         continue;
                     }
-                    let errors_as = self.convention(self.atoms.keys().filter(|k| {
-                        here(k) && (clean_of(k) || k.label.as_deref() == Some(attack))
-                    }));
+                    let errors_as =
+                        self.convention(self.atoms.keys().filter(|k| {
+                            here(k) && (clean_of(k) || k.label.as_ref() == Some(attack))
+                        }));
                     rows.push(Acc::row(
                         suite_label,
                         attack,
@@ -726,6 +723,32 @@ impl Aggregate {
         rows
     }
 
+    /// The attack labels of the attacked records, in the order of their names.
+    pub fn labels(&self) -> Vec<AttackLabel> {
+        let mut labels: Vec<AttackLabel> =
+            self.atoms.keys().filter_map(|k| k.label.clone()).collect();
+        labels.sort_by_cached_key(AttackLabel::to_string);
+        labels.dedup();
+        labels
+    }
+
+    /// The attack labels of `rows` (this aggregate's summary rows, or some of them), in
+    /// their order, each once; a run without attacks has none.
+    pub fn labels_of(&self, rows: &[Row]) -> Vec<AttackLabel> {
+        let known = self.labels();
+        let mut out: Vec<AttackLabel> = Vec::new();
+        for r in rows {
+            if let Some(l) = known
+                .iter()
+                .find(|l| l.bypass == r.bypass && l.named(&r.attack))
+                && !out.contains(l)
+            {
+                out.push(l.clone());
+            }
+        }
+        out
+    }
+
     /// The per-class and per-surface breakdown of the attacked episodes that carry a
     /// vector class (the samples of `--attack context`); empty for template-only runs.
     /// Classes come in their canonical order, surfaces alphabetically.
@@ -735,7 +758,7 @@ impl Aggregate {
             .map(|((attack, defense, model, by, _, key), (acc, suites))| {
                 let r = Acc::row(
                     "",
-                    attack,
+                    &AttackLabel::headline(attack),
                     defense,
                     model,
                     &Acc::default(),
@@ -793,7 +816,8 @@ mod tests {
     use super::*;
     use crate::commands::Paths;
     use crate::commands::run::{args::RunArgs, run};
-    use crate::record::{EPISODES, RUN_INFO, for_each_record};
+    use crate::record::for_each_record;
+    use sieve_record::{EPISODES, RUN_INFO};
     use std::path::{Path, PathBuf};
 
     /// A real sim run: two suites (one with context-aware samples) under `important`
@@ -835,9 +859,9 @@ mod tests {
                 r.error = Some("synthetic: the model request failed".into());
                 // Both a kind AgentDojo scores and one it does not.
                 r.error_kind = Some(if i % 2 == 0 {
-                    crate::record::ErrorKind::ContextLength
+                    sieve_record::ErrorKind::ContextLength
                 } else {
-                    crate::record::ErrorKind::Model
+                    sieve_record::ErrorKind::Model
                 });
                 r.utility = false;
             }

@@ -4,7 +4,7 @@
 //! and this module re-exports it. What needs this crate's dependencies stays here:
 //! parsing a file's batches in parallel, and the 128-bit key hash `merge` keeps.
 
-pub use sieve_record::*;
+use sieve_record::{Parsed, parse_line, read_batches};
 use std::path::Path;
 
 /// Streams every record of `path` in file order to `f`, parsing batches in parallel: a
@@ -56,6 +56,7 @@ pub fn key_hash128(key: &str) -> u128 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sieve_record::{BATCH_BYTES, EPISODES};
 
     #[test]
     fn records_stream_in_file_order_with_their_lines_and_offsets() {

@@ -4,8 +4,8 @@
 //! large-sample interval), and every disagreement.
 
 use crate::aggregate::metrics::{Rate, Z95};
-use crate::record::EpisodeRecord;
 use serde::{Deserialize, Serialize};
+use sieve_record::EpisodeRecord;
 
 /// A 2×2 table of two binary verdicts: `[checks][judge]`, index 1 for right / endorses.
 pub type Table = [[u64; 2]; 2];

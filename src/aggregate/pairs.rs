@@ -4,7 +4,7 @@
 
 use super::Atom;
 use crate::aggregate::metrics::{ALL_SUITES, ClusterKey};
-use crate::record::EpisodeRecord;
+use sieve_record::EpisodeRecord;
 use std::collections::{BTreeMap, HashMap};
 
 /// One episode as pairing sees it: 24 bytes beside its table's shared cluster list.
@@ -16,12 +16,12 @@ pub struct PairObs {
     pub attacked: bool,
     pub errored: bool,
     /// What failed, when it errored (`None` also for older records).
-    pub error_kind: Option<crate::record::ErrorKind>,
+    pub error_kind: Option<sieve_record::ErrorKind>,
     /// The security check held.
     pub attack_success: bool,
     pub utility: bool,
     /// The suite's own error convention, as the record carries it.
-    pub own: crate::suite::ErrorConvention,
+    pub own: sieve_record::ErrorConvention,
 }
 
 /// An episode with its cluster, as [`crate::aggregate::metrics::paired`] takes it.
@@ -112,7 +112,7 @@ impl PairTable {
                 k.defense == defense
                     && (suite == ALL_SUITES || k.suite == suite)
                     && model.is_none_or(|m| k.model == m)
-                    && k.label.as_deref().is_none_or(|l| l == attack)
+                    && k.label.as_ref().is_none_or(|l| l.named(attack))
             })
             .flat_map(|(_, obs)| obs.iter().map(|o| (&self.clusters[o.cluster as usize], *o)))
             .collect()

@@ -7,9 +7,8 @@
 
 use crate::aggregate::metrics::*;
 use crate::aggregate::tally::{self, Counted, Figure, Over, Sums, Tally};
-use crate::model::Component;
-use crate::record::EpisodeRecord;
 use sieve_record::sieve::{CallPath, noted_calls};
+use sieve_record::{Component, EpisodeRecord, ErrorsAs, agentdojo_scores};
 use std::collections::BTreeMap;
 
 fn cluster_of(r: &EpisodeRecord) -> ClusterKey {
@@ -58,7 +57,7 @@ pub fn row(
 ) -> Row {
     row_with(
         suite,
-        attack,
+        &AttackLabel::headline(attack),
         defense,
         model,
         clean,
@@ -126,7 +125,7 @@ fn tallies(
 /// Computes one row under an error convention.
 pub fn row_with(
     suite: &str,
-    attack: &str,
+    attack: &AttackLabel,
     defense: &str,
     model: &str,
     clean_all: &[&EpisodeRecord],
@@ -141,7 +140,8 @@ pub fn row_with(
     let attacked: Vec<&EpisodeRecord> = attacked_all.iter().filter(counts).copied().collect();
     let row = Row {
         suite: suite.into(),
-        attack: attack.into(),
+        attack: attack.to_string(),
+        bypass: attack.bypass,
         defense: defense.into(),
         model: model.into(),
         errors_as,
@@ -318,7 +318,7 @@ fn undecided_bounds(
 /// `total` of the records' costs, per record (`None` without records).
 fn per_episode(
     recs: &[&EpisodeRecord],
-    total: impl Fn(&crate::model::CostTotals) -> u64,
+    total: impl Fn(&sieve_record::CostTotals) -> u64,
 ) -> Option<f64> {
     (!recs.is_empty()).then(|| {
         recs.iter().map(|r| total(&r.cost.total())).sum::<u64>() as f64 / recs.len() as f64
@@ -336,7 +336,7 @@ pub fn summarise(records: &[EpisodeRecord]) -> Vec<Row> {
 pub fn summarise_with(records: &[EpisodeRecord], errors_as: ErrorsAs) -> Vec<Row> {
     type Key = (String, String, String); // suite, defense, model
     let mut clean: BTreeMap<Key, Vec<&EpisodeRecord>> = BTreeMap::new();
-    let mut attacked: BTreeMap<(Key, String), Vec<&EpisodeRecord>> = BTreeMap::new();
+    let mut attacked: BTreeMap<(Key, AttackLabel), Vec<&EpisodeRecord>> = BTreeMap::new();
     // Records arrive in completion order, which concurrency makes arbitrary; summing
     // floats in key order makes the figures bit-identical across reruns.
     let mut sorted: Vec<&EpisodeRecord> = records.iter().collect();
@@ -344,13 +344,16 @@ pub fn summarise_with(records: &[EpisodeRecord], errors_as: ErrorsAs) -> Vec<Row
     for r in sorted {
         let k = (r.suite.clone(), r.defense.clone(), r.model.clone());
         match &r.attack {
-            Some(a) if r.attacked() => attacked.entry((k, attack_label(a, r))).or_default().push(r),
+            Some(a) if r.attacked() => attacked
+                .entry((k, AttackLabel::of(a, r)))
+                .or_default()
+                .push(r),
             _ => clean.entry(k).or_default().push(r),
         }
     }
-    let attacks: Vec<String> = {
-        let mut a: Vec<String> = attacked.keys().map(|(_, a)| a.clone()).collect();
-        a.sort();
+    let attacks: Vec<AttackLabel> = {
+        let mut a: Vec<AttackLabel> = attacked.keys().map(|(_, a)| a.clone()).collect();
+        a.sort_by_cached_key(AttackLabel::to_string);
         a.dedup();
         a
     };
@@ -366,8 +369,8 @@ pub fn summarise_with(records: &[EpisodeRecord], errors_as: ErrorsAs) -> Vec<Row
         .collect();
     dm.sort();
     dm.dedup();
-    let attack_labels: Vec<String> = if attacks.is_empty() {
-        vec!["none".into()]
+    let attack_labels: Vec<AttackLabel> = if attacks.is_empty() {
+        vec![AttackLabel::none()]
     } else {
         attacks.clone()
     };
@@ -495,22 +498,33 @@ pub fn views(
     summary_rows: &[Row],
 ) -> [Vec<Row>; 3] {
     let mut dm: Vec<(String, String)> = Vec::new();
-    let mut attacks: Vec<String> = Vec::new();
+    let mut attacks: Vec<AttackLabel> = Vec::new();
     let mut suites: Vec<String> = Vec::new();
+    let labels: Vec<AttackLabel> = records
+        .iter()
+        .filter_map(|r| {
+            r.attack
+                .as_ref()
+                .filter(|_| r.attacked())
+                .map(|a| AttackLabel::of(a, r))
+        })
+        .collect();
     for r in summary_rows {
         let k = (r.defense.clone(), r.model.clone());
         if !dm.contains(&k) {
             dm.push(k);
         }
-        if r.attack != "none" && !attacks.contains(&r.attack) {
-            attacks.push(r.attack.clone());
+        if let Some(l) = labels.iter().find(|l| l.to_string() == r.attack)
+            && !attacks.contains(l)
+        {
+            attacks.push(l.clone());
         }
         if r.suite != ALL_SUITES && !suites.contains(&r.suite) {
             suites.push(r.suite.clone());
         }
     }
     let pooled = |label_suite: &str,
-                  label_attack: &str,
+                  label_attack: &AttackLabel,
                   d: &str,
                   m: &str,
                   keep: &dyn Fn(&EpisodeRecord) -> bool|
@@ -536,12 +550,22 @@ pub fn views(
     };
     let per_defense = dm
         .iter()
-        .filter_map(|(d, m)| pooled(ALL_SUITES, ALL_SUITES, d, m, &|_| true))
+        .filter_map(|(d, m)| {
+            pooled(
+                ALL_SUITES,
+                &AttackLabel::headline(ALL_SUITES),
+                d,
+                m,
+                &|_| true,
+            )
+        })
         .collect();
     let mut per_suite = Vec::new();
     for su in &suites {
         for (d, m) in &dm {
-            per_suite.extend(pooled(su, ALL_SUITES, d, m, &|r| &r.suite == su));
+            per_suite.extend(pooled(su, &AttackLabel::headline(ALL_SUITES), d, m, &|r| {
+                &r.suite == su
+            }));
         }
     }
     let mut per_attack = Vec::new();
@@ -552,12 +576,15 @@ pub fn views(
             let reached: Vec<&str> = summary_rows
                 .iter()
                 .filter(|r| {
-                    &r.attack == a && &r.defense == d && &r.model == m && r.suite != ALL_SUITES
+                    r.attack == a.to_string()
+                        && &r.defense == d
+                        && &r.model == m
+                        && r.suite != ALL_SUITES
                 })
                 .map(|r| r.suite.as_str())
                 .collect();
             per_attack.extend(pooled(ALL_SUITES, a, d, m, &|r| match &r.attack {
-                Some(at) if r.attacked() => &attack_label(at, r) == a,
+                Some(at) if r.attacked() => &AttackLabel::of(at, r) == a,
                 _ => !r.attacked() && reached.contains(&r.suite.as_str()),
             }));
         }
@@ -694,7 +721,7 @@ pub fn row_records<'a>(
                 && (suite == ALL_SUITES || r.suite == suite)
                 && model.is_none_or(|m| r.model == m)
                 && match &r.attack {
-                    Some(a) if r.attacked() => attack_label(a, r) == attack,
+                    Some(a) if r.attacked() => AttackLabel::of(a, r).to_string() == attack,
                     _ => true,
                 }
         })

@@ -10,8 +10,8 @@
 //! Sums are integers, so they do not depend on the order records arrive in, and a share
 //! gets the same cluster-robust Wilson interval as ASR (see [`super::metrics`]).
 
-use crate::record::EpisodeRecord;
 use serde::{Deserialize, Serialize};
+use sieve_record::EpisodeRecord;
 
 /// A per-episode metric.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

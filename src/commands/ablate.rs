@@ -7,6 +7,8 @@
 
 use super::run::{args::RunArgs, config::RunConfig, summary::RunReport};
 use super::{CliError, Paths};
+use crate::aggregate::metrics::AttackLabel;
+use crate::defense::DefenseSpec;
 use crate::report::formats;
 use crate::report::text::TextOptions;
 use serde::Serialize;
@@ -89,11 +91,11 @@ impl Sweep {
         Ok(Sweep { setting, points })
     }
 
-    /// The defense name of each point.
-    pub fn defenses(&self) -> Vec<String> {
+    /// The defense of each point.
+    pub fn defenses(&self) -> Vec<DefenseSpec> {
         self.points
             .iter()
-            .map(|p| format!("{REFERENCE}@{}={p}", self.setting))
+            .map(|p| DefenseSpec::point(REFERENCE, &self.setting, *p))
             .collect()
     }
 }
@@ -241,19 +243,23 @@ pub fn direction(values: &[f64]) -> &'static str {
 pub fn curve(s: &Sweep, rows: &[AblationRow]) -> Curve {
     let attack = rows
         .iter()
-        .map(|r| r.attack.as_str())
-        .find(|a| !a.ends_with(crate::suite::BYPASS_TAG))
-        .unwrap_or("")
-        .to_string();
+        .find(|r| !r.bypass)
+        .map_or(String::new(), |r| r.attack.clone());
+    let bypass_name = AttackLabel {
+        attack: attack.clone(),
+        bypass: true,
+    }
+    .to_string();
     let points = s
         .points
         .iter()
         .zip(s.defenses())
         .map(|(v, d)| {
+            let d = d.to_string();
             let row = rows.iter().find(|r| r.defense == d && r.attack == attack);
-            let bypass = rows.iter().find(|r| {
-                r.defense == d && r.attack == format!("{attack}+{}", crate::suite::BYPASS_TAG)
-            });
+            let bypass = rows
+                .iter()
+                .find(|r| r.defense == d && r.bypass && r.attack == bypass_name);
             CurvePoint {
                 value: *v,
                 asr: row.and_then(|r| r.asr),
@@ -434,6 +440,7 @@ pub async fn resolve(paths: &Paths, args: &AblateArgs) -> Result<AblationConfig,
     let mut order = defenses(&sieve, args.variants.as_deref())?;
     for s in &sweeps {
         for d in s.defenses() {
+            let d = d.to_string();
             if !order.contains(&d) {
                 order.push(d);
             }
@@ -522,7 +529,9 @@ mod tests {
         assert_eq!((s.points[0], s.points[8]), (0.3, 0.7));
         assert_eq!(s.points[1], 0.35);
         for d in s.defenses() {
-            assert_eq!(crate::defense::build(&d).unwrap().name(), d);
+            let name = d.to_string();
+            assert_eq!(crate::defense::build(&name).unwrap().name(), name);
+            assert_eq!(crate::defense::DefenseSpec::parse(&name), d);
         }
         let w = Sweep::parse("w_causal=0.1:0.9:0.2").unwrap();
         assert_eq!(w.points, vec![0.1, 0.3, 0.5, 0.7, 0.9]);
@@ -578,69 +587,5 @@ mod end_to_end {
         };
         assert_eq!(e.exit_code(), 2);
         assert!(e.to_string().contains("no-such-variant"), "{e}");
-    }
-
-    /// The end-to-end criteria on banking with the obedient scripted agent.
-    #[tokio::test(flavor = "multi_thread")]
-    async fn ablate_runs_and_sieve_beats_none_with_fewer_judge_calls_than_audit() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = Paths::resolve(None, None, Some(PathBuf::from(".")));
-        let run = RunArgs {
-            suite: "banking".into(),
-            concurrency: 4,
-            out: Some(dir.path().to_path_buf()),
-            results_dir: dir.path().to_path_buf(),
-            ..RunArgs::default()
-        };
-        let report = ablate(
-            &paths,
-            AblateArgs {
-                run,
-                variants: None,
-                sweep: vec!["threshold=0.3:0.7:0.2".into()],
-            },
-        )
-        .await
-        .unwrap();
-        let rows = &report.ablation.rows;
-        // Headline rows leave out the tasks written to defeat SIEVE; those get their own.
-        let headline = |d: &str| {
-            rows.iter()
-                .find(|r| r.defense == d && !r.attack.ends_with(crate::suite::BYPASS_TAG))
-                .unwrap()
-        };
-        let tagged = |d: &str| {
-            rows.iter()
-                .find(|r| r.defense == d && r.attack.ends_with(crate::suite::BYPASS_TAG))
-                .unwrap()
-        };
-        let (none, audit, sieve) = (headline("none"), headline("audit"), headline("sieve"));
-        let variants = crate::defense::sieve::config::SieveConfig::builtin()
-            .variants
-            .len();
-        assert_eq!(rows.len(), 2 * (2 + variants + 3));
-        assert!(sieve.asr.unwrap() < none.asr.unwrap());
-        assert!(audit.judge_calls_per_episode > sieve.judge_calls_per_episode);
-        assert_eq!(sieve.n_bypass_tagged, 0);
-        let bypass = tagged("sieve");
-        assert!(bypass.n_bypass_tagged > 0);
-        assert!(bypass.bypass_tagged_success > 0, "the bypass is measured");
-        assert!(bypass.success_via_layer1.unwrap() > 0);
-        assert_eq!(none.success_via_layer1, None);
-        // The sweep's points are rows of their own, and its curve is written.
-        assert!(headline("sieve@threshold=0.5").asr.is_some());
-        let sweep = std::fs::read_to_string(dir.path().join("sweep.md")).unwrap();
-        assert!(sweep.contains("As threshold rises, ASR"), "{sweep}");
-        for f in [
-            "ablation.csv",
-            "ablation.json",
-            "ablation.md",
-            "summary.json",
-            "sweep.csv",
-        ] {
-            assert!(dir.path().join(f).is_file(), "{f}");
-        }
-        let md = std::fs::read_to_string(dir.path().join("ablation.md")).unwrap();
-        assert!(md.contains("sieve:no-causal") && md.contains("SIMULATED"));
     }
 }

@@ -4,13 +4,13 @@
 
 use super::{CliError, Paths};
 use crate::attack::library::Library;
-use crate::model::Component;
 use crate::model::config::{ModelFactory, ModelOptions};
 use crate::search::attacker::Proposer;
 use crate::search::output::{CurveFile, TARGETS};
 use crate::search::score::Victim;
 use crate::search::targets::{self, Kind, TargetsManifest};
 use crate::search::{Feedback, Outcomes, Settings, Unit};
+use sieve_record::Component;
 use std::fmt::Write;
 use std::path::PathBuf;
 

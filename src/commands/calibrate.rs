@@ -11,13 +11,13 @@
 use super::{CliError, Paths};
 use crate::aggregate::agreement::{Agreement, Table};
 use crate::aggregate::metrics::Rate;
-use crate::model::CostMeter;
-use crate::model::answer_judge::{AnswerJudge, JudgeFormat, JudgeOn, Question, UtilityFrom};
+use crate::model::answer_judge::{AnswerJudge, JudgeFormat, Question};
 use crate::model::config::{ModelFactory, ModelOptions};
 use crate::suite::variants::Variants;
 use crate::suite::{InjectionTask, Suite, UserTask, perturb, protective};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
+use sieve_record::{CostMeter, JudgeOn, UtilityFrom};
 use std::path::{Path, PathBuf};
 
 /// The options of `calibrate`.

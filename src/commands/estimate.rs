@@ -14,10 +14,10 @@
 use super::run::{args::RunArgs, config::RunConfig};
 use super::{CliError, Paths};
 use crate::model::config::NamedEndpoint;
-use crate::model::{ChatModel, Component, Models};
+use crate::model::{ChatModel, Models};
 use crate::runner::budget::Prices;
-use crate::runner::manifest::Lineage;
 use crate::runner::{self, RunPlan};
+use sieve_record::{Component, Lineage};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 use std::sync::Arc;
@@ -198,7 +198,7 @@ fn stand_ins(models: &Models) -> Result<Models, CliError> {
 /// temporary folder, and returns its records. Nothing is sent.
 pub async fn stand_in_records(
     config: &RunConfig,
-) -> Result<Vec<crate::record::EpisodeRecord>, CliError> {
+) -> Result<Vec<sieve_record::EpisodeRecord>, CliError> {
     let dir = tempfile::tempdir()
         .map_err(|e| CliError::failed(format!("cannot create a temporary folder: {e}")))?;
     let plan = RunPlan {
@@ -222,7 +222,7 @@ pub async fn stand_in_records(
     }
     let mut records = Vec::new();
     crate::record::for_each_record(
-        &dir.path().join(crate::record::EPISODES),
+        &dir.path().join(sieve_record::EPISODES),
         |p| {
             records.push(
                 p.record
@@ -238,7 +238,7 @@ pub async fn stand_in_records(
 /// Each episode's expected dollars and tokens under the stand-in, by cell, for the
 /// budget's admission.
 pub fn expected_costs(
-    records: &[crate::record::EpisodeRecord],
+    records: &[sieve_record::EpisodeRecord],
     prices: &Prices,
 ) -> std::collections::HashMap<String, runner::budget::Cost> {
     records
@@ -329,7 +329,7 @@ pub async fn estimate(p: &RunConfig) -> Result<Estimate, CliError> {
 
 /// Sums the stand-in run's records into the matrix and per-role figures.
 fn tally(
-    records: &[crate::record::EpisodeRecord],
+    records: &[sieve_record::EpisodeRecord],
     roles_by: &[(Component, String, bool)],
     prices: &Prices,
 ) -> Estimate {
@@ -352,14 +352,14 @@ fn tally(
     est.episodes = records.len() as u64;
     // Each component's tokens under the role whose model served them: MELON's masked run
     // is metered as `detector` and runs on the agent's model.
-    let mut served: BTreeMap<(Component, Component), crate::model::CostTotals> = BTreeMap::new();
+    let mut served: BTreeMap<(Component, Component), sieve_record::CostTotals> = BTreeMap::new();
     for r in records {
         for (c, t) in &r.cost.by_component {
             let on = crate::defense::model_role(&r.defense, *c);
             served.entry((*c, on)).or_default().add(t);
         }
     }
-    let mut rows: Vec<(String, Component, crate::model::CostTotals)> = roles_by
+    let mut rows: Vec<(String, Component, sieve_record::CostTotals)> = roles_by
         .iter()
         .map(|(c, _, _)| {
             let t = served.get(&(*c, *c)).copied().unwrap_or_default();

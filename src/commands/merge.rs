@@ -11,9 +11,10 @@
 //! offset per episode, never the records.
 
 use super::CliError;
-use crate::record::{self, EPISODES, RUN_INFO, TRACES, key_hash128};
+use crate::record::{self, key_hash128};
 use crate::runner::files::{self, Folder, FolderLock, LockError};
-use crate::runner::manifest::{self, Found, Invocation, Manifest};
+use crate::runner::manifest::{self, Found};
+use sieve_record::{EPISODES, Invocation, InvocationOutcome, Manifest, RUN_INFO, TRACES};
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -121,19 +122,12 @@ fn check_conventions(all: &[(PathBuf, Manifest)]) -> Result<(), CliError> {
     let (first_dir, first) = &all[0];
     for (dir, m) in &all[1..] {
         if m.errors_as != first.errors_as {
-            let name = |s: &str| {
-                if s.is_empty() {
-                    "excluded".to_string()
-                } else {
-                    s.to_string()
-                }
-            };
             return Err(CliError::bad_input(format!(
                 "{} counts errored episodes as `{}` and {} as `{}` (--errors-as): merged, their rows would mix two conventions. Rerun the shards with one --errors-as",
                 first_dir.display(),
-                name(&first.errors_as),
+                first.errors_as.as_str(),
                 dir.display(),
-                name(&m.errors_as)
+                m.errors_as.as_str()
             )));
         }
     }
@@ -181,7 +175,7 @@ fn choose(sources: &[PathBuf]) -> Result<HashMap<u128, (usize, u64)>, CliError> 
                             slot.1 = p.offset;
                         }
                     }
-                    Err(why) => eprintln!("{}", record::skipped_line(&path, p.line, &why)),
+                    Err(why) => eprintln!("{}", sieve_record::skipped_line(&path, p.line, &why)),
                 }
                 Ok(())
             },
@@ -194,7 +188,7 @@ fn choose(sources: &[PathBuf]) -> Result<HashMap<u128, (usize, u64)>, CliError> 
 /// Copies the lines of `from` that start at `offsets` (sorted) to `to`.
 fn copy_lines(from: &Path, offsets: &[u64], to: &mut impl Write) -> Result<(), CliError> {
     let mut next = offsets.iter().peekable();
-    record::read_batches(
+    sieve_record::read_batches(
         from,
         1,
         |batches| {
@@ -237,7 +231,7 @@ fn write_merged(
         copy_lines(&dir.join(EPISODES), &offsets, &mut episodes)?;
         let tpath = dir.join(TRACES);
         let mut last: HashMap<u128, u64> = HashMap::new();
-        record::read_batches(
+        sieve_record::read_batches(
             &tpath,
             1,
             |batches| {
@@ -245,7 +239,7 @@ fn write_merged(
                     if line.iter().all(u8::is_ascii_whitespace) {
                         continue;
                     }
-                    match record::key_of(line) {
+                    match sieve_record::key_of(line) {
                         Some(k) => {
                             let h = key_hash128(&k);
                             if chosen.get(&h).is_some_and(|(s, _)| *s == i) {
@@ -385,9 +379,9 @@ pub fn merge(out: &Path, inputs: &[PathBuf], partial: bool) -> Result<Merged, Cl
         finished: Some(now.clone()),
         ran: 0,
         errored: 0,
-        outcome: match missing(&shards) {
-            Some(m) => format!("merged {} shard(s) (partial: {m} missing)", shards.len()),
-            None => format!("merged {} shard(s)", shards.len()),
+        outcome: InvocationOutcome::Merged {
+            shards: shards.len(),
+            missing: missing(&shards),
         },
     });
     merged.finished = Some(now);
@@ -405,7 +399,7 @@ pub fn merge(out: &Path, inputs: &[PathBuf], partial: bool) -> Result<Merged, Cl
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::budget::Ledger;
+    use sieve_record::Ledger;
 
     fn shard(k: usize, tokens: u64) -> Manifest {
         let mut budget = Ledger::default();

@@ -260,7 +260,7 @@ fn refuse_run_file(path: &Path, runs: &[PathBuf]) -> Result<(), CliError> {
         _ => PathBuf::from("."),
     };
     let in_run =
-        dir.join(crate::record::RUN_INFO).is_file() || runs.iter().any(|r| same_dir(r, &dir));
+        dir.join(sieve_record::RUN_INFO).is_file() || runs.iter().any(|r| same_dir(r, &dir));
     if in_run && crate::runner::files::RUN_FILES.contains(&name) {
         return Err(CliError::bad_input(format!(
             "--out {}: `{name}` is a file of the run in {}; `report` writes a report elsewhere and never over a run's own files",
@@ -417,7 +417,7 @@ fn served_model_warnings(base: &Path, new: &Path) -> Vec<String> {
     let mut roles: Vec<_> = b.keys().chain(n.keys()).copied().collect();
     roles.sort();
     roles.dedup();
-    let show = |l: Option<&crate::runner::manifest::Lineage>| {
+    let show = |l: Option<&sieve_record::Lineage>| {
         l.filter(|l| !l.served.is_empty())
             .map_or("not recorded".to_string(), |l| {
                 l.served.iter().cloned().collect::<Vec<_>>().join(", ")

@@ -38,9 +38,9 @@ use super::{
     Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall, Verdict,
 };
 use crate::model::sim_roles::ScriptedPlan;
-use crate::model::{Component, Message};
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use sieve_record::{Component, Message};
 
 /// Base trust of a tool return (the request's is 1.0).
 pub const TOOL_TRUST: f64 = 0.5;

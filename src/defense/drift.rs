@@ -26,11 +26,12 @@ use super::support::{
 use super::{
     Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall, Verdict,
 };
+use crate::model::SimHint;
 use crate::model::sim_roles::ScriptedPlan;
-use crate::model::{Component, Message, SimHint};
 use crate::suite::check::loose_eq;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
+use sieve_record::{Component, Message};
 use std::collections::BTreeMap;
 
 const LABEL_SYSTEM: &str = "Label each tool an AI assistant can use by what it does: \"read\" if it only retrieves information, \

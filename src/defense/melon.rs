@@ -25,11 +25,10 @@ use super::support::{VariantError, call_text, number, options};
 use super::{
     Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall, Verdict,
 };
-use crate::model::{
-    Component, Message, Role, ScriptedReply, ScriptedTurn, SimHint, ToolCall, sim_roles,
-};
+use crate::model::{ScriptedReply, ScriptedTurn, SimHint, sim_roles};
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use sieve_record::{Component, Message, Role, ToolCall};
 
 /// The paper's detection threshold.
 pub const DEFAULT_THRESHOLD: f64 = 0.8;

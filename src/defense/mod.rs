@@ -570,6 +570,66 @@ pub fn sim_caveat(defense: &str) -> Option<&'static str> {
     entry(base).and_then(|e| e.sim_caveat)
 }
 
+/// A defense as `--defense` and the records name it: the registered defense with its
+/// variant (`sieve:no_layer1`) and, for a point of a sensitivity sweep (`ablate
+/// --sweep`), the one setting it moves (`sieve@threshold=0.4`). A point's name is written
+/// (`Display`) and read ([`DefenseSpec::parse`]) here only; reports read the point's
+/// fields.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DefenseSpec {
+    /// The defense with its variant (`sieve`, `sieve:no_layer1`).
+    pub name: String,
+    /// The sweep point, when the defense is one.
+    pub point: Option<SweepPoint>,
+}
+
+/// One setting of a defense moved to one value (`threshold` at 0.4).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SweepPoint {
+    pub setting: String,
+    pub value: f64,
+}
+
+impl DefenseSpec {
+    /// `name` with `setting` moved to `value`.
+    pub fn point(name: &str, setting: &str, value: f64) -> DefenseSpec {
+        DefenseSpec {
+            name: name.to_string(),
+            point: Some(SweepPoint {
+                setting: setting.to_string(),
+                value,
+            }),
+        }
+    }
+
+    /// Reads a defense's name (as the records hold it). A name without
+    /// `@<setting>=<number>` is no sweep point and is its own `name`, whatever it holds
+    /// (building it says what is wrong with it).
+    pub fn parse(text: &str) -> DefenseSpec {
+        let point = text.split_once('@').and_then(|(name, point)| {
+            let (setting, value) = point.split_once('=')?;
+            Some((name, setting, value.parse::<f64>().ok()?))
+        });
+        match point {
+            Some((name, setting, value)) => DefenseSpec::point(name, setting, value),
+            None => DefenseSpec {
+                name: text.to_string(),
+                point: None,
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for DefenseSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name)?;
+        if let Some(p) = &self.point {
+            write!(f, "@{}={}", p.setting, p.value)?;
+        }
+        Ok(())
+    }
+}
+
 /// Names accepted by `--defense`, for help and error messages.
 pub fn names() -> Vec<String> {
     let mut v: Vec<String> = REGISTRY

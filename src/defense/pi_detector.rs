@@ -22,9 +22,9 @@
 
 use super::support::{VariantError, carries_payload, number, options, scored, unit_number};
 use super::{Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall};
-use crate::model::{Component, Message, Usage};
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use sieve_record::{Component, Message, Usage};
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -15,9 +15,9 @@ use super::scripted_plan;
 use super::support::{describe_tools, request_block, string_list};
 use super::{Defense, DefenseCtx, DefenseError, EpisodeDefense, ProposedCall, Verdict};
 use crate::model::sim_roles::ScriptedPlan;
-use crate::model::{Component, Message};
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use sieve_record::{Component, Message};
 
 const SYSTEM: &str = "You fix, in advance, the exact sequence of tool calls an AI assistant will make to carry out one user request. \
 The assistant will not be allowed to call any tool outside this sequence or out of order, so include every call the request needs, \

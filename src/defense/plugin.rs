@@ -17,11 +17,11 @@ use super::{
     Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall, Verdict,
 };
 use crate::child::{self, Child, ChildError};
-use crate::model::{Component, Message, Usage};
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
+use sieve_record::{Component, Message, Usage};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

@@ -16,8 +16,8 @@
 
 use super::support::VariantError;
 use super::{Defense, DefenseCtx, DefenseError, EpisodeDefense};
-use crate::model::{Message, Role};
 use async_trait::async_trait;
+use sieve_record::{Message, Role};
 
 pub struct Sandwich {
     reminder: bool,
@@ -100,7 +100,7 @@ impl Defense for Sandwich {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ToolCall;
+    use sieve_record::ToolCall;
 
     #[test]
     fn one_reminder_after_each_round_of_tool_results() {

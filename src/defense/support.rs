@@ -273,12 +273,11 @@ pub mod testing {
 
     use crate::defense::{DefenseCtx, DefenseStats};
     use crate::model::sim::EpisodeScript;
-    use crate::model::{
-        ChatModel, ChatReply, ChatRequest, CostMeter, Message, ModelError, Models, Usage,
-    };
+    use crate::model::{ChatModel, ChatReply, ChatRequest, ModelError, Models};
     use crate::suite::Suite;
     use crate::tools::ToolSchema;
     use async_trait::async_trait;
+    use sieve_record::{CostMeter, Message, Usage};
     use std::sync::{Arc, Mutex};
 
     /// Replies with the queued texts in order, then with the last one forever; records

@@ -43,10 +43,11 @@ use super::support::{
 use super::{
     Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall, Verdict,
 };
+use crate::model::SimHint;
 use crate::model::sim_roles::{Binding, ScriptedPlan};
-use crate::model::{Component, Message, SimHint};
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use sieve_record::{Component, Message};
 
 const EXTRACT_USER_SYSTEM: &str = "You read a user's message to an AI assistant and list the tasks the user actually asks the assistant to carry out, \
 one short imperative sentence per task, in the order given. Leave out greetings and background. \
@@ -277,7 +278,7 @@ impl EpisodeDefense for Episode {
                 .history
                 .iter()
                 .rev()
-                .find(|m| m.role == crate::model::Role::Assistant);
+                .find(|m| m.role == sieve_record::Role::Assistant);
             let calls: Vec<String> = step_msg
                 .map(|m| {
                     m.tool_calls

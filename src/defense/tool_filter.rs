@@ -13,9 +13,9 @@ use super::scripted_plan;
 use super::support::{describe_tools, request_block, string_list};
 use super::{Defense, DefenseCtx, DefenseError, EpisodeDefense};
 use crate::model::sim_roles::ScriptedPlan;
-use crate::model::{Component, Message};
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use sieve_record::{Component, Message};
 
 const SYSTEM: &str = "You prepare the toolbox for an AI assistant that will carry out one request for a user. \
 From the tools listed, choose only those the assistant will need to complete this request, and leave out every other tool. \

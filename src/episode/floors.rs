@@ -12,12 +12,12 @@
 
 use super::EpisodeSpec;
 use super::world::{self, World};
-pub use crate::record::{Floor, Floors};
 use crate::suite::proof_cache::build_folder;
 use crate::suite::{PlannedCall, Suite, UserTask};
 use crate::tools::ToolKind;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+pub use sieve_record::{Floor, Floors};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

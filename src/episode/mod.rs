@@ -11,15 +11,13 @@ use crate::defense::{
 };
 use crate::ids::{ToolName, VectorId};
 use crate::model::sim::EpisodeScript;
-use crate::model::{
-    ChatRequest, Component, CostMeter, Message, ModelError, Models, SimChannel, SimHint,
-};
-use crate::record::{CallRecord, Decision, ErrorKind};
+use crate::model::{ChatRequest, ModelError, Models, SimChannel, SimHint};
 use crate::suite::check::{ExecutedCall, Outcome};
 use crate::suite::{InjectionTask, PlannedCall, Suite, UserTask};
 use crate::tools::ToolSchema;
 use crate::tools::{ToolError, ToolErrorKind};
 use serde_json::Value;
+use sieve_record::{CallRecord, Component, CostMeter, Decision, ErrorKind, Message};
 use std::sync::Arc;
 use std::time::Instant;
 use world::{World, WorldError};
@@ -114,7 +112,7 @@ pub struct EpisodeResult {
     /// errored episode, a denial-of-service attack or a world that cannot re-evaluate.
     pub answer_split: Option<crate::episode::world::AnswerSplit>,
     /// The verdicts the checks' rules could not decide.
-    pub undecided: crate::record::Undecided,
+    pub undecided: sieve_record::Undecided,
     /// The error must stop the whole run (bad credentials).
     pub fatal: bool,
     /// The episode waits for a batch round (`run --batch`): it did not finish and is not
@@ -168,7 +166,7 @@ impl Sighting {
         }
         let seen = given
             .iter()
-            .filter(|m| m.role == crate::model::Role::Tool)
+            .filter(|m| m.role == sieve_record::Role::Tool)
             .any(|m| self.instructions.iter().any(|i| i.readable_in(&m.content)));
         if seen {
             self.at = Some(step);
@@ -204,7 +202,7 @@ impl From<CallError> for ToolError {
 
 /// The arguments of a call to a tool that is offered (`offered`), or why it cannot run;
 /// empty arguments are no arguments.
-fn call_arguments(call: &crate::model::ToolCall, offered: bool) -> Result<Value, CallError> {
+fn call_arguments(call: &sieve_record::ToolCall, offered: bool) -> Result<Value, CallError> {
     if !offered {
         return Err(CallError::UnknownTool(call.name.clone()));
     }
@@ -329,14 +327,14 @@ fn scored(
     verdicts: Option<world::Verdicts>,
     dos: bool,
     attacked: bool,
-) -> (bool, Option<bool>, Option<usize>, crate::record::Undecided) {
+) -> (bool, Option<bool>, Option<usize>, sieve_record::Undecided) {
     match verdicts {
         // AgentDojo scores a denial-of-service attack by the utility it took away.
         Some(v) if dos => (
             v.utility,
             Some(!v.utility),
             None,
-            crate::record::Undecided {
+            sieve_record::Undecided {
                 utility: v.undecided.utility,
                 attack_success: v.undecided.utility,
             },
@@ -616,7 +614,7 @@ impl<'s, 'a> Episode<'s, 'a> {
 
     /// The arguments of a proposed call, or the tool error the model reads instead (a
     /// tool not offered, arguments that are not JSON).
-    fn parse(&self, call: &crate::model::ToolCall) -> Result<Value, CallError> {
+    fn parse(&self, call: &sieve_record::ToolCall) -> Result<Value, CallError> {
         let offered = self.tools.iter().any(|t| t.name.as_str() == call.name)
             && self.spec.suite.tools.get(&call.name).is_some();
         call_arguments(call, offered)
@@ -626,7 +624,7 @@ impl<'s, 'a> Episode<'s, 'a> {
     /// and its outcome shown to the model and recorded.
     async fn propose(
         &mut self,
-        call: &crate::model::ToolCall,
+        call: &sieve_record::ToolCall,
         step: usize,
         world: &mut dyn World,
         defense: &mut dyn EpisodeDefense,
@@ -781,8 +779,9 @@ pub fn first_effect(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{ChatModel, ChatReply, ToolCall, Usage};
+    use crate::model::{ChatModel, ChatReply};
     use async_trait::async_trait;
+    use sieve_record::{ToolCall, Usage};
     use std::sync::Mutex;
 
     /// Replays a fixed list of assistant messages.
@@ -816,7 +815,7 @@ mod tests {
 
     fn call(name: &str, args: &str) -> Message {
         Message {
-            role: crate::model::Role::Assistant,
+            role: sieve_record::Role::Assistant,
             content: String::new(),
             tool_calls: vec![ToolCall {
                 id: format!("c-{name}"),
@@ -914,7 +913,7 @@ mod tests {
         let tool_texts: Vec<&str> = r
             .messages
             .iter()
-            .filter(|m| m.role == crate::model::Role::Tool)
+            .filter(|m| m.role == sieve_record::Role::Tool)
             .map(|m| m.content.as_str())
             .collect();
         assert_eq!(
@@ -940,7 +939,7 @@ mod tests {
         assert_eq!(r.calls[2].ok, Some(false));
         // The two invalid calls never reached the defense: Esc % does not count them.
         assert_eq!(
-            crate::record::proposed_calls(&r.calls),
+            sieve_record::proposed_calls(&r.calls),
             r.calls.len() as u64 - 2
         );
         assert_eq!(r.cost.get(Component::Agent).calls, 5);

@@ -34,7 +34,7 @@ pub struct Verdicts {
     pub answer_split: Option<AnswerSplit>,
     /// The verdicts the checks' rules could not decide: the answer part is undecided and
     /// the verdict turns on it.
-    pub undecided: crate::record::Undecided,
+    pub undecided: sieve_record::Undecided,
 }
 
 /// An episode's verdicts as functions of one answer verdict, every other part of the
@@ -222,7 +222,7 @@ impl World for LocalWorld<'_> {
             _ => None,
         };
         let (utility, utility_split) = self.user_task.utility.eval_split(&outcome);
-        let undecided = crate::record::Undecided {
+        let undecided = sieve_record::Undecided {
             utility: utility_split[0] != utility_split[1]
                 && self.user_task.utility.answer_undecided(answer),
             attack_success: match (self.injection, security) {

@@ -20,8 +20,7 @@ use crate::ids::{TaskId, ToolName, VectorId};
 use crate::suite::check::Check;
 use crate::suite::env::EnvTemplate;
 use crate::suite::{
-    ErrorConvention, Family, InjectionTask, PlannedCall, Suite, SuiteMeta, Surface, UserTask,
-    Vector,
+    Family, InjectionTask, PlannedCall, Suite, SuiteMeta, Surface, UserTask, Vector,
 };
 use crate::tools::{Tool, ToolKind, ToolSet};
 use pool::Pool;
@@ -29,6 +28,7 @@ use process::Launch;
 use protocol::{Description, Hello, Listing, Request};
 use serde::Deserialize;
 use serde_json::Value;
+use sieve_record::ErrorConvention;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -13,13 +13,15 @@
 //! ([`Component::AnswerJudge`]). The deterministic checks always run too: records keep
 //! both verdicts (docs/answer-judge.md).
 
-use super::{ChatModel, ChatRequest, Component, CostMeter, Message, ModelError};
+use super::{ChatModel, ChatRequest, ModelError};
 use crate::suite::{InjectionTask, UserTask};
 // The verdicts as records keep them are the record crate's.
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-pub use sieve_record::{JudgeOn, JudgedAnswer, JudgedVerdict, UtilityFrom};
+use sieve_record::{
+    Component, CostMeter, JudgeOn, JudgedAnswer, JudgedVerdict, Message, UtilityFrom,
+};
 use std::sync::Arc;
 
 /// The rubric's version: part of every judged run's identity, with the rubric's hash.

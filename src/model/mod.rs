@@ -12,10 +12,13 @@ pub mod sim_roles;
 pub mod tokens;
 
 pub use crate::http::ModelError;
-// The plain data of messages and costs is the record crate's (on-disk formats).
-pub use sieve_record::{
-    Component, CostMeter, CostTotals, Message, Role, ScriptedRole, ScriptedRoles, ToolCall, Usage,
-};
+// The plain data of messages and costs is the record crate's (on-disk formats); import
+// it from `sieve_record`. These are still re-exported only because `sim.rs`,
+// `defense/dual_llm.rs` and `defense/scripted_plan.rs` import them through this module
+// and are being changed elsewhere at the moment; their next change imports them from
+// `sieve_record` and this goes.
+use sieve_record::ScriptedRoles;
+pub use sieve_record::{Component, CostMeter, Message, Role, ScriptedRole, ToolCall, Usage};
 
 use crate::tools::ToolSchema;
 use async_trait::async_trait;

@@ -15,11 +15,12 @@ pub use wire::{
 };
 
 use super::tokens::TokenCounter;
-use super::{ChatModel, ChatReply, ChatRequest, Message, ModelError, Role, ToolSchema, Usage};
+use super::{ChatModel, ChatReply, ChatRequest, ModelError, ToolSchema};
 use crate::http::Endpoint;
 use crate::http::cache::Cache;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
+use sieve_record::{Message, Role, Usage};
 use std::sync::Arc;
 
 /// The user message of the pre-flight request (test servers recognise it).
@@ -148,7 +149,7 @@ impl ChatModel for OpenAiModel {
             Message::user(PREFLIGHT_PROMPT),
         ];
         let req = ChatRequest {
-            component: super::Component::Agent,
+            component: sieve_record::Component::Agent,
             messages: &messages,
             tools,
             json: false,

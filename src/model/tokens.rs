@@ -12,7 +12,8 @@
 //! without a file they are built on a thread of their own while the run loads its
 //! suites. The file changes no figure: a count read back is the count the tables give.
 
-use super::{Message, ToolSchema};
+use super::ToolSchema;
+use sieve_record::Message;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};

@@ -3,10 +3,11 @@
 //! episodes and the paired test of the ASR difference. `ablate` prints and writes it;
 //! `report` renders it in every format.
 
-use crate::aggregate::metrics::{ErrorsAs, Row};
+use crate::aggregate::metrics::Row;
 use crate::aggregate::pairs::{Pair, PairTable};
 use crate::report::columns::{Better, Column, Grid, Show, Value};
 use serde::Serialize;
+use sieve_record::ErrorsAs;
 
 /// The defense name of the reference row.
 pub const REFERENCE: &str = "sieve";
@@ -16,9 +17,13 @@ pub const REFERENCE: &str = "sieve";
 pub struct AblationRow {
     pub suite: String,
     pub attack: String,
+    /// The row holds its attack's provenance-bypass tasks (as the summary row's
+    /// `bypass`); `attack` is their row's name. Not written: `ablation.json` keeps its form.
+    #[serde(skip)]
+    pub bypass: bool,
     pub defense: String,
     /// The roles no LLM played in this row, and what each knew.
-    pub scripted_roles: Option<crate::model::ScriptedRoles>,
+    pub scripted_roles: Option<sieve_record::ScriptedRoles>,
     /// Their labels in one line (`scripted agent; scripted judge (judge_auc=0.9)`).
     pub scripted: String,
     /// When this variant's difference from `sieve` is fixed by a scripted role or by
@@ -127,6 +132,7 @@ pub fn rows(summary_rows: &[Row], order: &[String]) -> Vec<AblationRow> {
             out.push(AblationRow {
                 suite: r.suite.clone(),
                 attack: r.attack.clone(),
+                bypass: r.bypass,
                 defense: r.defense.clone(),
                 scripted_roles: r.scripted_roles.clone(),
                 scripted: crate::aggregate::metrics::roles_text(r),

@@ -5,9 +5,9 @@
 
 use super::ReportError;
 use super::columns::{Column, Grid, Show, Value};
-use crate::model::{Component, CostMeter, CostTotals};
 use crate::search::Outcomes;
 use crate::search::output::{CURVE_JSON, CurveFile, RESULT, TARGETS};
+use sieve_record::{Component, CostMeter, CostTotals};
 use std::path::{Path, PathBuf};
 
 /// One search folder as a report reads it.
@@ -21,7 +21,7 @@ pub struct SearchDoc {
 
 /// Whether `dir` is a search folder (an ASR@k curve and no episode records).
 pub fn is_search(dir: &Path) -> bool {
-    dir.join(CURVE_JSON).is_file() && !dir.join(crate::record::EPISODES).is_file()
+    dir.join(CURVE_JSON).is_file() && !dir.join(sieve_record::EPISODES).is_file()
 }
 
 /// A file of the search folder, as text: failing to read it is a read failure, as for a

@@ -273,6 +273,14 @@ impl<'a, R> Column<'a, R> {
     }
 }
 
+/// A key column [`Grid::hoist_constant_keys`] moved into a note: the column's id and the
+/// value every row had.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HoistedKey {
+    pub id: String,
+    pub value: Value,
+}
+
 /// A report table: its columns, evaluated over its rows once.
 #[derive(Clone, Debug)]
 pub struct Grid {
@@ -377,10 +385,11 @@ impl Grid {
     }
 
     /// Key columns whose value is the same in every row, moved into a note line
-    /// (`model: sim:obedient`) so rows do not repeat it.
-    pub fn hoist_constant_keys(&mut self) {
+    /// (`model: sim:obedient`) so rows do not repeat it; returned as (column id, value),
+    /// for formats that still need a row's key (the HTML drill-down's links).
+    pub fn hoist_constant_keys(&mut self) -> Vec<HoistedKey> {
         let Some(first) = self.rows.first() else {
-            return;
+            return Vec::new();
         };
         let constant: Vec<bool> = (0..self.columns.len())
             .map(|i| {
@@ -398,20 +407,24 @@ impl Grid {
             .filter(|&i| self.columns[i].show == Show::Key)
             .all(|i| constant[i]);
         let mut keep = Vec::new();
-        let mut notes = Vec::new();
+        let mut hoisted = Vec::new();
         for (i, c) in self.columns.iter().enumerate() {
             if constant[i] && !(all_constant && Some(i) == last_key) {
-                notes.push(format!(
+                self.notes.push(format!(
                     "{}: {}",
                     c.title.to_lowercase(),
                     first[i].display(false)
                 ));
+                hoisted.push(HoistedKey {
+                    id: c.id.clone(),
+                    value: first[i].clone(),
+                });
             } else {
                 keep.push(i);
             }
         }
-        self.notes.extend(notes);
         *self = self.select(&keep);
+        hoisted
     }
 
     /// Picks columns by `--columns` ids (key columns always stay first).

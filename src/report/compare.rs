@@ -186,8 +186,31 @@ struct Line<'a> {
     vs: Option<String>,
     n: Option<&'a Row>,
     tests: Vec<Paired>,
-    /// `FAIL`, `INSUFFICIENT`, `ok` when gating; `missing` for a row the new run lacks.
-    verdict: Option<&'static str>,
+    /// The gate's verdict when gating; [`Verdict::Missing`] for a row the new run lacks.
+    verdict: Option<Verdict>,
+}
+
+/// The gate's verdict on one row, as the `Gate` column shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    /// A threshold (or, with `--require-power`, the power) was violated.
+    Fail,
+    /// No threshold violated, but the row has too few episodes to tell.
+    Insufficient,
+    Ok,
+    /// The new run has no such row.
+    Missing,
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Verdict::Fail => "FAIL",
+            Verdict::Insufficient => "INSUFFICIENT",
+            Verdict::Ok => "ok",
+            Verdict::Missing => "missing",
+        })
+    }
 }
 
 impl Line<'_> {
@@ -299,7 +322,10 @@ fn columns<'a>() -> Vec<Column<'a, Line<'a>>> {
             "Gate",
             "The gate's verdict on the row (FAIL, INSUFFICIENT, ok), or missing.",
             Show::Extra,
-            |l: &Line| l.verdict.map_or(Value::Missing, |v| Value::Text(v.into())),
+            |l: &Line| {
+                l.verdict
+                    .map_or(Value::Missing, |v| Value::Text(v.to_string()))
+            },
         )
         .drop_if_empty()
         .alert(),
@@ -468,7 +494,7 @@ pub fn compare(
         };
         let Some(n) = line.n else {
             found.missing.push(line.label());
-            line.verdict = Some("missing");
+            line.verdict = Some(Verdict::Missing);
             lines.push(line);
             continue;
         };
@@ -509,11 +535,11 @@ pub fn compare(
         }
         found.not_significant.extend(judged.noise);
         line.verdict = gating.then_some(if !judged.gate.is_empty() {
-            "FAIL"
+            Verdict::Fail
         } else if !short.is_empty() {
-            "INSUFFICIENT"
+            Verdict::Insufficient
         } else {
-            "ok"
+            Verdict::Ok
         });
         lines.push(line);
     }
@@ -678,8 +704,8 @@ fn trailer(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::EpisodeRecord;
     use serde_json::json;
+    use sieve_record::EpisodeRecord;
 
     fn opts() -> TextOptions {
         TextOptions {

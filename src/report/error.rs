@@ -31,7 +31,7 @@ pub enum ReportError {
     #[error(
         "{} has {}: not a run directory",
         dir.display(),
-        if *summary_would_do { format!("neither {} nor summary.json", crate::record::EPISODES) } else { format!("no {}", crate::record::EPISODES) }
+        if *summary_would_do { format!("neither {} nor summary.json", sieve_record::EPISODES) } else { format!("no {}", sieve_record::EPISODES) }
     )]
     NotARun {
         dir: PathBuf,

@@ -4,7 +4,7 @@
 //! inline.
 
 use super::Document;
-use super::columns::{Grid, Show, Value};
+use super::columns::{Grid, HoistedKey, Show, Value};
 use super::plots::{self, Bar, Link, TradeoffPoint, esc};
 use super::published::{BesideRow, Origin};
 use crate::aggregate::metrics::Row;
@@ -96,7 +96,7 @@ fn key_value(grid: &Grid, row: usize, id: &str) -> Option<String> {
 /// A table of the page: its heading (with a badge linking to the banner when roles
 /// were simulated), notes, the essential columns, and every readable column under a
 /// disclosure; footnotes last.
-fn table(grid: &Grid, notes_keys: &[(String, String)], badge: bool, full: Option<&Grid>) -> String {
+fn table(grid: &Grid, notes_keys: &[HoistedKey], badge: bool, full: Option<&Grid>) -> String {
     let mut s = String::new();
     write!(s, "<h2 id=\"{}\">{}", esc(&grid.id), esc(&grid.title)).unwrap();
     if badge {
@@ -184,7 +184,7 @@ fn header_breaks(title: &str) -> String {
 }
 
 /// A grid as an HTML table whose cells open their drill-down.
-pub(super) fn table_markup(grid: &Grid, notes_keys: &[(String, String)]) -> String {
+pub(super) fn table_markup(grid: &Grid, notes_keys: &[HoistedKey]) -> String {
     let mut s = String::from("<div class=\"tablewrap\"><table><thead><tr>");
     for c in &grid.columns {
         // Long attack names break after their underscores, so headers never set a
@@ -209,8 +209,8 @@ pub(super) fn table_markup(grid: &Grid, notes_keys: &[(String, String)]) -> Stri
             *slot = key_value(grid, r, id).or_else(|| {
                 notes_keys
                     .iter()
-                    .find(|(k, _)| k == id)
-                    .map(|(_, v)| v.clone())
+                    .find(|k| k.id == id)
+                    .map(|k| k.value.display(false))
             });
         }
         let attrs = link.attrs().replace(" class=\"drill\"", "");
@@ -442,8 +442,8 @@ fn figures(doc: &Document) -> String {
 fn sweep_figures(per_defense: &[Row]) -> Vec<Figure> {
     let mut groups: Vec<(String, String)> = Vec::new();
     for r in per_defense {
-        if let Some((setting, _)) = super::tables::sweep_point(&r.defense) {
-            let g = (setting.to_string(), r.model.clone());
+        if let Some(p) = super::tables::sweep_point(r) {
+            let g = (p.setting, r.model.clone());
             if !groups.contains(&g) {
                 groups.push(g);
             }
@@ -458,9 +458,9 @@ fn sweep_figures(per_defense: &[Row]) -> Vec<Figure> {
                 .iter()
                 .filter(|r| &r.model == model)
                 .filter_map(|r| {
-                    super::tables::sweep_point(&r.defense)
-                        .filter(|(s, _)| s == setting)
-                        .map(|(_, v)| (v, r))
+                    super::tables::sweep_point(r)
+                        .filter(|p| &p.setting == setting)
+                        .map(|p| (p.value, r))
                 })
                 .collect();
             points.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -703,7 +703,7 @@ fn beside_figure(rows: &[BesideRow]) -> Figure {
 fn has_sweeps(doc: &Document) -> bool {
     doc.per_defense
         .iter()
-        .any(|r| super::tables::sweep_point(&r.defense).is_some())
+        .any(|r| super::tables::sweep_point(r).is_some())
 }
 
 /// The whole page.
@@ -774,13 +774,7 @@ pub fn render(doc: &Document) -> String {
             let mut g = merge_roles(&g);
             g.notes.retain(|n| !page_wide(n));
             // Keys every row shares go above the table; cells still link with them.
-            let before = g.notes.len();
-            g.hoist_constant_keys();
-            let hoisted: Vec<(String, String)> = g.notes[before..]
-                .iter()
-                .filter_map(|n| n.split_once(": "))
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
+            let hoisted = g.hoist_constant_keys();
             (g, hoisted)
         };
         let (shown, hoisted) = prepare(super::formats::essential(g));

@@ -26,11 +26,11 @@ pub use columns::Grid;
 pub use tables::Order;
 pub use text::TextOptions;
 
-use crate::aggregate::metrics::ErrorPolicy;
 use crate::aggregate::metrics::Row;
 use crate::aggregate::pairs::PairTable;
 pub use error::ReportError;
 use serde::{Deserialize, Serialize};
+use sieve_record::ErrorPolicy;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
@@ -74,7 +74,7 @@ pub fn footnote_columns(f: &str) -> Option<&'static [&'static str]> {
 /// Which rows count errors as AgentDojo does (a failed task and a successful attack,
 /// inside the rates), when any does: the Err column alone cannot tell.
 pub fn errors_note(rows: &[Row]) -> Option<String> {
-    use crate::aggregate::metrics::ErrorsAs;
+    use sieve_record::ErrorsAs;
     let suites_of = |c: ErrorsAs| {
         let mut s: Vec<&str> = rows
             .iter()
@@ -121,7 +121,7 @@ pub fn simulated_note(rows: &[Row]) -> Option<String> {
     if !rows.iter().any(|r| r.simulated) {
         return None;
     }
-    let known: Vec<&crate::model::ScriptedRoles> = rows
+    let known: Vec<&sieve_record::ScriptedRoles> = rows
         .iter()
         .filter_map(|r| r.scripted_roles.as_ref())
         .collect();
@@ -133,8 +133,8 @@ pub fn simulated_note(rows: &[Row]) -> Option<String> {
     // Each distinct role, with the rows (by defense, and model when several) it touched.
     let several_models = rows.iter().any(|r| r.model != rows[0].model);
     let mut seen: Vec<(
-        crate::model::Component,
-        &crate::model::ScriptedRole,
+        sieve_record::Component,
+        &sieve_record::ScriptedRole,
         Vec<String>,
     )> = Vec::new();
     let row_name = |row: &Row| {
@@ -168,7 +168,7 @@ pub fn simulated_note(rows: &[Row]) -> Option<String> {
     };
     let agent_scripted = seen
         .iter()
-        .any(|(c, _, _)| *c == crate::model::Component::Agent);
+        .any(|(c, _, _)| *c == sieve_record::Component::Agent);
     let roles: Vec<String> = seen
         .iter()
         .map(|(_, r, names)| {
@@ -270,13 +270,13 @@ impl Summary {
     /// over the suites of the rows it pools), and notes what the floors are.
     pub fn set_floors(
         &mut self,
-        floors: &std::collections::BTreeMap<String, crate::record::Floors>,
+        floors: &std::collections::BTreeMap<String, sieve_record::Floors>,
     ) {
         if floors.is_empty() {
             return;
         }
         let of_suite = |suite: &str| floors.get(suite).copied();
-        let pooled: Vec<(usize, crate::record::Floors)> = self
+        let pooled: Vec<(usize, sieve_record::Floors)> = self
             .rows
             .iter()
             .enumerate()
@@ -295,7 +295,7 @@ impl Summary {
                     .collect();
                 suites.sort();
                 suites.dedup();
-                let mut sum = crate::record::Floors::default();
+                let mut sum = sieve_record::Floors::default();
                 for s in suites {
                     if let Some(f) = of_suite(s) {
                         sum.add(&f);
@@ -462,7 +462,7 @@ pub fn write_all(dir: &Path, summary: &Summary) -> std::io::Result<()> {
 /// once, keeping what `keep` asks for), else read from its `summary.json` (a committed
 /// baseline keeps only that, to stay small) with no records loaded.
 pub fn load(dir: &Path, keep: runs::Keep) -> Result<(Summary, Option<runs::Loaded>), ReportError> {
-    if dir.join(crate::record::EPISODES).is_file() {
+    if dir.join(sieve_record::EPISODES).is_file() {
         let (summary, loaded) = read_run(dir, keep)?;
         return Ok((summary, Some(loaded)));
     }
@@ -485,7 +485,7 @@ pub fn from_dir(dir: &Path) -> Result<Summary, ReportError> {
 /// records, for whatever else the command builds from them (`keep`: paired tests, the
 /// answer judge's agreement, the paper's tables through [`document_of`]).
 pub fn read_run(dir: &Path, keep: runs::Keep) -> Result<(Summary, runs::Loaded), ReportError> {
-    let path = dir.join(crate::record::EPISODES);
+    let path = dir.join(sieve_record::EPISODES);
     if !path.is_file() {
         return Err(ReportError::NotARun {
             dir: dir.to_path_buf(),
@@ -516,13 +516,8 @@ pub fn partial_note(dirs: &[PathBuf]) -> Option<String> {
             Found::Manifest(m) => m
                 .invocations
                 .last()
-                .map(|i| i.outcome.clone())
-                .filter(|o| {
-                    o.starts_with("interrupted")
-                        || o.starts_with("stopped")
-                        || o.contains("partial")
-                })
-                .map(|o| format!("{}: {o}", d.display())),
+                .filter(|i| i.outcome.is_partial())
+                .map(|i| format!("{}: {}", d.display(), i.outcome)),
             _ => None,
         })
         .collect();
@@ -777,7 +772,7 @@ pub(crate) mod tests {
         }
     }
 
-    use crate::model::{Component, ScriptedRoles};
+    use sieve_record::{Component, ScriptedRoles};
 
     /// The scripted model's labels for these roles, at full quality (the oracle).
     pub(crate) fn roles(of: &[Component]) -> ScriptedRoles {

@@ -191,7 +191,7 @@ pub struct BesideRow {
     pub n_attacked: Option<u64>,
     /// The run's utility floors (a do-nothing and a read-only agent), when measured;
     /// published rows state none.
-    pub floors: Option<crate::record::Floors>,
+    pub floors: Option<sieve_record::Floors>,
     pub source: String,
     pub note: String,
 }
@@ -276,15 +276,12 @@ fn families(summary_rows: &[Row]) -> Vec<(String, Vec<String>)> {
 /// `all` row does.
 pub fn beside(aggregate: &Aggregate, summary_rows: &[Row], refs: &References) -> Beside {
     let mut dm: Vec<(&str, &str)> = Vec::new();
-    let mut attacks: Vec<&str> = Vec::new();
     for r in summary_rows {
         if !dm.contains(&(&r.defense, &r.model)) {
             dm.push((&r.defense, &r.model));
         }
-        if r.attack != "none" && !attacks.contains(&r.attack.as_str()) {
-            attacks.push(&r.attack);
-        }
     }
+    let attacks = aggregate.labels_of(summary_rows);
     let families = families(summary_rows);
     let mut rows = Vec::new();
     let mut defenses: Vec<&str> = Vec::new();
@@ -298,7 +295,7 @@ pub fn beside(aggregate: &Aggregate, summary_rows: &[Row], refs: &References) ->
             let matching: Vec<&Published> = refs
                 .rows
                 .iter()
-                .filter(|p| p.run_attack() == *attack && p.stands_beside(defense))
+                .filter(|p| p.run_attack() == attack.to_string() && p.stands_beside(defense))
                 .collect();
             if matching.is_empty() {
                 continue;
@@ -309,7 +306,7 @@ pub fn beside(aggregate: &Aggregate, summary_rows: &[Row], refs: &References) ->
                     let reached = |suite: &str| {
                         summary_rows.iter().any(|r| {
                             r.suite == suite
-                                && r.attack == *attack
+                                && r.attack == attack.to_string()
                                 && r.defense == *defense
                                 && r.model == *model
                         })
@@ -317,7 +314,7 @@ pub fn beside(aggregate: &Aggregate, summary_rows: &[Row], refs: &References) ->
                     let keep = |k: &crate::aggregate::Atom| {
                         suites.contains(&k.suite)
                             && if k.attacked {
-                                k.label.as_deref() == Some(*attack)
+                                k.label.as_ref() == Some(attack)
                             } else {
                                 reached(&k.suite)
                             }

@@ -8,14 +8,14 @@
 use super::ReportError;
 use super::tables::{Order, cell_id};
 use crate::aggregate::Aggregate;
-use crate::aggregate::metrics::{ErrorPolicy, ErrorsAs};
 use crate::aggregate::pairs::PairTable;
-use crate::record::key_hash;
-use crate::record::{self, EPISODES, EpisodeRecord, RUN_INFO, TRACES};
 use rayon::prelude::*;
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use sieve_record::{
+    EPISODES, EpisodeRecord, ErrorPolicy, ErrorsAs, Manifest, RunSettings, TRACES, key_hash,
+};
+use std::collections::HashMap;
+use std::path::PathBuf;
 
 /// What the report keeps of an episode for the drill-down.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -95,59 +95,77 @@ pub struct Loaded {
     /// Episodes left out as under a known defect (`--exclude-known-defects`).
     pub left_out: usize,
     /// Each suite's utility floors, from the runs' manifests.
-    pub floors: std::collections::BTreeMap<String, crate::record::Floors>,
+    pub floors: std::collections::BTreeMap<String, sieve_record::Floors>,
 }
 
-fn read_info(dir: &Path) -> Option<Value> {
-    let text = std::fs::read_to_string(dir.join(RUN_INFO)).ok()?;
-    serde_json::from_str(&text).ok()
+/// Each run's manifest (`run.json`), read once with the one typed reader
+/// (`runner::manifest::read`): `None` for a folder without one (recorded before
+/// manifests, or copied without it), which then is neither compared nor read for its
+/// settings. A `run.json` that is not a manifest is refused, naming the file: its
+/// settings could not be compared with the other runs'.
+fn read_manifests(dirs: &[PathBuf]) -> Result<Vec<Option<Manifest>>, ReportError> {
+    use crate::runner::manifest::{Found, read};
+    dirs.iter()
+        .map(|d| match read(d) {
+            Found::None => Ok(None),
+            Found::Manifest(m) => Ok(Some(*m)),
+            Found::Unreadable(why) => Err(ReportError::Malformed(format!(
+                "{why}: not a manifest this version reads, so the settings of the run in {} are unknown; restore the file or rerun into a new folder",
+                d.display()
+            ))),
+        })
+        .collect()
 }
 
-/// The outcome-changing settings two runs must share to sit in one report: everything
-/// in the manifest's settings but the agent's model (a report compares models), and the
-/// planner's and judge's models when they only followed the agent's.
-fn identity(info: &Value) -> BTreeMap<String, Value> {
-    let mut out = BTreeMap::new();
-    let settings = &info["settings"];
-    if let Some(o) = settings.as_object() {
-        for (k, v) in o {
-            let follows_agent = (k == "planner" || k == "judge") && *v == settings["agent"];
-            if k != "agent" && k != "system_prompts" && !follows_agent {
-                out.insert(format!("settings.{k}"), v.clone());
-            }
-        }
+/// The outcome-changing settings two runs must share to sit in one report: the
+/// manifest's settings but the agent's model (a report compares models) and the system
+/// prompts (a report may add suites), and the planner's and judge's models only where
+/// they did not just follow the agent's.
+fn comparable(settings: &RunSettings) -> RunSettings {
+    let mut s = settings.clone();
+    if s.planner == s.agent {
+        s.planner = Default::default();
     }
-    out.insert("errors_as".into(), info["errors_as"].clone());
-    out
+    if s.judge == s.agent {
+        s.judge = Default::default();
+    }
+    s.agent = Default::default();
+    s.system_prompts.clear();
+    s
 }
 
-/// Refuses runs whose outcome-changing settings differ, naming the first difference.
-fn check_identities(dirs: &[PathBuf]) -> Result<(), ReportError> {
-    let mut first: Option<(&Path, BTreeMap<String, Value>)> = None;
-    for d in dirs {
-        let Some(info) = read_info(d) else { continue };
-        let id = identity(&info);
-        match &first {
-            None => first = Some((d, id)),
-            Some((fd, fid)) => {
-                let mut keys: Vec<&String> = fid.keys().chain(id.keys()).collect();
-                keys.sort();
-                keys.dedup();
-                for k in keys {
-                    let (a, b) = (fid.get(k), id.get(k));
-                    if a != b {
-                        let show =
-                            |v: Option<&Value>| v.map_or("(absent)".into(), |v| v.to_string());
-                        return Err(ReportError::Mismatch(format!(
-                            "{} and {} were run under different settings ({k}: {} vs {}); a report merges runs that differ only in suite, attack, defense, agent model or seeds",
-                            fd.display(),
-                            d.display(),
-                            show(a),
-                            show(b)
-                        )));
-                    }
-                }
-            }
+/// Refuses runs whose outcome-changing settings ([`comparable`]) or error conventions
+/// differ, naming the first difference.
+fn check_identities(dirs: &[PathBuf], manifests: &[Option<Manifest>]) -> Result<(), ReportError> {
+    let mut runs = dirs
+        .iter()
+        .zip(manifests)
+        .filter_map(|(d, m)| m.as_ref().map(|m| (d, m)));
+    let Some((fd, first)) = runs.next() else {
+        return Ok(());
+    };
+    let base = comparable(&first.settings);
+    for (d, m) in runs {
+        let difference = comparable(&m.settings)
+            .changes_from(&base)
+            .into_iter()
+            .next()
+            .map(|c| format!("settings.{}: {} vs {}", c.field, c.recorded, c.now))
+            .or_else(|| {
+                (m.errors_as != first.errors_as).then(|| {
+                    format!(
+                        "errors_as: {} vs {}",
+                        first.errors_as.as_str(),
+                        m.errors_as.as_str()
+                    )
+                })
+            });
+        if let Some(difference) = difference {
+            return Err(ReportError::Mismatch(format!(
+                "{} and {} were run under different settings ({difference}); a report merges runs that differ only in suite, attack, defense, agent model or seeds",
+                fd.display(),
+                d.display(),
+            )));
         }
     }
     Ok(())
@@ -157,7 +175,7 @@ fn check_identities(dirs: &[PathBuf]) -> Result<(), ReportError> {
 struct Batch {
     /// The run's index in the report's list.
     dir: usize,
-    lines: record::Batch,
+    lines: sieve_record::Batch,
 }
 
 /// A record's verdicts in one byte: errored, utility, and the attack's success (none,
@@ -253,13 +271,13 @@ fn fold(batch: &Batch, pass: &Pass<'_>) -> Folded {
     let mut kept: HashMap<(String, &'static str), usize> = HashMap::new();
     for (number, offset, line) in batch.lines.lines() {
         let at = position(batch.dir, offset);
-        let r = match record::parse_line(line) {
+        let r = match sieve_record::parse_line(line) {
             None => continue,
             Some(Ok(r)) => r,
             Some(Err(why)) => {
                 out.malformed += 1;
                 if pass.first {
-                    out.warnings.push(record::skipped_line(
+                    out.warnings.push(sieve_record::skipped_line(
                         &pass.paths[batch.dir].join(EPISODES),
                         number,
                         &why,
@@ -349,10 +367,11 @@ pub fn load(dirs: &[PathBuf], keep: Keep) -> Result<Loaded, ReportError> {
             });
         }
     }
-    check_identities(dirs)?;
+    let manifests = read_manifests(dirs)?;
+    check_identities(dirs, &manifests)?;
     let mut loaded = empty();
     loaded.dirs = dirs.to_vec();
-    read_settings(&mut loaded, dirs);
+    read_settings(&mut loaded, dirs, &manifests);
     let mut pass = Pass {
         errors_as: loaded.errors_as,
         keep,
@@ -432,24 +451,14 @@ pub fn load(dirs: &[PathBuf], keep: Keep) -> Result<Loaded, ReportError> {
     Ok(loaded)
 }
 
-/// Reads what each run's info and summary say about reading it: its error convention,
-/// floors, price per million tokens and the row order its command line gave.
-fn read_settings(loaded: &mut Loaded, dirs: &[PathBuf]) {
-    for dir in dirs {
-        if let Some(info) = read_info(dir) {
-            loaded.errors_as = ErrorPolicy::from_name(info["errors_as"].as_str().unwrap_or(""));
-            if let Some(f) = info.get("floors").and_then(|f| {
-                serde_json::from_value::<std::collections::BTreeMap<String, crate::record::Floors>>(
-                    f.clone(),
-                )
-                .ok()
-            }) {
-                loaded.floors.extend(f);
-            }
-            if let Some(p) = info
-                .get("price_per_mtok")
-                .and_then(|p| serde_json::from_value::<[f64; 2]>(p.clone()).ok())
-            {
+/// Reads what each run's manifest and summary say about reading it: its error
+/// convention, floors, price per million tokens and the row order its command line gave.
+fn read_settings(loaded: &mut Loaded, dirs: &[PathBuf], manifests: &[Option<Manifest>]) {
+    for (dir, manifest) in dirs.iter().zip(manifests) {
+        if let Some(m) = manifest {
+            loaded.errors_as = m.errors_as;
+            loaded.floors.extend(m.floors.clone());
+            if let Some(p) = m.price_per_mtok {
                 loaded.price.get_or_insert(p);
             }
         }
@@ -497,7 +506,7 @@ fn fold_all(
             path: path.clone(),
             source,
         };
-        record::read_batches(
+        sieve_record::read_batches(
             &path,
             group,
             |batches| {
@@ -586,12 +595,12 @@ fn attach_traces(
             path: path.clone(),
             source,
         };
-        record::read_batches(
+        sieve_record::read_batches(
             &path,
             1,
             |batches| {
                 for (_, _, line) in batches.iter().flat_map(|b| b.lines()) {
-                    let Some(key) = record::key_of(line) else {
+                    let Some(key) = sieve_record::key_of(line) else {
                         continue;
                     };
                     if let Some((d, i)) = wanted.get(&key)

@@ -4,9 +4,10 @@
 
 use super::columns::{Better, Column, Grid, Show, Value};
 use crate::aggregate::Aggregate;
-use crate::aggregate::metrics::{ALL_SUITES, BreakdownRow, Rate, Row};
+use crate::aggregate::metrics::{ALL_SUITES, AttackLabel, BreakdownRow, Rate, Row};
 use crate::aggregate::tally::{Kind, Tally};
-use crate::model::Component;
+use crate::defense::{DefenseSpec, SweepPoint};
+use sieve_record::Component;
 
 /// The order rows appear in: suites, attacks and defenses as the command line named
 /// them (the micro-averaged `all` suite last); names it does not know follow in
@@ -778,7 +779,7 @@ pub struct Views {
     pub per_defense: Vec<Row>,
     pub per_suite: Vec<Row>,
     pub per_attack: Vec<Row>,
-    pub attacks: Vec<String>,
+    pub attacks: Vec<AttackLabel>,
     /// Rows of unequal coverage: what the pooled views pooled (see [`super::coverage`]).
     pub note: Option<String>,
 }
@@ -787,15 +788,12 @@ pub struct Views {
 /// defenses, models, suites and attacks present.
 pub fn views(aggregate: &Aggregate, summary_rows: &[Row], order: &Order) -> Views {
     let mut dm: Vec<(String, String)> = Vec::new();
-    let mut attacks: Vec<String> = Vec::new();
+    let attacks = aggregate.labels_of(summary_rows);
     let mut suites: Vec<String> = Vec::new();
     for r in summary_rows {
         let k = (r.defense.clone(), r.model.clone());
         if !dm.contains(&k) {
             dm.push(k);
-        }
-        if r.attack != "none" && !attacks.contains(&r.attack) {
-            attacks.push(r.attack.clone());
         }
         // `a+b`: a row over some suites (see coverage), not a suite.
         if r.suite != ALL_SUITES && !r.suite.contains('+') && !suites.contains(&r.suite) {
@@ -810,17 +808,18 @@ pub fn views(aggregate: &Aggregate, summary_rows: &[Row], order: &Order) -> View
         order.sort(&mut rows);
         rows
     };
+    let everything = AttackLabel::headline(ALL_SUITES);
     let per_defense = finish(
         dm.iter()
             .filter_map(|(d, m)| {
-                aggregate.pooled_row(ALL_SUITES, ALL_SUITES, d, m, |k| pooled(k.suite.as_str()))
+                aggregate.pooled_row(ALL_SUITES, &everything, d, m, |k| pooled(k.suite.as_str()))
             })
             .collect(),
     );
     let mut per_suite = Vec::new();
     for su in &suites {
         for (d, m) in &dm {
-            per_suite.extend(aggregate.pooled_row(su, ALL_SUITES, d, m, |k| &k.suite == su));
+            per_suite.extend(aggregate.pooled_row(su, &everything, d, m, |k| &k.suite == su));
         }
     }
     // Per attack *label*, as the summary rows have them: the provenance-bypass tasks
@@ -830,10 +829,11 @@ pub fn views(aggregate: &Aggregate, summary_rows: &[Row], order: &Order) -> View
     let mut per_attack = Vec::new();
     for a in &attacks {
         for (d, m) in &dm {
+            let name = a.to_string();
             let reached: Vec<&str> = summary_rows
                 .iter()
                 .filter(|r| {
-                    &r.attack == a && &r.defense == d && &r.model == m && r.suite != ALL_SUITES
+                    r.attack == name && &r.defense == d && &r.model == m && r.suite != ALL_SUITES
                 })
                 .map(|r| r.suite.as_str())
                 .collect();
@@ -968,29 +968,27 @@ pub fn per_class(rows: &[BreakdownRow]) -> Grid {
     )
 }
 
-/// Where a defense name is a sweep point (`sieve@threshold=0.4`): the setting and value.
-pub fn sweep_point(defense: &str) -> Option<(&str, f64)> {
-    let (_, point) = defense.split_once('@')?;
-    let (setting, value) = point.split_once('=')?;
-    Some((setting, value.parse().ok()?))
+/// The sweep point a row's defense is (`sieve@threshold=0.4`), if it is one.
+pub fn sweep_point(r: &Row) -> Option<SweepPoint> {
+    DefenseSpec::parse(&r.defense).point
 }
 
 /// SIEVE's sensitivity sweeps (from `ablate --sweep`): one row per point, in the order
 /// of setting then value, every suite and attack pooled; `None` when no row is a point.
 pub fn sweeps(per_defense: &[Row]) -> Option<Grid> {
-    let mut points: Vec<Row> = per_defense
+    let mut points: Vec<(SweepPoint, Row)> = per_defense
         .iter()
-        .filter(|r| sweep_point(&r.defense).is_some())
-        .cloned()
+        .filter_map(|r| Some((sweep_point(r)?, r.clone())))
         .collect();
     if points.is_empty() {
         return None;
     }
-    points.sort_by(|a, b| {
-        let (sa, va) = sweep_point(&a.defense).expect("filtered");
-        let (sb, vb) = sweep_point(&b.defense).expect("filtered");
-        (sa, &a.model).cmp(&(sb, &b.model)).then(va.total_cmp(&vb))
+    points.sort_by(|(pa, a), (pb, b)| {
+        (&pa.setting, &a.model)
+            .cmp(&(&pb.setting, &b.model))
+            .then(pa.value.total_cmp(&pb.value))
     });
+    let points: Vec<Row> = points.into_iter().map(|(_, r)| r).collect();
     Some(view(
         "sweeps",
         "SIEVE sensitivity sweeps (every suite and attack pooled)",
@@ -1007,7 +1005,7 @@ pub fn sweeps(per_defense: &[Row]) -> Option<Grid> {
         ],
         &points,
         |r: &Row| {
-            let setting = sweep_point(&r.defense).map_or("", |p| p.0);
+            let setting = sweep_point(r).map(|p| p.setting).unwrap_or_default();
             format!("{setting}\u{1f}{}", r.model)
         },
     ))
@@ -1137,29 +1135,34 @@ pub fn sim_caveat_note(rows: &[Row]) -> Option<String> {
 
 /// The main table: one row per defense (and model), ASR and UA per attack, then BU,
 /// tokens and calls per episode and the overhead against `none`, every suite pooled.
-pub fn main<'a>(per_defense: &'a [Row], per_attack: &'a [Row], attacks: &[String]) -> Grid {
+pub fn main<'a>(per_defense: &'a [Row], per_attack: &'a [Row], attacks: &[AttackLabel]) -> Grid {
     let mut columns = keys(&["defense", "model"]);
-    let bypass_suffix = format!("+{}", crate::suite::BYPASS_TAG);
-    for a in attacks {
-        let which = match a.strip_suffix(&bypass_suffix) {
-            Some(headline) => format!(
-                "the `{headline}` attack on the provenance-bypass tasks (kept out of its headline columns)"
-            ),
-            None => format!("the `{a}` attack"),
+    for label in attacks {
+        let a = label.to_string();
+        let which = if label.bypass {
+            format!(
+                "the `{}` attack on the provenance-bypass tasks (kept out of its headline columns)",
+                label.attack
+            )
+        } else {
+            format!("the `{a}` attack")
         };
-        let find = move |r: &Row| {
+        let find = move |name: &str, r: &Row| {
             per_attack
                 .iter()
-                .find(|x| &x.attack == a && x.defense == r.defense && x.model == r.model)
+                .find(|x| x.attack == name && x.defense == r.defense && x.model == r.model)
                 .cloned()
         };
+        let (for_asr, for_ua) = (a.clone(), a.clone());
         columns.push(
             Column::figure(
                 format!("asr_{a}"),
                 format!("{a} ASR %"),
                 format!("ASR under {which}, every suite pooled."),
                 Show::Default,
-                move |r: &Row| find(r).map_or(Value::Missing, |x| Value::rate(x.asr, x.asr_ci)),
+                move |r: &Row| {
+                    find(&for_asr, r).map_or(Value::Missing, |x| Value::rate(x.asr, x.asr_ci))
+                },
             )
             .better(Better::Lower)
             .with_interval(),
@@ -1170,7 +1173,9 @@ pub fn main<'a>(per_defense: &'a [Row], per_attack: &'a [Row], attacks: &[String
                 format!("{a} UA %"),
                 format!("UA under {which}, every suite pooled."),
                 Show::Default,
-                move |r: &Row| find(r).map_or(Value::Missing, |x| Value::rate(x.ua, x.ua_ci)),
+                move |r: &Row| {
+                    find(&for_ua, r).map_or(Value::Missing, |x| Value::rate(x.ua, x.ua_ci))
+                },
             )
             .better(Better::Higher)
             .with_interval(),
@@ -1197,9 +1202,10 @@ pub fn main<'a>(per_defense: &'a [Row], per_attack: &'a [Row], attacks: &[String
         per_defense,
         |r: &Row| r.model.clone(),
     );
-    if attacks.iter().any(|a| a.ends_with(&bypass_suffix)) {
+    if attacks.iter().any(|a| a.bypass) {
         g.footnotes.push(format!(
-            "<attack>{bypass_suffix} columns hold the injection tasks written to defeat SIEVE's layer 1, left out of the headline columns of their attack, as in the summary's rows."
+            "<attack>+{} columns hold the injection tasks written to defeat SIEVE's layer 1, left out of the headline columns of their attack, as in the summary's rows.",
+            crate::suite::BYPASS_TAG
         ));
     }
     g.footnotes.extend(sim_caveat_note(per_defense));
@@ -1320,7 +1326,7 @@ mod tests {
         assert_eq!(g.groups[0], g.groups[2]);
         assert_ne!(g.groups[0], g.groups[3]);
         assert!(sweeps(&rows[1..2]).is_none(), "no point, no table");
-        assert_eq!(sweep_point("sieve@threshold=x"), None);
+        assert_eq!(DefenseSpec::parse("sieve@threshold=x").point, None);
     }
 
     #[test]

@@ -21,7 +21,7 @@
 //! stopped. The budget never changes an episode's outcome, so it is not part of the run's
 //! identity: a folder stopped by its budget resumes under a higher one.
 
-use crate::model::{Component, CostMeter};
+use sieve_record::{Component, CostMeter};
 use std::collections::{BTreeMap, HashMap};
 
 /// Dollars per million prompt and completion tokens, per role. Embedding tokens are
@@ -67,8 +67,7 @@ impl Prices {
     }
 }
 
-// The ledger is a field of the manifest: the record crate's.
-pub use sieve_record::Ledger;
+use sieve_record::Ledger;
 
 /// What the budget says about starting the next episode.
 #[derive(Clone, Debug, PartialEq)]
@@ -268,7 +267,7 @@ impl Budget {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::CostTotals;
+    use sieve_record::CostTotals;
 
     fn cost(prompt: u64, completion: u64) -> CostMeter {
         let mut c = CostMeter::default();

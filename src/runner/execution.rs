@@ -4,8 +4,8 @@
 use super::{
     Finished, Job, RunError, RunOutcome, RunPlan, Shared, budget, pending_jobs, rec_key, run_job,
 };
-use crate::record::RecordWriter;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use sieve_record::RecordWriter;
 use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -210,7 +210,7 @@ impl Execution {
         // Whatever ran was paid for, recorded or not; a deferred episode sent nothing (its
         // replies are charged once, when it finishes).
         let cost = if finished.deferred {
-            crate::model::CostMeter::default()
+            sieve_record::CostMeter::default()
         } else {
             rec.cost.clone()
         };
@@ -343,7 +343,7 @@ pub async fn execute(plan: RunPlan) -> Result<RunOutcome, RunError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{EpisodeRecord, TraceRecord};
+    use sieve_record::{EpisodeRecord, TraceRecord};
 
     #[tokio::test]
     async fn a_panicking_episode_is_its_own_error_naming_the_episode() {

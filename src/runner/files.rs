@@ -66,9 +66,9 @@ impl FolderLock {
 /// Every file `run`, `ablate` and `merge` write into a results folder. `run --fresh`
 /// removes these and nothing else.
 pub const RUN_FILES: &[&str] = &[
-    crate::record::EPISODES,
-    crate::record::TRACES,
-    crate::record::RUN_INFO,
+    sieve_record::EPISODES,
+    sieve_record::TRACES,
+    sieve_record::RUN_INFO,
     "summary.json",
     "summary.csv",
     "summary.md",
@@ -110,7 +110,7 @@ pub fn inspect(dir: &Path) -> std::io::Result<Folder> {
         let e = e?;
         let name = e.file_name().to_string_lossy().into_owned();
         let is_dir = e.file_type()?.is_dir();
-        if name == crate::record::RUN_INFO && !is_dir {
+        if name == sieve_record::RUN_INFO && !is_dir {
             run = true;
         } else if is_dir || !(RUN_FILES.contains(&name.as_str()) || name.starts_with(TEMP_PREFIX)) {
             foreign.push(if is_dir { format!("{name}/") } else { name });
@@ -204,7 +204,7 @@ pub fn not_a_run(dir: &Path, holds: &[String], command: &str) -> String {
         "{} is not a run folder: it holds {} and no {}. `{command}` writes only into a new or empty folder or a run folder of its own, and never moves or removes what it did not write; choose another --out",
         dir.display(),
         holds.join(", "),
-        crate::record::RUN_INFO
+        sieve_record::RUN_INFO
     )
 }
 
@@ -259,7 +259,7 @@ mod tests {
             inspect(&d).unwrap(),
             Folder::Foreign(vec!["run-b/".into(), "thesis.tex".into()])
         );
-        std::fs::write(d.join(crate::record::RUN_INFO), "{}").unwrap();
+        std::fs::write(d.join(sieve_record::RUN_INFO), "{}").unwrap();
         assert_eq!(inspect(&d).unwrap(), Folder::Run);
     }
 

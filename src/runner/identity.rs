@@ -7,8 +7,7 @@
 
 use sha2::{Digest, Sha256};
 
-// The settings and how two differ are on-disk data: the record crate's.
-pub use sieve_record::{Change, RunSettings};
+use sieve_record::RunSettings;
 
 /// A short content hash for identity fields.
 pub fn short_hash(bytes: &[u8]) -> String {

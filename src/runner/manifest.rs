@@ -6,11 +6,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-// The manifest is an on-disk format: the record crate's.
-pub use sieve_record::{Invocation, Lineage, Manifest};
+use sieve_record::{Lineage, Manifest};
 
 /// Lines saying where a served model differs from the requested one, per role.
-pub fn lineage_notes(served: &BTreeMap<crate::model::Component, Lineage>) -> Vec<String> {
+pub fn lineage_notes(served: &BTreeMap<sieve_record::Component, Lineage>) -> Vec<String> {
     served
         .iter()
         .filter(|(_, l)| l.differs())
@@ -35,7 +34,7 @@ pub enum Found {
 
 /// Reads `run.json` in `dir`.
 pub fn read(dir: &Path) -> Found {
-    let path = dir.join(crate::record::RUN_INFO);
+    let path = dir.join(sieve_record::RUN_INFO);
     let Ok(bytes) = std::fs::read(&path) else {
         return Found::None;
     };
@@ -48,7 +47,7 @@ pub fn read(dir: &Path) -> Found {
 /// Writes `run.json` atomically.
 pub fn write(dir: &Path, m: &Manifest) -> std::io::Result<()> {
     let text = serde_json::to_string_pretty(m).map_err(std::io::Error::other)? + "\n";
-    super::files::write_atomic(&dir.join(crate::record::RUN_INFO), text.as_bytes())
+    super::files::write_atomic(&dir.join(sieve_record::RUN_INFO), text.as_bytes())
 }
 
 /// The current time as RFC 3339 UTC.
@@ -64,6 +63,24 @@ pub fn git_commit() -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    /// The committed baseline's `run.json` (what CI compares against) reads as a typed
+    /// manifest and writes back byte for byte: the types changed nothing on disk.
+    #[test]
+    fn the_baseline_manifest_reads_and_writes_back_unchanged() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results/baseline");
+        let text = std::fs::read_to_string(dir.join(sieve_record::RUN_INFO)).unwrap();
+        let super::Found::Manifest(m) = super::read(&dir) else {
+            panic!("results/baseline/run.json does not read as a manifest");
+        };
+        let again = serde_json::to_string_pretty(&m).unwrap() + "\n";
+        assert!(again == text, "written back:\n{again}");
+        assert_eq!(
+            crate::runner::identity::fingerprint(&m.settings),
+            m.identity,
+            "the identity hashes the settings as they were"
+        );
+    }
+
     #[test]
     fn the_commit_is_the_builds_not_the_checkouts() {
         // Fixed at compile time: a full hash, or nothing outside a git checkout. Nothing

@@ -18,8 +18,7 @@ use crate::episode::{EpisodeSpec, Injection, run_episode};
 use crate::model::Models;
 use crate::suite::Suite;
 use crate::tools::ToolSchema;
-use record::key_hash;
-use record::{EpisodeRecord, TraceRecord};
+use sieve_record::{EpisodeRecord, TraceRecord, key_hash};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -303,10 +302,10 @@ pub struct RunOutcome {
     /// Episodes that wait for a batch round (`run --batch`): not recorded yet.
     pub deferred: usize,
     /// The folder's ledger after this invocation (earlier invocations included).
-    pub ledger: budget::Ledger,
+    pub ledger: sieve_record::Ledger,
     /// Per role, the model ids endpoints said served the episodes run now.
     pub served:
-        std::collections::BTreeMap<crate::model::Component, std::collections::BTreeSet<String>>,
+        std::collections::BTreeMap<sieve_record::Component, std::collections::BTreeSet<String>>,
 }
 
 struct Shared {
@@ -474,7 +473,7 @@ async fn run_job(shared: Arc<Shared>, job: Job) -> Finished {
         steps: result.steps,
         hit_step_limit: result.hit_step_limit,
         stopped_by_defense: result.stopped_by_defense,
-        proposed_calls: crate::record::proposed_calls(&result.calls),
+        proposed_calls: sieve_record::proposed_calls(&result.calls),
         blocked: result.blocked,
         asked_user: result.asked_user,
         faked: result.faked,
@@ -583,7 +582,7 @@ async fn judge_answer(
     ut: &crate::suite::UserTask,
     injection: Option<&crate::suite::InjectionTask>,
     result: &mut crate::episode::EpisodeResult,
-) -> (Option<crate::model::answer_judge::JudgedAnswer>, bool) {
+) -> (Option<sieve_record::JudgedAnswer>, bool) {
     let Some(judge) = plan.answer_judge.as_ref() else {
         return (None, false);
     };
@@ -605,7 +604,7 @@ async fn judge_answer(
         Ok(judged) => (Some(judged), false),
         Err(e) => {
             result.error = Some(crate::episode::EpisodeError {
-                kind: crate::record::ErrorKind::Model,
+                kind: sieve_record::ErrorKind::Model,
                 message: e.to_string(),
             });
             (Some(judge.unjudged()), e.fatal())
@@ -645,7 +644,7 @@ struct Resume<'a> {
     attack_prints: HashMap<&'a str, String>,
     stale: std::collections::BTreeSet<String>,
     /// What the records say the folder spent (every line, as the ledger charges).
-    recorded: budget::Ledger,
+    recorded: sieve_record::Ledger,
 }
 
 impl<'a> Resume<'a> {
@@ -720,13 +719,16 @@ impl<'a> Resume<'a> {
 
     /// Streams the folder's records (the reader `report` uses) and returns, per job,
     /// whether it is done, and what the records say the folder spent.
-    fn read(mut self, path: &std::path::Path) -> Result<(Vec<bool>, budget::Ledger), RunError> {
+    fn read(
+        mut self,
+        path: &std::path::Path,
+    ) -> Result<(Vec<bool>, sieve_record::Ledger), RunError> {
         record::for_each_record(
             path,
             |p| {
                 match &p.record {
                     Ok(r) => self.see(r),
-                    Err(why) => eprintln!("{}", record::skipped_line(path, p.line, why)),
+                    Err(why) => eprintln!("{}", sieve_record::skipped_line(path, p.line, why)),
                 }
                 Ok(())
             },
@@ -785,10 +787,10 @@ fn or_unknown(s: &str) -> &str {
 fn pending_jobs(
     plan: &RunPlan,
     outcome: &mut RunOutcome,
-) -> Result<(Vec<Job>, budget::Ledger), RunError> {
-    let ep_path = plan.out.join(record::EPISODES);
-    outcome.dropped_partial_line = record::drop_partial_tail(&ep_path)?;
-    record::drop_partial_tail(&plan.out.join(record::TRACES))?;
+) -> Result<(Vec<Job>, sieve_record::Ledger), RunError> {
+    let ep_path = plan.out.join(sieve_record::EPISODES);
+    outcome.dropped_partial_line = sieve_record::drop_partial_tail(&ep_path)?;
+    sieve_record::drop_partial_tail(&plan.out.join(sieve_record::TRACES))?;
     if plan.asks_for_attacks() && !plan.matrix().iter().any(|j| j.injection.is_some()) {
         return Err(RunError::NothingToRun(no_attacked_episodes(plan)));
     }

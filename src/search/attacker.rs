@@ -24,8 +24,9 @@
 
 use crate::attack::mutate::{ADVICE, Candidate, SimAttacker, advised, carries_goal};
 use crate::model::tokens::TokenCounter;
-use crate::model::{ChatModel, ChatRequest, Component, CostMeter, CostTotals, Message, Usage};
+use crate::model::{ChatModel, ChatRequest};
 use serde::{Deserialize, Serialize};
+use sieve_record::{Component, CostMeter, CostTotals, Message, Usage};
 use std::fmt::Write;
 use std::sync::Arc;
 

@@ -26,12 +26,12 @@ pub mod targets;
 use crate::attack::Attack;
 use crate::attack::library::{self, Library};
 use crate::attack::mutate::Candidate;
-use crate::model::{Component, CostMeter};
 use attacker::Proposer;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use score::{Cell, CellResult, Outcome, Victim};
 use serde::{Deserialize, Serialize};
+use sieve_record::{Component, CostMeter};
 use std::collections::HashMap;
 
 /// What one template is optimised over.

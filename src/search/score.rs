@@ -8,13 +8,14 @@
 use crate::attack::{Attack, AttackContext};
 use crate::defense::Defense;
 use crate::episode::{EpisodeResult, Injection, run_episode};
-use crate::model::{CostMeter, Models};
+use crate::model::Models;
 use crate::readable::Instruction;
 use crate::runner::{JobKey, episode_seed};
 use crate::suite::Suite;
 use crate::tools::ToolSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sieve_record::CostMeter;
 use std::sync::Arc;
 
 /// One episode's place: indices into the suite's user and injection tasks.
@@ -173,7 +174,7 @@ impl Victim<'_> {
 /// errored, and the start of the agent's answer. Not the defense's internals (scores,
 /// flagged outputs): those are the white-box tier's.
 pub fn observe(e: &EpisodeResult) -> String {
-    use crate::record::Decision;
+    use sieve_record::Decision;
     let ran: Vec<&str> = e
         .calls
         .iter()

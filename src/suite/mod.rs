@@ -37,8 +37,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-// A field of the suite that errored episodes' records carry: the record crate's.
-pub use sieve_record::ErrorConvention;
+use sieve_record::ErrorConvention;
 
 /// A problem in a suite's files, located as precisely as the loader can.
 #[derive(Debug, Clone, thiserror::Error)]

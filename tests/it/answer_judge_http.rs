@@ -6,8 +6,8 @@ use crate::fake_llm::{PlanFollower, banking, paths, read_jsonl, repo, run_args};
 use serde_json::{Value, json};
 use sieve_bench::commands::calibrate::{CalibrateArgs, Corpus, Set, calibrate};
 use sieve_bench::commands::run::{args::RunArgs, run};
-use sieve_bench::model::answer_judge::{JudgeOn, UtilityFrom};
 use sieve_bench::model::config::ModelOptions;
+use sieve_record::{JudgeOn, UtilityFrom};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 

@@ -351,7 +351,7 @@ async fn a_loopback_attacker_endpoint_drives_the_search() {
     );
     // The endpoint's reported usage is the `attacker` component of the search's cost,
     // in the cost columns every table uses (cost.csv).
-    let attacker = o.cost.get(sieve_bench::model::Component::Attacker);
+    let attacker = o.cost.get(sieve_record::Component::Attacker);
     assert_eq!((attacker.calls, attacker.tokens()), (2, 2 * 150));
     assert!(!attacker.estimated);
     assert_eq!(o.curve.last().unwrap().attacker_tokens, 2 * 150);

@@ -318,7 +318,7 @@ async fn a_loopback_attacker_is_asked_for_critiques_that_reach_its_next_proposal
     // Proposal, critique, proposal, critique: all metered.
     let requests = server.received_requests().await.unwrap();
     assert_eq!(requests.len(), 4);
-    let attacker = o.cost.get(sieve_bench::model::Component::Attacker);
+    let attacker = o.cost.get(sieve_record::Component::Attacker);
     assert_eq!((attacker.calls, attacker.tokens()), (4, 4 * 120));
     let body = |i: usize| String::from_utf8_lossy(&requests[i].body).to_string();
     assert!(body(1).contains("critic of a red-team search"));

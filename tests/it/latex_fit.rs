@@ -8,7 +8,7 @@
 use crate::common::*;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
-use sieve_bench::aggregate::metrics::Row;
+use sieve_bench::aggregate::metrics::{AttackLabel, Row};
 use sieve_bench::report::formats::{self, MAX_DATA_COLUMNS, MIN_DATA_COLUMNS};
 use sieve_bench::report::tables::{self, Views};
 use std::path::Path;
@@ -54,13 +54,14 @@ fn rate(rng: &mut ChaCha8Rng) -> (Option<f64>, Option<[f64; 2]>) {
     (Some(v), Some([lo, hi]))
 }
 
-fn row(rng: &mut ChaCha8Rng, suite: &str, attack: &str, defense: &str, model: &str) -> Row {
+fn row(rng: &mut ChaCha8Rng, suite: &str, attack: &AttackLabel, defense: &str, model: &str) -> Row {
     let (asr, asr_ci) = rate(rng);
     let (ua, ua_ci) = rate(rng);
     let (bu, bu_ci) = rate(rng);
     Row {
         suite: suite.into(),
-        attack: attack.into(),
+        attack: attack.to_string(),
+        bypass: attack.bypass,
         defense: defense.into(),
         model: model.into(),
         simulated: model.starts_with("sim"),
@@ -99,13 +100,17 @@ fn shape(seed: u64) -> (Vec<sieve_bench::report::Grid>, String) {
             None => format!("sieve@threshold=0.{i:02}"),
         })
         .collect();
-    let attacks: Vec<String> = (0..n_att)
+    let attacks: Vec<AttackLabel> = (0..n_att)
         .map(|i| {
             let base = ATTACK_PARTS[i % ATTACK_PARTS.len()];
+            let bypass = |attack: String| AttackLabel {
+                attack,
+                bypass: true,
+            };
             match i / ATTACK_PARTS.len() {
-                0 if i % 3 == 2 => format!("{base}+provenance_bypass"),
-                0 => base.to_string(),
-                k => format!("{base}_v{k}+provenance_bypass"),
+                0 if i % 3 == 2 => bypass(base.to_string()),
+                0 => AttackLabel::headline(base),
+                k => bypass(format!("{base}_v{k}")),
             }
         })
         .collect();
@@ -132,14 +137,15 @@ fn shape(seed: u64) -> (Vec<sieve_bench::report::Grid>, String) {
             }
         }
     }
+    let all = AttackLabel::headline("all");
     let per_defense: Vec<Row> = defenses
         .iter()
-        .map(|d| row(&mut rng, "all", "all", d, model))
+        .map(|d| row(&mut rng, "all", &all, d, model))
         .collect();
     let per_suite: Vec<Row> = suites
         .iter()
         .flat_map(|s| defenses.iter().map(move |d| (s, d)))
-        .map(|(s, d)| row(&mut rng, s, "all", d, model))
+        .map(|(s, d)| row(&mut rng, s, &all, d, model))
         .collect();
     let per_attack: Vec<Row> = attacks
         .iter()

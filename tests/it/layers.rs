@@ -1,8 +1,10 @@
 //! The crate's shape, checked (docs/architecture.md): the top-level modules of `src` import
 //! each other downward only, in the order of [`LAYERS`], so their graph has no cycle; the
 //! record crate (`crates/record`, the on-disk formats below every layer) depends on no
-//! other crate of the workspace and on nothing but serialisation and errors; and no
-//! function is longer than [`MAX_FN_LINES`] lines outside a short list of data tables.
+//! other crate of the workspace and on nothing but serialisation and errors; no
+//! function is longer than [`MAX_FN_LINES`] lines outside a short list of data tables;
+//! and the types that carry a fact across a module boundary ([`BOUNDARY_TYPES`]) hold
+//! no raw JSON and no text but what [`BOUNDARY_ALLOWED`] names with a reason.
 //!
 //! An edge is any `crate::<module>` path (in `use` lines, bodies and doc links, as in
 //! `../shared/tools/module_cycles.py`), any `crate::{<module>, …}` group and any
@@ -618,4 +620,418 @@ fn the_record_crate_check_sees_a_workspace_crate_and_a_stray_dependency() {
             .iter()
             .any(|p| p.starts_with("[dependencies] other: a crate"))
     );
+}
+
+/// The types that carry a fact from one module to another (and to disk) at the
+/// boundaries issue 37 named: there a fact is a type, never text a reader decodes again.
+/// A field of one of them (`pub` or not) may be neither a `serde_json::Value` nor a
+/// `String` (alone or inside an `Option`, `Vec` or map) unless [`BOUNDARY_ALLOWED`]
+/// names it with why: free text (a run id, a command word, a note), a name as recorded,
+/// a hash.
+const BOUNDARY_TYPES: &[(&str, &str)] = &[
+    ("crates/record/src/manifest.rs", "Manifest"),
+    ("crates/record/src/manifest.rs", "Invocation"),
+    ("crates/record/src/manifest.rs", "Lineage"),
+    ("crates/record/src/manifest.rs", "RunRoles"),
+    ("crates/record/src/settings.rs", "RunSettings"),
+    ("crates/record/src/settings.rs", "ModelIdentity"),
+    ("src/aggregate/metrics.rs", "AttackLabel"),
+    ("src/aggregate/metrics.rs", "Row"),
+    ("src/report/ablation.rs", "AblationRow"),
+    ("src/defense/mod.rs", "DefenseSpec"),
+    ("src/defense/mod.rs", "SweepPoint"),
+    ("src/report/columns.rs", "HoistedKey"),
+    ("src/report/compare.rs", "Line"),
+];
+
+/// Text fields of the boundary types, each with why it is text: (file, type, field, why).
+const BOUNDARY_ALLOWED: &[(&str, &str, &str, &str)] = &[
+    (
+        "crates/record/src/manifest.rs",
+        "Manifest",
+        "run_id",
+        "free text: the run's id",
+    ),
+    (
+        "crates/record/src/manifest.rs",
+        "Manifest",
+        "crate_version",
+        "a version as built",
+    ),
+    (
+        "crates/record/src/manifest.rs",
+        "Manifest",
+        "git_commit",
+        "a commit hash",
+    ),
+    (
+        "crates/record/src/manifest.rs",
+        "Manifest",
+        "identity",
+        "a hash of the settings",
+    ),
+    (
+        "crates/record/src/manifest.rs",
+        "Manifest",
+        "started",
+        "a timestamp as written (RFC 3339)",
+    ),
+    (
+        "crates/record/src/manifest.rs",
+        "Manifest",
+        "finished",
+        "a timestamp as written (RFC 3339)",
+    ),
+    (
+        "crates/record/src/manifest.rs",
+        "Manifest",
+        "budget_parts",
+        "keys: shard names `k/n` as `merge` wrote them",
+    ),
+    (
+        "crates/record/src/manifest.rs",
+        "Manifest",
+        "floors",
+        "keys: suites' qualified names",
+    ),
+    (
+        "crates/record/src/manifest.rs",
+        "Invocation",
+        "command",
+        "free text: the command line's words",
+    ),
+    (
+        "crates/record/src/manifest.rs",
+        "Invocation",
+        "started",
+        "a timestamp as written (RFC 3339)",
+    ),
+    (
+        "crates/record/src/manifest.rs",
+        "Invocation",
+        "finished",
+        "a timestamp as written (RFC 3339)",
+    ),
+    (
+        "crates/record/src/manifest.rs",
+        "Lineage",
+        "requested",
+        "a model id as the endpoint names it",
+    ),
+    (
+        "crates/record/src/manifest.rs",
+        "Lineage",
+        "served",
+        "model ids as the endpoint names them",
+    ),
+    (
+        "crates/record/src/settings.rs",
+        "RunSettings",
+        "harness_version",
+        "a version as built",
+    ),
+    (
+        "crates/record/src/settings.rs",
+        "RunSettings",
+        "defense_config",
+        "a hash of the defenses' configuration",
+    ),
+    (
+        "crates/record/src/manifest.rs",
+        "RunRoles",
+        "helper_labels",
+        "free text: the labels rows carry",
+    ),
+    (
+        "crates/record/src/settings.rs",
+        "RunSettings",
+        "system_prompts",
+        "suite names to hashes",
+    ),
+    (
+        "crates/record/src/settings.rs",
+        "RunSettings",
+        "extra",
+        "open-ended: settings other features add, a flag's name to its resolved value, compared key by key",
+    ),
+    (
+        "crates/record/src/settings.rs",
+        "ModelIdentity",
+        "json",
+        "open-ended: each backend's own settings (extra_body is any JSON), and older folders' bare names or null, which must hash as written",
+    ),
+    (
+        "src/aggregate/metrics.rs",
+        "AttackLabel",
+        "attack",
+        "the attack's name as recorded",
+    ),
+    (
+        "src/aggregate/metrics.rs",
+        "Row",
+        "suite",
+        "the suite's name as recorded (or `all`)",
+    ),
+    (
+        "src/aggregate/metrics.rs",
+        "Row",
+        "attack",
+        "the row's name, written from its AttackLabel (`bypass` is the flag)",
+    ),
+    (
+        "src/aggregate/metrics.rs",
+        "Row",
+        "defense",
+        "the defense's name as recorded (a DefenseSpec reads its sweep point)",
+    ),
+    (
+        "src/aggregate/metrics.rs",
+        "Row",
+        "model",
+        "the model's name as recorded",
+    ),
+    (
+        "src/aggregate/metrics.rs",
+        "Row",
+        "tokens_by_component",
+        "keys: component names as summary.json writes them",
+    ),
+    (
+        "src/aggregate/metrics.rs",
+        "Row",
+        "calls_by_component",
+        "keys: component names as summary.json writes them",
+    ),
+    (
+        "src/report/ablation.rs",
+        "AblationRow",
+        "suite",
+        "the suite's name as recorded",
+    ),
+    (
+        "src/report/ablation.rs",
+        "AblationRow",
+        "attack",
+        "the row's name, written from its AttackLabel (`bypass` is the flag)",
+    ),
+    (
+        "src/report/ablation.rs",
+        "AblationRow",
+        "defense",
+        "the defense's name as recorded",
+    ),
+    (
+        "src/report/ablation.rs",
+        "AblationRow",
+        "scripted",
+        "free text: the scripted roles' labels in one line",
+    ),
+    (
+        "src/report/ablation.rs",
+        "AblationRow",
+        "decided",
+        "free text: why a difference is fixed rather than measured",
+    ),
+    (
+        "src/defense/mod.rs",
+        "DefenseSpec",
+        "name",
+        "the defense and its variant as registered",
+    ),
+    (
+        "src/defense/mod.rs",
+        "SweepPoint",
+        "setting",
+        "the setting's name as the defense's own parser reads it",
+    ),
+    ("src/report/columns.rs", "HoistedKey", "id", "a column id"),
+    (
+        "src/report/compare.rs",
+        "Line",
+        "vs",
+        "the new run's defense name, as recorded",
+    ),
+];
+
+/// The fields of `name`'s struct in `text`: (field, type), the body's top level only.
+fn struct_fields(text: &str, name: &str) -> Option<Vec<(String, String)>> {
+    let code = code_only(text);
+    let at = code.match_indices("struct ").find_map(|(i, _)| {
+        let rest = &code[i + "struct ".len()..];
+        (ident_at(rest) == name && rest[name.len()..].trim_start().starts_with(['{', '<']))
+            .then_some(i)
+    })?;
+    let open = at + code[at..].find('{')?;
+    let mut depth = 0usize;
+    let mut body_end = None;
+    for (k, c) in code[open..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    body_end = Some(open + k);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let body = &code[open + 1..body_end?];
+    // Split at top-level commas (not inside `<…>`, `(…)`, `[…]`), dropping attributes.
+    let mut fields = Vec::new();
+    let (mut depth, mut cur) = (0i32, String::new());
+    let mut push = |cur: &mut String| {
+        let mut f = cur.trim();
+        while f.starts_with("#[") {
+            let mut d = 0;
+            let end = f
+                .char_indices()
+                .find(|&(_, c)| {
+                    d += match c {
+                        '[' => 1,
+                        ']' => -1,
+                        _ => 0,
+                    };
+                    c == ']' && d == 0
+                })
+                .map_or(f.len(), |(i, _)| i + 1);
+            f = f[end..].trim_start();
+        }
+        if let Some((n, ty)) = f.split_once(':') {
+            // `pub`, `pub(crate)`: the name is the last word.
+            let n = n.split_whitespace().last().unwrap_or_default();
+            fields.push((n.to_string(), ty.split_whitespace().collect::<String>()));
+        }
+        cur.clear();
+    };
+    for c in body.chars() {
+        match c {
+            '<' | '(' | '[' => depth += 1,
+            '>' | ')' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                push(&mut cur);
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    push(&mut cur);
+    Some(fields)
+}
+
+/// Whether a field's type is text or raw JSON: `String` or `serde_json::Value` anywhere in
+/// it (`Value` alone counts where the file imports serde_json's).
+fn text_type(ty: &str, json_value_imported: bool) -> Option<&'static str> {
+    let words: Vec<&str> = ty
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    if words
+        .iter()
+        .any(|w| *w == "serde_json::Value" || (json_value_imported && *w == "Value"))
+    {
+        Some("serde_json::Value")
+    } else if words
+        .iter()
+        .any(|w| *w == "String" || *w == "std::string::String")
+    {
+        Some("String")
+    } else {
+        None
+    }
+}
+
+/// Whether a file brings serde_json's `Value` into scope under that name.
+fn imports_json_value(text: &str) -> bool {
+    text.lines().any(|l| {
+        let l = l.trim();
+        l.starts_with("use serde_json::")
+            && (l.contains("::Value;")
+                || l.contains("{Value")
+                || l.contains(" Value,")
+                || l.contains(" Value}"))
+    })
+}
+
+/// The boundary fields typed as text or raw JSON that the allow-list does not name.
+fn boundary_problems(file: &str, text: &str, name: &str) -> Vec<String> {
+    let Some(fields) = struct_fields(text, name) else {
+        return vec![format!("{file}: no struct {name} (rename it here too)")];
+    };
+    let json = imports_json_value(text);
+    fields
+        .into_iter()
+        .filter_map(|(field, ty)| {
+            let what = text_type(&ty, json)?;
+            let allowed = BOUNDARY_ALLOWED
+                .iter()
+                .any(|(f, t, n, _)| *f == file && *t == name && *n == field);
+            (!allowed).then(|| format!("{file}: {name}.{field}: {ty} is a {what}"))
+        })
+        .collect()
+}
+
+#[test]
+fn boundary_types_carry_no_raw_json_or_undeclared_text() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut problems = Vec::new();
+    for (file, name) in BOUNDARY_TYPES {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        problems.extend(boundary_problems(file, &text, name));
+    }
+    assert!(
+        problems.is_empty(),
+        "fields at a module boundary typed as text or raw JSON (give the fact a type, or name the field in BOUNDARY_ALLOWED with why it is text):\n  {}",
+        problems.join("\n  ")
+    );
+    // An entry whose field is no longer text (or went away) leaves the list.
+    let mut stale = Vec::new();
+    for (file, name, field, _) in BOUNDARY_ALLOWED {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        let json = imports_json_value(&text);
+        let still = struct_fields(&text, name).is_some_and(|fields| {
+            fields
+                .iter()
+                .any(|(f, ty)| f == field && text_type(ty, json).is_some())
+        });
+        if !still {
+            stale.push(format!("{file}: {name}.{field}"));
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "allowed text fields that are no longer text: {stale:?}"
+    );
+}
+
+#[test]
+fn the_boundary_check_sees_raw_json_and_text() {
+    let text = "use serde_json::Value;\n/// doc { }\n#[derive(Clone)]\npub struct Manifest {\n    /// a run id, \"quoted\"\n    pub run_id: String,\n    #[serde(default)]\n    pub roles: Value,\n    pub parts: BTreeMap<String, Ledger>,\n    pub outcome: Outcome,\n    pub(crate) note: Option<std::string::String>,\n    pub pair: (usize, usize),\n}\nstruct Other { x: String }\n";
+    assert_eq!(
+        struct_fields(text, "Manifest").unwrap(),
+        [
+            ("run_id", "String"),
+            ("roles", "Value"),
+            ("parts", "BTreeMap<String,Ledger>"),
+            ("outcome", "Outcome"),
+            ("note", "Option<std::string::String>"),
+            ("pair", "(usize,usize)"),
+        ]
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+    );
+    let problems = boundary_problems("crates/record/src/manifest.rs", text, "Manifest");
+    // `run_id` is allowed (free text); the rest are not.
+    assert_eq!(problems.len(), 3, "{problems:?}");
+    assert!(problems[0].contains("Manifest.roles: Value is a serde_json::Value"));
+    assert!(problems[1].contains("Manifest.parts"));
+    assert!(problems[2].contains("Manifest.note"));
+    // `Value` of another kind (the report's cells) is not JSON.
+    assert_eq!(text_type("Value", false), None);
+    assert_eq!(
+        text_type("Option<serde_json::Value>", false),
+        Some("serde_json::Value")
+    );
+    assert!(boundary_problems("x.rs", text, "Missing")[0].contains("no struct Missing"));
 }

@@ -8,7 +8,8 @@ use crate::fake_llm::{PlanFollower, banking, paths, read_jsonl, run_args};
 use serde_json::json;
 use sieve_bench::model::config::{ModelFactory, ModelOptions};
 use sieve_bench::model::tokens::TokenCounter;
-use sieve_bench::model::{ChatModel, ChatRequest, Component, Message, ModelError};
+use sieve_bench::model::{ChatModel, ChatRequest, ModelError};
+use sieve_record::{Component, Message};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -161,7 +162,7 @@ async fn a_reply_cut_at_max_tokens_keeps_its_finish_reason() {
     .await
     .unwrap();
     assert_eq!(r.finish_reason.as_deref(), Some("length"));
-    let mut meter = sieve_bench::model::CostMeter::default();
+    let mut meter = sieve_record::CostMeter::default();
     meter.record(Component::Agent, &r);
     assert_eq!(meter.get(Component::Agent).truncated, 1);
     let v = serde_json::to_value(&meter).unwrap();

@@ -8,9 +8,9 @@
 use crate::fake_llm::{PlanFollower, banking, paths, read_jsonl, run_args};
 use assert_cmd::Command;
 use sieve_bench::commands::run::args::RunArgs;
-use sieve_bench::model::Component;
 use sieve_bench::model::config::ModelOptions;
 use sieve_bench::runner::manifest::{Found, read};
+use sieve_record::Component;
 use std::path::Path;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer};
@@ -45,7 +45,7 @@ fn small(out: &Path, server: &MockServer) -> RunArgs {
     a
 }
 
-fn manifest(dir: &Path) -> sieve_bench::runner::manifest::Manifest {
+fn manifest(dir: &Path) -> sieve_record::Manifest {
     match read(dir) {
         Found::Manifest(m) => *m,
         _ => panic!("no manifest in {}", dir.display()),
@@ -158,7 +158,10 @@ async fn a_budget_stops_the_run_and_a_rerun_resumes_within_what_remains() {
     );
     assert!(m.budget.spent_tokens <= total / 2, "{:?}", m.budget);
     assert_eq!(m.budget.limit_tokens, Some(total / 2));
-    assert_eq!(m.invocations.last().unwrap().outcome, "stopped: budget");
+    assert_eq!(
+        m.invocations.last().unwrap().outcome,
+        sieve_record::InvocationOutcome::Stopped("budget".into())
+    );
     let kept = std::fs::read_to_string(out.join("episodes.jsonl")).unwrap();
     assert_eq!(kept.lines().count(), ran, "everything run is written");
 

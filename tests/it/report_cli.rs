@@ -1,6 +1,7 @@
 //! Reports through the binary: tables that fit the terminal, command-line order.
 
 use crate::common::*;
+use std::path::Path;
 
 /// The default table of the full matrix at a 100-column terminal: every line fits, so
 /// the terminal wraps nothing. One user task and one injection task per suite keep it
@@ -448,4 +449,56 @@ fn an_unreadable_run_folder_exits_alike_from_report_and_run() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("not a run directory"));
+}
+
+/// A run's `run.json` is read with the one typed reader: a corrupt one is refused,
+/// naming the file, rather than leaving the run out of the settings check (as it used to,
+/// so a report could merge runs of different settings); and a setting that differs is
+/// named by its path.
+#[test]
+fn a_corrupt_run_json_is_refused_naming_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a");
+    let b = tmp.path().join("b");
+    bench(tmp.path())
+        .args(["run", "--suite", "banking", "--attack", "important"])
+        .args(["--defense", "none", "--shard", "0/20", "--quiet", "--out"])
+        .arg(&a)
+        .assert()
+        .success();
+    std::fs::create_dir(&b).unwrap();
+    for name in ["episodes.jsonl", "traces.jsonl", "run.json"] {
+        std::fs::copy(a.join(name), b.join(name)).unwrap();
+    }
+    let report = |dirs: &[&Path]| {
+        let mut c = bench(tmp.path());
+        c.args(["report", "--format", "csv"]).args(dirs);
+        c.assert()
+    };
+    report(&[&a, &b]).success();
+
+    // Another setting: refused, the setting named.
+    let manifest = std::fs::read_to_string(b.join("run.json")).unwrap();
+    let mut m: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+    m["settings"]["max_steps"] = 7.into();
+    std::fs::write(b.join("run.json"), m.to_string()).unwrap();
+    let err = report(&[&a, &b]).code(2).get_output().stderr.clone();
+    let err = String::from_utf8_lossy(&err);
+    assert!(
+        err.contains("different settings") && err.contains("settings.max_steps: 30 vs 7"),
+        "{err}"
+    );
+
+    // A corrupt manifest: refused, with its path, alone or beside a good run.
+    std::fs::write(b.join("run.json"), &manifest[..manifest.len() / 2]).unwrap();
+    let path = b.join("run.json").display().to_string();
+    for dirs in [vec![&a, &b], vec![&b]] {
+        let dirs: Vec<&Path> = dirs.into_iter().map(|d| d.as_path()).collect();
+        let err = report(&dirs).code(2).get_output().stderr.clone();
+        let err = String::from_utf8_lossy(&err);
+        assert!(
+            err.contains(&path) && err.contains("not a manifest"),
+            "{err}"
+        );
+    }
 }

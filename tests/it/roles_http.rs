@@ -58,8 +58,8 @@ async fn with_the_flag_every_row_that_used_the_judge_says_oracle_judge() {
     assert!(!rows.is_empty());
     for r in rows {
         let roles = r.scripted_roles.as_ref().expect("recorded");
-        assert!(!roles.contains_key(&sieve_bench::model::Component::Agent));
-        let judge = roles.get(&sieve_bench::model::Component::Judge);
+        assert!(!roles.contains_key(&sieve_record::Component::Agent));
+        let judge = roles.get(&sieve_record::Component::Judge);
         if r.defense == "audit" {
             assert_eq!(
                 judge.map(|j| j.label.as_str()),
@@ -121,7 +121,7 @@ async fn a_scripted_judge_of_stated_quality_is_labelled_with_its_quality_not_ora
         .iter()
         .find(|r| r.defense == "audit")
         .unwrap();
-    let judge = &audit.scripted_roles.as_ref().unwrap()[&sieve_bench::model::Component::Judge];
+    let judge = &audit.scripted_roles.as_ref().unwrap()[&sieve_record::Component::Judge];
     assert_eq!(judge.label, "scripted judge (judge_auc=0.8)");
     let note = report.summary.note.clone().unwrap();
     assert!(

@@ -69,7 +69,7 @@ fn probabilistic_agent_is_calibrated_and_reproducible() {
         "--model",
         "sim:p=0.3",
         "--seeds",
-        "4",
+        "2",
     ];
     let a = run(tmp.path(), &tmp.path().join("a"), &args);
     let b = run(tmp.path(), &tmp.path().join("b"), &args);
@@ -94,7 +94,7 @@ fn probabilistic_agent_is_calibrated_and_reproducible() {
             "--model",
             "sim:p=0.3",
             "--seeds",
-            "4",
+            "2",
             "--seed",
             "100",
         ],

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 /// What failed in an errored episode, recorded beside the message so a convention can
 /// tell kinds apart (AgentDojo scores two of them as a failed task and a successful
-/// attack: `agentdojo_scores` in the metrics module).
+/// attack: `agentdojo_scores`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
@@ -43,7 +43,7 @@ impl ErrorKind {
     }
 }
 
-/// How a suite's own rows count an errored episode (`metrics::ErrorsAs` turns it into a
+/// How a suite's own rows count an errored episode (`ErrorsAs` turns it into a
 /// row's convention): apart from the rates (this project's), or as AgentDojo does (a
 /// failed task and a successful attack), which only AgentDojo's adapter declares.
 #[derive(

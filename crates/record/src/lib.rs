@@ -12,6 +12,7 @@
 
 mod cost;
 mod episode;
+mod errors_as;
 mod floors;
 mod jsonl;
 mod judged;
@@ -27,6 +28,7 @@ pub use episode::{
     CallRecord, Decision, EpisodeRecord, ErrorConvention, ErrorKind, TraceRecord, Undecided,
     proposed_calls,
 };
+pub use errors_as::{ErrorPolicy, ErrorsAs, agentdojo_scores, family_default};
 pub use floors::{Floor, Floors};
 pub use jsonl::{
     BATCH_BYTES, Batch, EPISODES, LineError, Parsed, RUN_INFO, RecordWriter, TRACES,
@@ -34,7 +36,7 @@ pub use jsonl::{
 };
 pub use judged::{JudgeOn, JudgedAnswer, JudgedVerdict, UtilityFrom};
 pub use ledger::Ledger;
-pub use manifest::{Invocation, Lineage, Manifest};
+pub use manifest::{Invocation, InvocationOutcome, Lineage, Manifest, RunRoles};
 pub use message::{Message, Role, ToolCall};
 pub use role::{Component, ScriptedRole, ScriptedRoles};
-pub use settings::{Change, RunSettings};
+pub use settings::{Change, ModelIdentity, RunSettings};

@@ -14,13 +14,13 @@ pub struct RunSettings {
     pub harness_version: String,
     /// Each role's model as resolved (endpoint, alias, tool format, sampling, caps,
     /// scripted knobs), from `ChatModel::identity`.
-    pub agent: Value,
+    pub agent: ModelIdentity,
     /// The planner's model as resolved (as `agent`).
-    pub planner: Value,
+    pub planner: ModelIdentity,
     /// The judge's model as resolved (as `agent`).
-    pub judge: Value,
+    pub judge: ModelIdentity,
     /// The embedder as resolved (`lexical`, an endpoint, MiniLM).
-    pub embedder: Value,
+    pub embedder: ModelIdentity,
     /// `--max-steps`: the cap on agent turns.
     pub max_steps: usize,
     /// A hash of the defenses' configuration content (SIEVE config file, ad-hoc weights).
@@ -32,6 +32,32 @@ pub struct RunSettings {
     /// compare every key present in either.
     #[serde(default)]
     pub extra: BTreeMap<String, Value>,
+}
+
+/// A model (or embedder) as resolved: what `ChatModel::identity` gives, its name and every
+/// setting of its backend that can change a reply. It is open-ended by nature, so it is
+/// kept as the JSON the backend gave, behind this type: each backend has settings of its
+/// own (an OpenAI endpoint's `extra_body` is whatever JSON the user passes), and folders
+/// written before a backend's settings were recorded hold a bare name or `null`, which
+/// must read, compare and hash exactly as they were written (the run identity is a hash
+/// of the serialised settings). Nothing decodes it: two identities are compared setting
+/// by setting ([`RunSettings::changes_from`] names the one that differs).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ModelIdentity {
+    json: Value,
+}
+
+impl ModelIdentity {
+    /// A backend's identity as it describes itself.
+    pub fn new(json: Value) -> ModelIdentity {
+        ModelIdentity { json }
+    }
+
+    /// The identity as JSON, as `run.json` holds it.
+    pub fn as_json(&self) -> &Value {
+        &self.json
+    }
 }
 
 /// One setting that differs between the recorded run and this invocation.
@@ -144,10 +170,12 @@ mod tests {
     fn settings() -> RunSettings {
         RunSettings {
             harness_version: "0.1.0".into(),
-            agent: json!({"name": "openai:m", "temperature": 0.0, "max_tokens": 2048}),
-            planner: json!({"name": "sim:obedient"}),
-            judge: json!({"name": "sim:obedient"}),
-            embedder: json!({"name": "lexical"}),
+            agent: ModelIdentity::new(
+                json!({"name": "openai:m", "temperature": 0.0, "max_tokens": 2048}),
+            ),
+            planner: ModelIdentity::new(json!({"name": "sim:obedient"})),
+            judge: ModelIdentity::new(json!({"name": "sim:obedient"})),
+            embedder: ModelIdentity::new(json!({"name": "lexical"})),
             max_steps: 30,
             defense_config: "abc".into(),
             system_prompts: BTreeMap::from([("s/a".into(), "1".into())]),
@@ -160,9 +188,10 @@ mod tests {
         let old = settings();
         assert!(old.changes_from(&old).is_empty());
         let mut new = old.clone();
-        new.agent["temperature"] = json!(0.7);
+        new.agent =
+            ModelIdentity::new(json!({"name": "openai:m", "temperature": 0.7, "max_tokens": 2048}));
         new.max_steps = 10;
-        new.judge = json!({"name": "openai:j"});
+        new.judge = ModelIdentity::new(json!({"name": "openai:j"}));
         let names: Vec<String> = new
             .changes_from(&old)
             .into_iter()

@@ -1,8 +1,9 @@
 //! `run`'s flags: the one definition of each run option (its help, default and
 //! parser), the run id a command line names, and the flags' own errors.
 
-use crate::model::answer_judge::{JudgeFormat, JudgeOn, UtilityFrom};
+use crate::model::answer_judge::JudgeFormat;
 use crate::model::config::ModelOptions;
+use sieve_record::{JudgeOn, UtilityFrom};
 use std::path::PathBuf;
 
 /// A flag's value that its parser refuses (clap prints it after the flag's name).
@@ -211,7 +212,7 @@ fn parse_call_seconds(s: &str) -> Result<f64, FlagError> {
         .ok_or_else(|| FlagError::Seconds(s.to_string()))
 }
 
-pub use crate::aggregate::metrics::{ErrorPolicy, ErrorsAs};
+use sieve_record::{ErrorPolicy, ErrorsAs};
 
 impl RunArgs {
     /// The error convention of this run's rows: `--errors-as` for all, else each family's.

@@ -4,13 +4,14 @@
 use super::args::{
     MAX_CONCURRENCY, MAX_SEEDS, PLUGIN_MAX_REPLY_MIB, RunArgs, default_run_id, parse_plugin_timeout,
 };
-use super::models::{Roles, build_answer_judge, build_models_with};
+use super::models::{build_answer_judge, build_models_with, roles_of};
 use crate::commands::{CliError, Paths};
 use crate::model::Models;
 use crate::model::config::ModelFactory;
 use crate::runner::RunPlan;
-use crate::runner::identity::{RunSettings, short_hash};
+use crate::runner::identity::short_hash;
 use crate::suite::Suite;
+use sieve_record::{ModelIdentity, RunRoles, RunSettings};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -36,7 +37,7 @@ pub struct RunConfig {
     pub models: Models,
     /// What attacks write into `{model}`.
     pub attack_model_name: String,
-    pub roles: Roles,
+    pub roles: RunRoles,
     /// The seeds, first to last.
     pub seeds: std::ops::RangeInclusive<u64>,
     /// The named endpoints of `configs/models.toml`.
@@ -49,7 +50,7 @@ pub struct RunConfig {
     /// hold it: only read, to recognise such a folder as recorded with this very one.
     pub defense_config_before: String,
     /// Each suite's utility floors (qualified name → floors), for `run.json`.
-    pub floors: std::collections::BTreeMap<String, crate::record::Floors>,
+    pub floors: std::collections::BTreeMap<String, sieve_record::Floors>,
 }
 
 impl RunConfig {
@@ -159,7 +160,7 @@ async fn measure_floors(
     suites: &[Suite],
     only: Option<&[String]>,
     concurrency: usize,
-) -> std::collections::BTreeMap<String, crate::record::Floors> {
+) -> std::collections::BTreeMap<String, sieve_record::Floors> {
     let build = paths.proof_build();
     let mut out = std::collections::BTreeMap::new();
     for s in suites {
@@ -230,7 +231,7 @@ struct ResolvedModels {
     models: Models,
     named: std::collections::BTreeMap<String, crate::model::config::NamedEndpoint>,
     attack_model_name: String,
-    roles: Roles,
+    roles: RunRoles,
     answer_judge: Option<Arc<crate::model::answer_judge::AnswerJudge>>,
 }
 
@@ -266,7 +267,7 @@ fn resolve_models(
         Some(n) => n.trim().to_string(),
         None => crate::attack::plain_model_name(models.agent.name()),
     };
-    let roles = Roles::of(&models);
+    let roles = roles_of(&models);
     if roles.oracle_with_real_agent() && !args.allow_oracle_roles {
         return Err(CliError::bad_input(format!(
             "the agent {} is a real model but the {} scripted: a scripted planner or judge starts from the answer key (the reference plans, which calls are injected), so its rows would not measure the defense as deployed. Give it a real model (--planner-model / --judge-model), or pass --allow-oracle-roles to accept rows marked {}",
@@ -388,10 +389,10 @@ fn run_settings(
     let defense_config = defense_config(options);
     RunSettings {
         harness_version: env!("CARGO_PKG_VERSION").to_string(),
-        agent: models.agent.identity(),
-        planner: models.planner.identity(),
-        judge: models.judge.identity(),
-        embedder: models.embedder.identity(),
+        agent: ModelIdentity::new(models.agent.identity()),
+        planner: ModelIdentity::new(models.planner.identity()),
+        judge: ModelIdentity::new(models.judge.identity()),
+        embedder: ModelIdentity::new(models.embedder.identity()),
         max_steps: args.max_steps,
         defense_config,
         system_prompts: suites

@@ -4,8 +4,8 @@
 
 use super::config::RunConfig;
 use crate::commands::CliError;
-use crate::runner::manifest::Manifest;
 use crate::runner::{self, RunOutcome};
+use sieve_record::{Invocation, InvocationOutcome, Manifest};
 use std::path::Path;
 
 /// Removes what a run writes into a folder (`--fresh`); other files are left alone.
@@ -32,10 +32,10 @@ pub(super) fn clear_folder(out: &Path) -> Result<(), CliError> {
 /// (with this invocation appended), a new one for an empty folder, and a refusal naming
 /// every changed setting otherwise.
 pub(super) fn open_manifest(config: &RunConfig) -> Result<Manifest, CliError> {
-    use runner::manifest::{Found, Invocation, now, read};
+    use runner::manifest::{Found, now, read};
     let (out, args, models) = (config.out.as_path(), &config.args, &config.models);
     let settings = config.settings.clone();
-    let has_records = std::fs::metadata(out.join(crate::record::EPISODES))
+    let has_records = std::fs::metadata(out.join(sieve_record::EPISODES))
         .map(|m| m.len() > 0)
         .unwrap_or(false);
     let ways_out = format!(
@@ -48,7 +48,7 @@ pub(super) fn open_manifest(config: &RunConfig) -> Result<Manifest, CliError> {
         finished: None,
         ran: 0,
         errored: 0,
-        outcome: "running".into(),
+        outcome: InvocationOutcome::Running,
     };
     let recorded = match read(out) {
         Found::Manifest(m) => Some(*m),
@@ -56,7 +56,7 @@ pub(super) fn open_manifest(config: &RunConfig) -> Result<Manifest, CliError> {
             return Err(CliError::bad_input(format!(
                 "{} holds episodes but no {}: the settings they were recorded under are unknown. {ways_out}.",
                 out.display(),
-                crate::record::RUN_INFO
+                sieve_record::RUN_INFO
             )));
         }
         Found::Unreadable(why) if has_records => {
@@ -66,7 +66,7 @@ pub(super) fn open_manifest(config: &RunConfig) -> Result<Manifest, CliError> {
         }
         _ => None,
     };
-    let errors_as = args.error_policy().as_str().to_string();
+    let errors_as = args.error_policy();
     let price = args.model_options.price_per_mtok.map(|(i, o)| [i, o]);
     match recorded {
         Some(mut m) => {
@@ -93,15 +93,15 @@ pub(super) fn open_manifest(config: &RunConfig) -> Result<Manifest, CliError> {
                 return Err(CliError::bad_input(format!(
                     "{} was recorded with --errors-as {}; this run asks for {}. Resuming would relabel its episodes; repeat the folder's --errors-as, or {ways_out}.",
                     out.display(),
-                    m.errors_as,
-                    errors_as
+                    m.errors_as.as_str(),
+                    errors_as.as_str()
                 )));
             }
             m.settings = settings.merged_with(&m.settings);
             m.identity = runner::identity::fingerprint(&m.settings);
             m.errors_as = errors_as;
             m.price_per_mtok = price.or(m.price_per_mtok);
-            m.roles = serde_json::to_value(&config.roles).expect("roles serialise");
+            m.roles = config.roles.clone();
             m.simulated = m.simulated || models.any_simulated();
             if m.shard != args.shard && has_records {
                 return Err(CliError::bad_input(format!(
@@ -123,7 +123,7 @@ pub(super) fn open_manifest(config: &RunConfig) -> Result<Manifest, CliError> {
             git_commit: runner::manifest::git_commit(),
             identity: runner::identity::fingerprint(&settings),
             settings,
-            roles: serde_json::to_value(&config.roles).expect("roles serialise"),
+            roles: config.roles.clone(),
             simulated: models.any_simulated(),
             errors_as,
             price_per_mtok: price,
@@ -161,7 +161,7 @@ pub(super) fn write_manifest(out: &Path, manifest: &Manifest) -> Result<(), CliE
     runner::manifest::write(out, manifest).map_err(|e| {
         CliError::failed(format!(
             "cannot write {}: {e}",
-            out.join(crate::record::RUN_INFO).display()
+            out.join(sieve_record::RUN_INFO).display()
         ))
     })
 }
@@ -171,23 +171,22 @@ pub(super) fn write_manifest(out: &Path, manifest: &Manifest) -> Result<(), CliE
 pub(super) fn finish_manifest(
     manifest: &mut Manifest,
     result: &Result<RunOutcome, runner::RunError>,
-    requested: &std::collections::BTreeMap<crate::model::Component, String>,
+    requested: &std::collections::BTreeMap<sieve_record::Component, String>,
 ) {
     let invocation = manifest.invocations.last_mut().expect("pushed above");
     invocation.finished = Some(runner::manifest::now());
     invocation.outcome = match result {
-        Ok(o) if o.interrupted => "interrupted".into(),
-        Ok(o) => o
-            .fatal
-            .as_ref()
-            .map_or("done".into(), |f| format!("stopped: {f}")),
-        Err(e) => format!("refused: {e}"),
+        Ok(o) if o.interrupted => InvocationOutcome::Interrupted,
+        Ok(o) => o.fatal.as_ref().map_or(InvocationOutcome::Done, |f| {
+            InvocationOutcome::Stopped(f.clone())
+        }),
+        Err(e) => InvocationOutcome::Refused(e.to_string()),
     };
     if let Ok(o) = result {
         invocation.ran = o.ran;
         invocation.errored = o.errored;
         if o.budget_stop.is_some() {
-            invocation.outcome = "stopped: budget".into();
+            invocation.outcome = InvocationOutcome::Stopped("budget".into());
         }
         manifest.budget = o.ledger.clone();
         crate::commands::estimate::record_lineage(

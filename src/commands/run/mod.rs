@@ -80,7 +80,7 @@ pub async fn execute(config: RunConfig) -> Result<RunReport, CliError> {
 /// expected cost from the dry-run estimate (nothing is sent).
 async fn budget(
     config: &RunConfig,
-    manifest: &runner::manifest::Manifest,
+    manifest: &sieve_record::Manifest,
 ) -> Result<runner::budget::Budget, CliError> {
     let args = &config.args;
     let mut prices = super::estimate::prices(args, &config.named, &config.models)?;

@@ -3,8 +3,9 @@
 
 use crate::commands::CliError;
 use crate::model::Models;
-use crate::model::answer_judge::{AnswerJudge, JudgeFormat, JudgeOn, UtilityFrom};
+use crate::model::answer_judge::{AnswerJudge, JudgeFormat};
 use crate::model::config::ModelFactory;
+use sieve_record::{JudgeOn, RunRoles, UtilityFrom};
 use std::sync::Arc;
 
 /// Builds the models for every role with a factory (flags, named endpoints, cache).
@@ -112,63 +113,20 @@ pub(super) async fn preflight(
         .map_err(|e| CliError::failed(format!("embedder: {e}")))
 }
 
-/// Which roles are scripted. Scripted planners and judges read the answer key, so beside
-/// a real agent they are oracles and every row says so.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct Roles {
-    pub agent_scripted: bool,
-    pub planner_scripted: bool,
-    pub judge_scripted: bool,
-    /// The labels rows carry for the scripted planner and judge (`oracle judge`, …).
-    pub helper_labels: Vec<String>,
-}
-
-impl Roles {
-    pub fn of(models: &Models) -> Roles {
-        use crate::model::Component;
-        Roles {
-            agent_scripted: models.agent.simulated(),
-            planner_scripted: models.planner.simulated(),
-            judge_scripted: models.judge.simulated(),
-            helper_labels: [
-                models.planner.scripted(Component::Planner),
-                models.judge.scripted(Component::Judge),
-            ]
-            .into_iter()
-            .flatten()
-            .map(|r| r.label)
-            .collect(),
-        }
-    }
-
-    pub(super) fn scripted_helpers(&self) -> Vec<&'static str> {
-        let mut v = Vec::new();
-        if self.planner_scripted {
-            v.push("planner");
-        }
-        if self.judge_scripted {
-            v.push("judge");
-        }
-        v
-    }
-
-    /// A real agent beside a scripted planner or judge.
-    pub fn oracle_with_real_agent(&self) -> bool {
-        !self.agent_scripted && (self.planner_scripted || self.judge_scripted)
-    }
-
-    /// "oracle planner", "oracle judge": what rows of such a run say.
-    pub fn oracle_labels(&self) -> Vec<String> {
-        self.helper_labels.clone()
-    }
-
-    /// The roles that are scripted, by name (`agent`, `planner`, `judge`).
-    pub fn scripted(&self) -> Vec<&'static str> {
-        let mut v = Vec::new();
-        if self.agent_scripted {
-            v.push("agent");
-        }
-        v.extend(self.scripted_helpers());
-        v
+/// Which of `models`' roles are scripted, for the manifest and the oracle check.
+pub fn roles_of(models: &Models) -> RunRoles {
+    use sieve_record::Component;
+    RunRoles {
+        agent_scripted: models.agent.simulated(),
+        planner_scripted: models.planner.simulated(),
+        judge_scripted: models.judge.simulated(),
+        helper_labels: [
+            models.planner.scripted(Component::Planner),
+            models.judge.scripted(Component::Judge),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|r| r.label)
+        .collect(),
     }
 }

@@ -7,7 +7,7 @@ use crate::aggregate::pairs::PairTable;
 use crate::commands::CliError;
 use crate::report::{self, Grid, Summary, runs};
 use crate::runner::RunOutcome;
-use crate::runner::manifest::Manifest;
+use sieve_record::Manifest;
 use std::path::{Path, PathBuf};
 
 /// What `run` produced.
@@ -87,7 +87,7 @@ impl RunReport {
 /// no record was judged.
 pub(super) fn write_agreement(
     out: &Path,
-    mut records: Vec<crate::record::EpisodeRecord>,
+    mut records: Vec<sieve_record::EpisodeRecord>,
 ) -> Result<Option<String>, CliError> {
     records.sort_by(|a, b| a.key.cmp(&b.key));
     let Some(rep) = crate::aggregate::agreement::agreement(&records) else {

@@ -23,11 +23,12 @@ use super::config::{Provenance, TrustTable, Weights};
 use super::graph::extract_json;
 use super::layer1::appears;
 use crate::defense::{DefenseCtx, DefenseError, ProposedCall};
-use crate::model::{Component, Message, Role, SimHint};
+use crate::model::SimHint;
 use serde::Serialize;
+use sieve_record::{Component, Message, Role};
 // What an adjudication records is the record crate's (SIEVE's call notes).
 use serde_json::Value;
-pub use sieve_record::sieve::{Adjudication, JudgeReply, Outcome};
+use sieve_record::sieve::{Adjudication, JudgeReply, Outcome};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -395,8 +396,8 @@ impl Adjudicator {
 mod tests {
     use super::*;
     use crate::defense::sieve::config::{SieveConfig, Term};
-    use crate::model::ToolCall;
     use serde_json::json;
+    use sieve_record::ToolCall;
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9

@@ -509,9 +509,9 @@ impl SieveConfig {
 /// it are real models.
 pub fn scripted_difference(
     defense: &str,
-    roles: Option<&crate::model::ScriptedRoles>,
+    roles: Option<&sieve_record::ScriptedRoles>,
 ) -> Option<String> {
-    use crate::model::Component;
+    use sieve_record::Component;
     let variant = defense.strip_prefix("sieve:")?;
     let role = |c: Component| roles.and_then(|r| r.get(&c));
     match variant {

@@ -30,15 +30,16 @@ pub mod planner;
 use crate::defense::{
     Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall, Verdict,
 };
-use crate::model::Component;
-use adjudicator::{Adjudicator, Outcome};
+use adjudicator::Adjudicator;
+use sieve_record::Component;
+use sieve_record::sieve::Outcome;
 // The notes' types are the record crate's, so the aggregate reads them back typed.
 use async_trait::async_trait;
 use config::{SieveConfig, Variant, Weights};
 use graph::IntentGraph;
 use layer1::RunState;
 use serde_json::{Value, json};
-pub use sieve_record::sieve::{CallNote, CallPath};
+use sieve_record::sieve::{CallNote, CallPath};
 use std::collections::HashMap;
 use std::sync::Arc;
 

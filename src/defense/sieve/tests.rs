@@ -6,12 +6,11 @@ use crate::defense::DefenseStats;
 use crate::embed::Lexical;
 use crate::model::sim::{EpisodeScript, ScriptedInjection};
 use crate::model::tokens::TokenCounter;
-use crate::model::{
-    ChatModel, ChatReply, ChatRequest, CostMeter, Message, ModelError, Models, ToolCall, Usage,
-};
+use crate::model::{ChatModel, ChatReply, ChatRequest, ModelError, Models};
 use crate::suite::{PlannedCall, Suite};
 use crate::tools::ToolSchema;
 use serde_json::json;
+use sieve_record::{CostMeter, Message, ToolCall, Usage};
 use std::path::Path;
 
 /// A model that always answers the same text.

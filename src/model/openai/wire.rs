@@ -9,9 +9,10 @@
 //! error.
 
 use crate::http::truncate;
-use crate::model::{Message, Role, ToolCall, ToolSchema};
+use crate::model::ToolSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
+use sieve_record::{Message, Role, ToolCall};
 
 /// How tools are offered to the model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
