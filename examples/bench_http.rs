@@ -17,9 +17,10 @@ mod fake_llm;
 
 use futures::StreamExt;
 use serde_json::json;
+use sieve_bench::model::ChatRequest;
 use sieve_bench::model::config::{ModelFactory, ModelOptions};
 use sieve_bench::model::tokens::TokenCounter;
-use sieve_bench::model::{ChatRequest, Component, Message};
+use sieve_record::{Component, Message};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -261,10 +261,9 @@ mod tests {
     use crate::defense::{DefenseStats, build};
     use crate::model::sim::{EpisodeScript, SimModel, SimProfile};
     use crate::model::tokens::TokenCounter;
-    use crate::model::{
-        ChatModel, ChatReply, ChatRequest, Component, CostMeter, ModelError, Models,
-    };
+    use crate::model::{ChatModel, ChatReply, ChatRequest, ModelError, Models};
     use async_trait::async_trait;
+    use sieve_record::{Component, CostMeter};
     use std::sync::{Arc, Mutex};
 
     /// A model that records what it answered as planner.

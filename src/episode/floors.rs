@@ -17,7 +17,7 @@ use crate::suite::{PlannedCall, Suite, UserTask};
 use crate::tools::ToolKind;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-pub use sieve_record::{Floor, Floors};
+use sieve_record::Floors;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

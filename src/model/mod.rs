@@ -12,13 +12,9 @@ pub mod sim_roles;
 pub mod tokens;
 
 pub use crate::http::ModelError;
-// The plain data of messages and costs is the record crate's (on-disk formats); import
-// it from `sieve_record`. These are still re-exported only because `sim.rs`,
-// `defense/dual_llm.rs` and `defense/scripted_plan.rs` import them through this module
-// and are being changed elsewhere at the moment; their next change imports them from
-// `sieve_record` and this goes.
-use sieve_record::ScriptedRoles;
-pub use sieve_record::{Component, CostMeter, Message, Role, ScriptedRole, ToolCall, Usage};
+// The plain data of messages and costs is the record crate's (on-disk formats): every
+// module imports it from `sieve_record`, none through this one.
+use sieve_record::{Component, CostMeter, Message, ScriptedRole, ScriptedRoles, Usage};
 
 use crate::tools::ToolSchema;
 use async_trait::async_trait;

@@ -20,10 +20,7 @@
 
 use super::sim_roles::{self, PlannerQuality, judge_score, stable_hash};
 use super::tokens::TokenCounter;
-use super::{
-    ChatModel, ChatReply, ChatRequest, Component, Message, ModelError, NamedValue, Role,
-    ScriptedRole, SimHint, ToolCall, Usage,
-};
+use super::{ChatModel, ChatReply, ChatRequest, ModelError, NamedValue, SimHint};
 use crate::readable::Instruction;
 use crate::suite::PlannedCall;
 use crate::suite::check::loose_eq;
@@ -35,6 +32,7 @@ use async_trait::async_trait;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use serde_json::{Value, json};
+use sieve_record::{Component, Message, Role, ScriptedRole, ToolCall, Usage};
 use std::collections::HashMap;
 use std::sync::Arc;
 

@@ -1035,3 +1035,47 @@ fn the_boundary_check_sees_raw_json_and_text() {
     );
     assert!(boundary_problems("x.rs", text, "Missing")[0].contains("no struct Missing"));
 }
+
+/// The lines of `text` (a Rust file of the main crate) that re-export the record crate's
+/// items (`pub use sieve_record::…`, `pub(crate) use …` alike).
+fn record_reexports(text: &str) -> Vec<String> {
+    code_only(text)
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            l.strip_prefix("pub")
+                .map(|r| r.trim_start_matches(|c| c != ' ').trim_start())
+                .is_some_and(|r| {
+                    r.starts_with("use sieve_record") || r.starts_with("use ::sieve_record")
+                })
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn no_module_re_exports_the_record_crate() {
+    // Every path names the owner (docs/architecture.md): the record crate's types are
+    // imported from `sieve_record`, never through a module of the main crate.
+    let mut files = Vec::new();
+    rust_files(&src_dir(), &mut files);
+    let found: Vec<String> = files
+        .iter()
+        .flat_map(|p| {
+            let text = std::fs::read_to_string(p).unwrap();
+            record_reexports(&text)
+                .into_iter()
+                .map(move |l| format!("{}: {l}", p.display()))
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "re-exports of the record crate:\n{}",
+        found.join("\n")
+    );
+    // The check sees one when there is one.
+    assert_eq!(
+        record_reexports("use a::b;\npub use sieve_record::{Message, Role};\npub(crate) use sieve_record::Usage;\n").len(),
+        2
+    );
+}
