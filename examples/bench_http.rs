@@ -208,7 +208,7 @@ async fn main() {
         let dir = tempfile::tempdir().unwrap();
         let mut args = fake_llm::run_args(dir.path(), &base, ModelOptions::default());
         args.seeds = seeds;
-        args.concurrency = conc;
+        args.concurrency.n = conc;
         let t = Instant::now();
         let r = sieve_bench::commands::run::run(&paths, args).await.unwrap();
         let elapsed = t.elapsed();

@@ -815,7 +815,10 @@ pub mod tally;
 mod tests {
     use super::*;
     use crate::commands::Paths;
-    use crate::commands::run::{args::RunArgs, run};
+    use crate::commands::run::{
+        args::{RoleModels, RunArgs},
+        run,
+    };
     use crate::record::for_each_record;
     use sieve_record::{EPISODES, RUN_INFO};
     use std::path::{Path, PathBuf};
@@ -833,7 +836,7 @@ mod tests {
                 suite: "dojo-style/banking,lure-style/slack".into(),
                 attack: "important,context".into(),
                 defense: "none,sieve".into(),
-                model: "sim:p=0.5".into(),
+                models: RoleModels::agent("sim:p=0.5"),
                 seeds: 2,
                 user_tasks: Some((0..4).map(|i| format!("user_task_{i}")).collect()),
                 out: Some(out.clone()),

@@ -312,7 +312,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
             show(&commands::attack::transfer_table(
                 &names,
                 &rows,
-                args.model.starts_with("sim"),
+                args.models.model.starts_with("sim"),
             ));
         }
         Command::Merge {

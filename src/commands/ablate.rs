@@ -486,7 +486,7 @@ pub async fn ablate(paths: &Paths, args: AblateArgs) -> Result<AblateReport, Cli
             .summary
             .rows
             .first()
-            .map_or_else(|| args.run.model.clone(), |r| r.model.clone()),
+            .map_or_else(|| args.run.models.model.clone(), |r| r.model.clone()),
         rows: ablation_rows,
         footnotes,
     };

@@ -2,6 +2,7 @@
 //! [`crate::search`] and the transfer matrix of its frozen payloads.
 //! See docs/adaptive-attacks.md.
 
+use super::run::args::RoleModels;
 use super::{CliError, Paths};
 use crate::attack::library::Library;
 use crate::model::config::{ModelFactory, ModelOptions};
@@ -25,15 +26,9 @@ pub struct SearchArgs {
     /// The defense searched against (see `list defenses`).
     #[arg(long, default_value = "keyword_filter")]
     pub defense: String,
-    /// The victim agent's model.
-    #[arg(long, default_value = "sim:obedient")]
-    pub model: String,
-    /// Model for defenses' planners (default: --model).
-    #[arg(long)]
-    pub planner_model: Option<String>,
-    /// Model for defenses' judges (default: --model).
-    #[arg(long)]
-    pub judge_model: Option<String>,
+    /// The victim's models.
+    #[command(flatten)]
+    pub models: RoleModels,
     /// Who proposes templates: `sim-attacker` (scripted mutation grammar) or a model
     /// (`openai:<model>`, a named endpoint).
     #[arg(long, default_value = SIM_ATTACKER)]
@@ -109,9 +104,9 @@ pub struct TransferArgs {
     /// The suite (default: the first library's).
     #[arg(long)]
     pub suite: Option<String>,
-    /// The victim agent's model (as in `run --model`).
-    #[arg(long, default_value = "sim:obedient")]
-    pub model: String,
+    /// The victim's models.
+    #[command(flatten)]
+    pub models: RoleModels,
     /// Only these user task ids (comma-separated): the cells scored.
     #[arg(long, value_delimiter = ',')]
     pub user_tasks: Option<Vec<String>>,
@@ -136,9 +131,7 @@ async fn victim_parts(
     paths: &Paths,
     suite: &str,
     options: &ModelOptions,
-    model: &str,
-    planner: Option<&str>,
-    judge: Option<&str>,
+    roles: &RoleModels,
 ) -> Result<(crate::suite::Suite, crate::model::Models, ModelFactory), CliError> {
     let mut suites = super::load_selected(paths, suite, 1).await?;
     if suites.len() != 1 {
@@ -150,7 +143,7 @@ async fn victim_parts(
     let named = crate::model::config::load_named(&paths.configs)?;
     let tokens = paths.token_counter()?;
     let factory = ModelFactory::new(options.clone(), named, tokens)?;
-    let models = super::run::models::build_models_with(&factory, model, planner, judge)?;
+    let models = super::run::models::build_models_with(&factory, roles)?;
     Ok((suites.remove(0), models, factory))
 }
 
@@ -212,15 +205,8 @@ pub async fn search(paths: &Paths, args: SearchArgs) -> Result<(Searched, PathBu
             u.label()
         )));
     }
-    let (suite, models, factory) = victim_parts(
-        paths,
-        &args.suite,
-        &args.model_options,
-        &args.model,
-        args.planner_model.as_deref(),
-        args.judge_model.as_deref(),
-    )
-    .await?;
+    let (suite, models, factory) =
+        victim_parts(paths, &args.suite, &args.model_options, &args.models).await?;
     let options = super::run::config::defense_options(paths, None, None)?;
     let defense = crate::defense::build_with(&args.defense, &options)?;
     let all = crate::attack::load_all(&paths.attacks)?;
@@ -665,15 +651,8 @@ pub async fn transfer(
         Some(s) => s.clone(),
         None => libs[0].entries[0].target.suite.clone(),
     };
-    let (suite, models, _) = victim_parts(
-        paths,
-        &suite_name,
-        &args.model_options,
-        &args.model,
-        None,
-        None,
-    )
-    .await?;
+    let (suite, models, _) =
+        victim_parts(paths, &suite_name, &args.model_options, &args.models).await?;
     let options = super::run::config::defense_options(paths, None, None)?;
     let settings = Settings {
         suite: suite.qualified_name(),

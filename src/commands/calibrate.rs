@@ -8,6 +8,7 @@
 //! every item with both verdicts (`calibration.jsonl`) and the table (`calibration.json`,
 //! `calibration.md`).
 
+use super::run::args::Concurrency;
 use super::{CliError, Paths};
 use crate::aggregate::agreement::{Agreement, Table};
 use crate::aggregate::metrics::Rate;
@@ -38,9 +39,8 @@ pub struct CalibrateArgs {
     /// A labelled file in the format of `variants.yaml` for one suite (repeatable).
     #[arg(long, value_name = "SUITE=FILE")]
     pub labelled: Vec<String>,
-    /// Judge requests in flight at once.
-    #[arg(long, default_value_t = 8)]
-    pub concurrency: usize,
+    #[command(flatten)]
+    pub concurrency: Concurrency,
     /// Where the results go (default: results/calibrate__<judge>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -443,10 +443,7 @@ async fn judge_item(judge: &AnswerJudge, suite: &Suite, mut item: Item) -> (Item
 
 /// Runs the calibration and writes it.
 pub async fn calibrate(paths: &Paths, args: CalibrateArgs) -> Result<Calibration, CliError> {
-    if args.concurrency == 0 {
-        return Err(CliError::bad_input("--concurrency must be at least 1"));
-    }
-    let suites: Vec<Suite> = super::load_selected(paths, &args.suite, args.concurrency)
+    let suites: Vec<Suite> = super::load_selected(paths, &args.suite, args.concurrency.n)
         .await?
         .into_iter()
         .filter(|s| s.external.is_none())
@@ -514,7 +511,7 @@ pub async fn calibrate(paths: &Paths, args: CalibrateArgs) -> Result<Calibration
     let judge = &judge;
     let judged: Vec<(Item, CostMeter)> = futures::stream::iter(items)
         .map(|(i, it)| judge_item(judge, &suites[i], it))
-        .buffered(args.concurrency)
+        .buffered(args.concurrency.n)
         .collect()
         .await;
     let mut cost = CostMeter::default();

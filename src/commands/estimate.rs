@@ -28,11 +28,9 @@ pub const STAND_IN: &str = "obedient";
 /// The spec a role's model was given on the command line (`None`: the default embedder).
 fn spec_of(args: &RunArgs, c: Component) -> Option<&str> {
     match c {
-        Component::Agent => Some(args.model.as_str()),
-        Component::Planner => Some(args.planner_model.as_deref().unwrap_or(&args.model)),
-        Component::Judge | Component::Detector => {
-            Some(args.judge_model.as_deref().unwrap_or(&args.model))
-        }
+        Component::Agent => Some(args.models.model.as_str()),
+        Component::Planner => Some(args.models.planner()),
+        Component::Judge | Component::Detector => Some(args.models.judge()),
         Component::Embedding => args.model_options.embedder.as_deref(),
         Component::AnswerJudge => args.answer_judge.as_deref(),
         // `run` has no attacker (only `attack search` does).
@@ -300,7 +298,7 @@ pub async fn estimate(p: &RunConfig) -> Result<Estimate, CliError> {
     let limits = rate_limits(args, p);
     let records = stand_in_records(p).await?;
     let mut est = tally(&records, &roles_by, &prices);
-    est.concurrency = args.concurrency.max(1);
+    est.concurrency = args.concurrency.n;
     est.call_seconds = args.call_seconds;
     est.minutes_concurrency =
         est.llm_calls as f64 * args.call_seconds / est.concurrency as f64 / 60.0;

@@ -5,6 +5,7 @@
 use crate::fake_llm::{PlanFollower, banking, paths, read_jsonl, repo, run_args};
 use serde_json::{Value, json};
 use sieve_bench::commands::calibrate::{CalibrateArgs, Corpus, Set, calibrate};
+use sieve_bench::commands::run::args::{Concurrency, RoleModels};
 use sieve_bench::commands::run::{args::RunArgs, run};
 use sieve_bench::model::config::ModelOptions;
 use sieve_record::{JudgeOn, UtilityFrom};
@@ -146,7 +147,7 @@ fn cal_args(out: &std::path::Path, url: &str) -> CalibrateArgs {
         suite: "dojo-style/banking".into(),
         corpus: vec![Corpus::Generated, Corpus::HandWritten],
         labelled: vec![],
-        concurrency: 8,
+        concurrency: Concurrency { n: 8 },
         out: Some(out.to_path_buf()),
         max_error_rate: 5.0,
         model_options: options(url),
@@ -156,7 +157,7 @@ fn cal_args(out: &std::path::Path, url: &str) -> CalibrateArgs {
 /// A run whose judge grades every answer (`--answer-judge-on all`), to measure agreement.
 fn judged_run(out: &std::path::Path, url: &str) -> RunArgs {
     RunArgs {
-        model: "sim:oracle".into(),
+        models: RoleModels::agent("sim:oracle"),
         answer_judge: Some("openai:judge".into()),
         answer_judge_on: JudgeOn::All,
         user_tasks: Some((0..6).map(|i| format!("user_task_{i}")).collect()),

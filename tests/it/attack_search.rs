@@ -6,6 +6,7 @@
 
 use crate::common::*;
 use serde_json::Value;
+use sieve_bench::commands::run::args::RoleModels;
 use std::path::Path;
 
 const USER_TASKS: &str = "user_task_0,user_task_1,user_task_3,user_task_6,user_task_9,user_task_12";
@@ -316,9 +317,7 @@ async fn a_loopback_attacker_endpoint_drives_the_search() {
     let args = SearchArgs {
         suite: "dojo-style/banking".into(),
         defense: "keyword_filter".into(),
-        model: "sim:obedient".into(),
-        planner_model: None,
-        judge_model: None,
+        models: RoleModels::agent("sim:obedient"),
         attacker: "openai:red-team-model".into(),
         unit: "pair:user_task_0,injection_task_0".into(),
         feedback: sieve_bench::search::Feedback::Diagnosis,

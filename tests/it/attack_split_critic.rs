@@ -7,6 +7,7 @@
 
 use crate::common::*;
 use serde_json::Value;
+use sieve_bench::commands::run::args::RoleModels;
 use std::path::Path;
 
 fn read(p: &Path) -> String {
@@ -280,9 +281,7 @@ async fn a_loopback_attacker_is_asked_for_critiques_that_reach_its_next_proposal
     let args = SearchArgs {
         suite: "dojo-style/banking".into(),
         defense: "keyword_filter".into(),
-        model: "sim:obedient".into(),
-        planner_model: None,
-        judge_model: None,
+        models: RoleModels::agent("sim:obedient"),
         attacker: "openai:red-team-model".into(),
         unit: "pair:user_task_0,injection_task_0".into(),
         feedback: sieve_bench::search::Feedback::Critic,

@@ -3,6 +3,7 @@
 //! cache and replay, prompted tool calling, and the API key never leaking.
 
 use crate::fake_llm;
+use sieve_bench::commands::run::args::RoleModels;
 
 use crate::fake_llm::{PlanFollower, banking, paths, read_jsonl, run_args};
 use serde_json::json;
@@ -451,7 +452,7 @@ async fn unauthorized_stops_the_whole_run() {
         &format!("{}/v1", server.uri()),
         Default::default(),
     );
-    args.concurrency = 1;
+    args.concurrency.n = 1;
     // The pre-flight request meets the 401 and stops the run before any episode.
     let err = sieve_bench::commands::run::run(&paths(), args)
         .await
@@ -706,7 +707,7 @@ async fn openai_embedder_posts_batches_and_replays_from_cache() {
             Arc::new(TokenCounter::new().unwrap()),
         )
         .unwrap();
-        sieve_bench::commands::run::models::build_models_with(&f, "sim:oracle", None, None)
+        sieve_bench::commands::run::models::build_models_with(&f, &RoleModels::agent("sim:oracle"))
             .unwrap()
             .embedder
             .name()
@@ -731,7 +732,7 @@ async fn a_defense_judge_on_its_own_model_is_called_over_http_and_metered_apart(
     );
     args.attack = "none".into();
     args.defense = "audit".into();
-    args.judge_model = Some(format!("openai:{}", fake_llm::JUDGE_MODEL));
+    args.models.judge_model = Some(format!("openai:{}", fake_llm::JUDGE_MODEL));
     args.user_tasks = Some(vec!["user_task_0".into()]);
     let report = sieve_bench::commands::run::run(&paths(), args)
         .await

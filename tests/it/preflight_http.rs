@@ -183,7 +183,7 @@ async fn an_embedding_401_stops_the_run_like_a_chat_401() {
     );
     args.defense = "audit".into();
     args.weights = Some("w_sem=1".into());
-    args.concurrency = 1;
+    args.concurrency.n = 1;
     let report = sieve_bench::commands::run::run(&paths(), args)
         .await
         .unwrap();
@@ -309,8 +309,8 @@ async fn a_run_recorded_at_concurrency_16_replays_with_zero_misses() {
         // `none` and `audit` send the same first agent request in every episode: the
         // requests race for one cache entry.
         a.defense = "none,audit".into();
-        a.judge_model = Some(format!("openai:{}", fake_llm::JUDGE_MODEL));
-        a.concurrency = 16;
+        a.models.judge_model = Some(format!("openai:{}", fake_llm::JUDGE_MODEL));
+        a.concurrency.n = 16;
         a.max_error_rate = 100.0;
         a
     };

@@ -205,7 +205,7 @@ async fn a_concurrent_budgeted_run_stays_within_its_stated_overrun() {
     let many = |out: &Path| {
         let mut a = small(out, &server);
         a.user_tasks = Some((0..8).map(|i| format!("user_task_{i}")).collect());
-        a.concurrency = 16;
+        a.concurrency.n = 16;
         a
     };
     let full = sieve_bench::commands::run::run(&paths(), many(&dir.path().join("full")))
@@ -242,7 +242,7 @@ async fn a_tampered_ledger_is_refused_and_recomputed_from_the_records() {
     let out = dir.path().join("run");
     let mut args = small(&out, &server);
     args.budget_tokens = Some(total / 2);
-    args.concurrency = 1;
+    args.concurrency.n = 1;
     let first = sieve_bench::commands::run::run(&paths(), args.clone())
         .await
         .unwrap();

@@ -10,6 +10,7 @@
 //! purpose (a replay miss here means the request a real model would receive has changed).
 
 use crate::fake_llm;
+use sieve_bench::commands::run::args::{Concurrency, RoleModels};
 
 use crate::fake_llm::PlanFollower;
 use sieve_bench::commands::Paths;
@@ -31,8 +32,8 @@ fn fixture_paths() -> Paths {
 fn args(out: &Path, base_url: &str, replay: bool) -> RunArgs {
     RunArgs {
         suite: "banking".into(),
-        model: "openai:recorded-model".into(),
-        concurrency: 4,
+        models: RoleModels::agent("openai:recorded-model"),
+        concurrency: Concurrency { n: 4 },
         max_steps: 10,
         out: Some(out.to_path_buf()),
         results_dir: out.to_path_buf(),

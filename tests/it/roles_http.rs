@@ -19,14 +19,15 @@ async fn server() -> MockServer {
 }
 
 fn args(out: &std::path::Path, url: &str, allow: bool) -> RunArgs {
+    let mut base = run_args(out, url, Default::default());
+    base.models.judge_model = Some("sim:judge_auc=1".into());
     RunArgs {
         defense: "none,audit".into(),
-        judge_model: Some("sim:judge_auc=1".into()),
         user_tasks: Some(vec!["user_task_0".into()]),
         injection_tasks: Some(vec!["injection_task_0".into()]),
         allow_oracle_roles: allow,
         quiet: true,
-        ..run_args(out, url, Default::default())
+        ..base
     }
 }
 
@@ -106,13 +107,11 @@ async fn a_scripted_judge_of_stated_quality_is_labelled_with_its_quality_not_ora
     let server = server().await;
     let dir = tempfile::tempdir().unwrap();
     let url = format!("{}/v1", server.uri());
-    let report = run(
-        &paths(),
-        RunArgs {
-            judge_model: Some("sim:judge_auc=0.8".into()),
-            ..args(dir.path(), &url, true)
-        },
-    )
+    let report = run(&paths(), {
+        let mut a = args(dir.path(), &url, true);
+        a.models.judge_model = Some("sim:judge_auc=0.8".into());
+        a
+    })
     .await
     .expect("runs");
     let audit = report

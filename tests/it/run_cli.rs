@@ -789,5 +789,77 @@ fn a_misspelt_tool_in_the_sieve_config_and_a_repeated_weight_are_refused() {
         .args(["--concurrency", "18446744073709551615"])
         .assert()
         .code(2)
-        .stderr(predicates::str::contains("--concurrency must be at most"));
+        .stderr(predicates::str::contains(
+            "--concurrency must be at least 1 and at most",
+        ));
+}
+
+/// The help block of `flag` in `help` (its line and the description lines under it).
+fn flag_help(help: &str, flag: &str) -> String {
+    let mut lines = help
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with(flag));
+    let first = lines
+        .next()
+        .unwrap_or_else(|| panic!("no {flag} in:\n{help}"));
+    std::iter::once(first)
+        .chain(lines.take_while(|l| {
+            // Up to the next flag or heading; clap puts a default on a line of its own
+            // in some layouts.
+            let t = l.trim_start();
+            !t.starts_with('-') && (l.is_empty() || l.starts_with(' '))
+        }))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn model_and_concurrency_flags_are_one_definition_everywhere() {
+    let tmp = tempfile::tempdir().unwrap();
+    let help = |args: &[&str]| {
+        let out = bench(tmp.path()).args(args).arg("--help").output().unwrap();
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let commands: [&[&str]; 4] = [
+        &["run"],
+        &["ablate"],
+        &["attack", "search"],
+        &["attack", "transfer"],
+    ];
+    for flag in ["--model <MODEL>", "--planner-model", "--judge-model"] {
+        let blocks: Vec<String> = commands.iter().map(|c| flag_help(&help(c), flag)).collect();
+        assert!(
+            blocks.iter().all(|b| b == &blocks[0]),
+            "{flag} reads differently: {blocks:#?}"
+        );
+    }
+    let conc: Vec<String> = [&["run"][..], &["ablate"], &["calibrate"]]
+        .iter()
+        .map(|c| flag_help(&help(c), "--concurrency"))
+        .collect();
+    assert!(conc.iter().all(|b| b == &conc[0]), "{conc:#?}");
+    // One parser refuses the same values with the same words, before anything runs.
+    for c in [
+        &["run", "--suite", "banking"][..],
+        &["calibrate", "--answer-judge", "openai:j"],
+    ] {
+        let max = sieve_bench::commands::run::args::MAX_CONCURRENCY;
+        for bad in ["0".to_string(), (max + 1).to_string(), "many".into()] {
+            bench(tmp.path())
+                .args(c)
+                .args(["--concurrency", bad.as_str()])
+                .assert()
+                .code(2)
+                .stderr(predicates::str::contains(format!(
+                    "--concurrency must be at least 1 and at most {max} (each episode in flight may hold its own provider or plugin process), got `{bad}`"
+                )));
+        }
+    }
+    assert!(
+        !tmp.path().join("results").exists(),
+        "a refused flag wrote nothing"
+    );
 }

@@ -9,6 +9,10 @@ use std::path::PathBuf;
 /// A flag's value that its parser refuses (clap prints it after the flag's name).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FlagError {
+    #[error(
+        "--concurrency must be at least 1 and at most {MAX_CONCURRENCY} (each episode in flight may hold its own provider or plugin process), got `{0}`"
+    )]
+    Concurrency(String),
     #[error("`{0}` is not an amount of dollars (a finite number >= 0)")]
     Dollars(String),
     #[error("`{0}` is not a number of seconds (finite, >= 0)")]
@@ -27,6 +31,61 @@ pub enum FlagError {
     ShardRange(usize, usize),
 }
 
+/// The models of an episode's roles, one definition for every command that runs
+/// episodes (`run`, `ablate`, `attack search`, `attack transfer`).
+#[derive(clap::Args, Clone, Debug, PartialEq)]
+pub struct RoleModels {
+    /// The agent's model: `sim:obedient` (default), `sim:oracle`, `sim:p=<x>`,
+    /// `openai:<model>` or a named endpoint (see `list models`).
+    #[arg(long, default_value = "sim:obedient")]
+    pub model: String,
+    /// Model for defenses' planners (default: --model).
+    #[arg(long)]
+    pub planner_model: Option<String>,
+    /// Model for defenses' judges (default: --model).
+    #[arg(long)]
+    pub judge_model: Option<String>,
+}
+
+impl RoleModels {
+    /// The agent's model alone, the other roles following it.
+    pub fn agent(model: &str) -> Self {
+        RoleModels {
+            model: model.to_string(),
+            planner_model: None,
+            judge_model: None,
+        }
+    }
+
+    /// The planners' model: `--planner-model`, else the agent's.
+    pub fn planner(&self) -> &str {
+        self.planner_model.as_deref().unwrap_or(&self.model)
+    }
+
+    /// The judges' model: `--judge-model`, else the agent's.
+    pub fn judge(&self) -> &str {
+        self.judge_model.as_deref().unwrap_or(&self.model)
+    }
+}
+
+/// How much runs at once, one definition for every command that runs episodes or
+/// requests in parallel (`run`, `ablate`, `calibrate`).
+#[derive(clap::Args, Clone, Copy, Debug, PartialEq)]
+pub struct Concurrency {
+    /// Episodes in flight at once (`calibrate`: judge requests); at least 1.
+    #[arg(long = "concurrency", default_value_t = 8, value_parser = parse_concurrency)]
+    pub n: usize,
+}
+
+/// `--concurrency`: a count of at least 1 and at most [`MAX_CONCURRENCY`].
+pub fn parse_concurrency(s: &str) -> Result<usize, FlagError> {
+    s.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (1..=MAX_CONCURRENCY).contains(n))
+        .ok_or_else(|| FlagError::Concurrency(s.to_string()))
+}
+
 /// The options of `run` (and, flattened, of `ablate`): the one definition of each run
 /// flag, its help, default and parser. `RunArgs::default()` is what an empty command line
 /// gives, so tests and library callers write only what they change.
@@ -41,24 +100,16 @@ pub struct RunArgs {
     /// Defenses, comma-separated (see `list defenses`).
     #[arg(long, default_value = "none")]
     pub defense: String,
-    /// The agent's model: `sim:obedient` (default), `sim:oracle`, `sim:p=<x>` (see `list models`).
-    #[arg(long, default_value = "sim:obedient")]
-    pub model: String,
-    /// Model for defenses' planners (default: --model).
-    #[arg(long)]
-    pub planner_model: Option<String>,
-    /// Model for defenses' judges (default: --model).
-    #[arg(long)]
-    pub judge_model: Option<String>,
+    #[command(flatten)]
+    pub models: RoleModels,
     /// Number of seeds per episode.
     #[arg(long, default_value_t = 1)]
     pub seeds: u64,
     /// First seed; seeds are seed, seed+1, ….
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Episodes in flight at once.
-    #[arg(long, default_value_t = 8)]
-    pub concurrency: usize,
+    #[command(flatten)]
+    pub concurrency: Concurrency,
     /// Cap on agent model turns per episode; an episode that reaches it ends unsolved.
     #[arg(long, default_value_t = 30)]
     pub max_steps: usize,
@@ -282,7 +333,7 @@ pub fn default_run_id(a: &RunArgs) -> String {
         slug(&a.suite),
         slug(&a.attack),
         slug(&a.defense),
-        slug(&a.model)
+        slug(&a.models.model)
     );
     if a.seed != 0 || a.seeds != 1 {
         id.push_str(&format!("__seed{}x{}", a.seed, a.seeds));

@@ -1,9 +1,7 @@
 //! Resolution: `RunArgs` into a checked [`RunConfig`] (suites, attacks, defenses,
 //! models, roles, counts and the run's settings), by the one function [`resolve`].
 
-use super::args::{
-    MAX_CONCURRENCY, MAX_SEEDS, PLUGIN_MAX_REPLY_MIB, RunArgs, default_run_id, parse_plugin_timeout,
-};
+use super::args::{MAX_SEEDS, PLUGIN_MAX_REPLY_MIB, RunArgs, default_run_id, parse_plugin_timeout};
 use super::models::{build_answer_judge, build_models_with, roles_of};
 use crate::commands::{CliError, Paths};
 use crate::model::Models;
@@ -71,7 +69,7 @@ impl RunConfig {
             user_tasks: self.args.user_tasks.clone(),
             injection_tasks: self.args.injection_tasks.clone(),
             max_steps: self.args.max_steps,
-            concurrency: self.args.concurrency,
+            concurrency: self.args.concurrency.n,
             shard: self.args.shard,
             retry_errors: !self.args.keep_errors,
             attack_model_name: self.attack_model_name.clone(),
@@ -106,14 +104,20 @@ pub async fn resolve(paths: &Paths, args: &RunArgs) -> Result<RunConfig, CliErro
     let last_seed = check_counts(args)?;
     // Its tables are built in the background while the suites load.
     let tokens = paths.token_counter()?;
-    let suites = crate::commands::load_selected(paths, &args.suite, args.concurrency).await?;
+    let suites = crate::commands::load_selected(paths, &args.suite, args.concurrency.n).await?;
     let suites = suites
         .into_iter()
         .map(|s| crate::external::with_trace(s, args.trace))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| CliError::bad_input(e.to_string()))?;
     prove(paths, &suites)?;
-    let floors = measure_floors(paths, &suites, args.user_tasks.as_deref(), args.concurrency).await;
+    let floors = measure_floors(
+        paths,
+        &suites,
+        args.user_tasks.as_deref(),
+        args.concurrency.n,
+    )
+    .await;
     let all_attacks = crate::attack::load_all(&paths.attacks)?;
     let selection = crate::attack::select(&all_attacks, &args.attack)?;
     check_provider_attacks(&suites, &selection.templates)?;
@@ -254,12 +258,7 @@ fn resolve_models(
     if args.dry_run {
         factory = factory.sending_nothing();
     }
-    let models = build_models_with(
-        &factory,
-        &args.model,
-        args.planner_model.as_deref(),
-        args.judge_model.as_deref(),
-    )?;
+    let models = build_models_with(&factory, &args.models)?;
     let attack_model_name = match &args.attack_model_name {
         Some(n) if n.trim().is_empty() => {
             return Err(CliError::bad_input("--attack-model-name: empty name"));
@@ -508,15 +507,6 @@ fn check_provider_attacks(
 
 /// The counts `run` takes (concurrency, steps, seeds) in range; the last seed.
 fn check_counts(args: &RunArgs) -> Result<u64, CliError> {
-    if args.concurrency == 0 {
-        return Err(CliError::bad_input("--concurrency must be at least 1"));
-    }
-    if args.concurrency > MAX_CONCURRENCY {
-        return Err(CliError::bad_input(format!(
-            "--concurrency must be at most {MAX_CONCURRENCY} (episodes in flight, each with its own provider or plugin process), got {}",
-            args.concurrency
-        )));
-    }
     if args.max_steps == 0 {
         return Err(CliError::bad_input("--max-steps must be at least 1"));
     }

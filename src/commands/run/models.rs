@@ -2,6 +2,7 @@
 //! roles are scripted, and the preflight request to every endpoint in use.
 
 use crate::commands::CliError;
+use crate::commands::run::args::RoleModels;
 use crate::model::Models;
 use crate::model::answer_judge::{AnswerJudge, JudgeFormat};
 use crate::model::config::ModelFactory;
@@ -10,19 +11,14 @@ use std::sync::Arc;
 
 /// Builds the models for every role with a factory (flags, named endpoints, cache).
 /// Roles on the same endpoint share its connection pool and rate limits.
-pub fn build_models_with(
-    factory: &ModelFactory,
-    model: &str,
-    planner: Option<&str>,
-    judge: Option<&str>,
-) -> Result<Models, CliError> {
+pub fn build_models_with(factory: &ModelFactory, roles: &RoleModels) -> Result<Models, CliError> {
     let make = |spec: &str| factory.chat(spec).map_err(CliError::from);
-    let agent = make(model)?;
-    let planner = match planner {
+    let agent = make(&roles.model)?;
+    let planner = match roles.planner_model.as_deref() {
         Some(p) => make(p)?,
         None => agent.clone(),
     };
-    let judge = match judge {
+    let judge = match roles.judge_model.as_deref() {
         Some(j) => make(j)?,
         None => agent.clone(),
     };

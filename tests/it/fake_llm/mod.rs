@@ -7,6 +7,7 @@
 use serde_json::{Value, json};
 use sieve_bench::commands::Paths;
 use sieve_bench::commands::run::args::RunArgs;
+use sieve_bench::commands::run::args::{Concurrency, RoleModels};
 use sieve_bench::model::config::ModelOptions;
 use sieve_bench::model::openai::parse_prompted_calls;
 use sieve_bench::suite::{PlannedCall, Suite};
@@ -264,8 +265,8 @@ fn cl100k_prompt(body: &Value) -> u64 {
 pub fn run_args(out: &Path, base_url: &str, model_options: ModelOptions) -> RunArgs {
     RunArgs {
         suite: "banking".into(),
-        model: "openai:test-model".into(),
-        concurrency: 4,
+        models: RoleModels::agent("openai:test-model"),
+        concurrency: Concurrency { n: 4 },
         max_steps: 10,
         out: Some(out.to_path_buf()),
         results_dir: out.to_path_buf(),
