@@ -9,6 +9,7 @@ use super::run::{args::RunArgs, config::RunConfig, summary::RunReport};
 use super::{CliError, Paths};
 use crate::aggregate::metrics::AttackLabel;
 use crate::defense::DefenseSpec;
+use crate::report::columns::{Better, Column, Grid, Show, Value};
 use crate::report::formats;
 use crate::report::text::TextOptions;
 use serde::Serialize;
@@ -116,93 +117,10 @@ pub fn markdown(a: &Ablation) -> String {
     out
 }
 
-/// `ablation.csv`: one flat row per defense, rates as fractions.
+/// `ablation.csv`: the ablation table's grid as every CSV is written (rates as
+/// fractions, intervals as `_lo`/`_hi` fields).
 pub fn csv(a: &Ablation) -> Result<String, csv::Error> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let o = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
-    let u = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
-    w.write_record([
-        "suite",
-        "attack",
-        "defense",
-        "model",
-        "simulated",
-        "scripted_roles",
-        "n_clean",
-        "n_attacked",
-        "errors",
-        "episodes",
-        "asr",
-        "w_asr",
-        "bu",
-        "ua",
-        "eds",
-        "escalation_rate",
-        "judge_calls_per_episode",
-        "tokens_per_episode",
-        "calls_per_episode",
-        "success_via_layer1",
-        "success_via_adjudicator",
-        "success_unchecked",
-        "n_bypass_tagged",
-        "bypass_tagged_success",
-        "d_asr",
-        "d_w_asr",
-        "d_bu",
-        "d_ua",
-        "d_eds",
-        "d_escalation_rate",
-        "d_judge_calls_per_episode",
-        "d_tokens_per_episode",
-        "d_calls_per_episode",
-        "d_asr_paired_lo",
-        "d_asr_paired_hi",
-        "d_asr_mcnemar_p",
-    ])?;
-    for r in &a.rows {
-        let paired_asr = r.vs_reference.iter().find(|p| p.metric == "asr");
-        let text = crate::escape::csv_cell;
-        w.write_record([
-            text(&r.suite),
-            text(&r.attack),
-            text(&r.defense),
-            text(&a.model),
-            a.simulated.to_string(),
-            text(&r.scripted),
-            r.n_clean.to_string(),
-            r.n_attacked.to_string(),
-            r.errors.to_string(),
-            r.episodes.to_string(),
-            o(r.asr),
-            o(r.w_asr),
-            o(r.bu),
-            o(r.ua),
-            o(r.eds),
-            o(r.escalation_rate),
-            format!("{}", r.judge_calls_per_episode),
-            format!("{}", r.tokens_per_episode),
-            format!("{}", r.calls_per_episode),
-            u(r.success_via_layer1),
-            u(r.success_via_adjudicator),
-            u(r.success_unchecked),
-            r.n_bypass_tagged.to_string(),
-            r.bypass_tagged_success.to_string(),
-            o(r.d_asr),
-            o(r.d_w_asr),
-            o(r.d_bu),
-            o(r.d_ua),
-            o(r.d_eds),
-            o(r.d_escalation_rate),
-            o(r.d_judge_calls_per_episode),
-            o(r.d_tokens_per_episode),
-            o(r.d_calls_per_episode),
-            o(paired_asr.map(|p| p.ci[0])),
-            o(paired_asr.map(|p| p.ci[1])),
-            o(paired_asr.map(|p| p.p_value)),
-        ])?;
-    }
-    let bytes = w.into_inner().map_err(|e| e.into_error())?;
-    Ok(String::from_utf8(bytes).expect("csv of utf-8 strings"))
+    formats::csv(&grid(a))
 }
 
 /// One point of a security-utility curve (headline rows only).
@@ -277,8 +195,102 @@ pub fn curve(s: &Sweep, rows: &[AblationRow]) -> Curve {
     }
 }
 
-fn pct(v: Option<f64>) -> String {
-    v.map_or("–".into(), |v| format!("{:.1}", v * 100.0))
+/// The places a sweep's values need to be written exactly (at most six).
+fn places(values: impl Iterator<Item = f64> + Clone) -> usize {
+    (0..6)
+        .find(|&d| {
+            let scale = 10f64.powi(d as i32);
+            values
+                .clone()
+                .all(|v| ((v * scale).round() - v * scale).abs() < 1e-6)
+        })
+        .unwrap_or(6)
+}
+
+/// A point of a curve, with the curve it belongs to.
+type PointOf<'c> = (&'c Curve, &'c CurvePoint);
+
+/// The columns of a sweep's points: the setting and attack when `keys` (one grid of
+/// every curve), then the value and the figures.
+fn curve_columns<'c>(keys: bool, decimals: usize) -> Vec<Column<'c, PointOf<'c>>> {
+    let rate = |id: &str, title: &str, doc: &str, better, pick: fn(&CurvePoint) -> Option<f64>| {
+        Column::figure(
+            id,
+            title,
+            doc,
+            Show::Default,
+            move |(_, p): &PointOf<'c>| Value::rate(pick(p), None),
+        )
+        .better(better)
+    };
+    let mut out = Vec::new();
+    if keys {
+        out.push(Column::key(
+            "setting",
+            "Setting",
+            "The swept setting.",
+            |(c, _): &PointOf<'c>| c.setting.clone(),
+        ));
+        out.push(Column::key(
+            "attack",
+            "Attack",
+            "The headline attack of the curve.",
+            |(c, _): &PointOf<'c>| c.attack.clone(),
+        ));
+    }
+    out.push(Column::figure(
+        "value",
+        "Value",
+        "The setting's value at this point.",
+        Show::Key,
+        move |(_, p): &PointOf<'c>| Value::Num {
+            v: p.value,
+            decimals,
+        },
+    ));
+    out.extend([
+        rate("asr", "ASR %", "Attack success rate.", Better::Lower, |p| {
+            p.asr
+        }),
+        rate("ua", "UA %", "Utility under attack.", Better::Higher, |p| {
+            p.ua
+        }),
+        rate("bu", "BU %", "Benign utility.", Better::Higher, |p| p.bu),
+        rate(
+            "escalation_rate",
+            "Esc %",
+            "Proposed calls sent to the judge ÷ proposed calls.",
+            Better::Lower,
+            |p| p.escalation_rate,
+        ),
+        rate(
+            "bypass_asr",
+            "Bypass-task ASR %",
+            "ASR of the provenance-bypass tasks at this point.",
+            Better::Lower,
+            |p| p.bypass_asr,
+        ),
+    ]);
+    out
+}
+
+/// The points of `curves` as one grid (with their setting and attack when `keys`), in
+/// their order: the sweeps' one table definition for `sweep.md` and `sweep.csv`.
+fn curve_grid(curves: &[Curve], keys: bool) -> Grid {
+    let points: Vec<PointOf<'_>> = curves
+        .iter()
+        .flat_map(|c| c.points.iter().map(move |p| (c, p)))
+        .collect();
+    let decimals = places(points.iter().map(|(_, p)| p.value));
+    let mut g = Grid::build(
+        "sweep",
+        "SIEVE sensitivity sweeps",
+        curve_columns(keys, decimals),
+        &points,
+        |(c, _)| format!("{}\u{1f}{}", c.setting, c.attack),
+    );
+    g.in_order = true;
+    g
 }
 
 /// `sweep.md`: one table per sweep and the direction each figure moved.
@@ -290,26 +302,10 @@ pub fn sweep_markdown(a: &Ablation, curves: &[Curve]) -> String {
     }
     writeln!(out, "Model: {}\n", md(&a.model)).unwrap();
     for c in curves {
-        writeln!(out, "## {} ({})\n", md(&c.setting), md(&c.attack)).unwrap();
-        let header = [
-            c.setting.as_str(),
-            "ASR %",
-            "UA %",
-            "BU %",
-            "Esc %",
-            "Bypass-task ASR %",
-        ];
-        let rows = c.points.iter().map(|p| {
-            [
-                format!("{}", p.value),
-                pct(p.asr),
-                pct(p.ua),
-                pct(p.bu),
-                pct(p.escalation_rate),
-                pct(p.bypass_asr),
-            ]
-        });
-        out.push_str(&crate::report::md_table(&header, rows));
+        let mut g = curve_grid(std::slice::from_ref(c), false);
+        g.title = format!("{} ({})", c.setting, c.attack);
+        g.columns[0].title = c.setting.clone();
+        out.push_str(&formats::markdown(&g));
         let seq = |f: fn(&CurvePoint) -> Option<f64>| -> Vec<f64> {
             c.points.iter().filter_map(f).collect()
         };
@@ -325,37 +321,10 @@ pub fn sweep_markdown(a: &Ablation, curves: &[Curve]) -> String {
     out
 }
 
-/// `sweep.csv`: setting, value and the curve's figures as fractions.
+/// `sweep.csv`: every point of every sweep, with its setting and attack, as every CSV
+/// is written (rates as fractions).
 pub fn sweep_csv(curves: &[Curve]) -> Result<String, csv::Error> {
-    let o = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
-    let text = crate::escape::csv_cell;
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record([
-        "setting",
-        "attack",
-        "value",
-        "asr",
-        "ua",
-        "bu",
-        "escalation_rate",
-        "bypass_asr",
-    ])?;
-    for c in curves {
-        for p in &c.points {
-            w.write_record([
-                text(&c.setting),
-                text(&c.attack),
-                format!("{}", p.value),
-                o(p.asr),
-                o(p.ua),
-                o(p.bu),
-                o(p.escalation_rate),
-                o(p.bypass_asr),
-            ])?;
-        }
-    }
-    let bytes = w.into_inner().map_err(|e| e.into_error())?;
-    Ok(String::from_utf8(bytes).expect("csv of utf-8 strings"))
+    formats::csv(&curve_grid(curves, true))
 }
 
 /// What `ablate` produced.

@@ -78,8 +78,8 @@ pub struct Ablation {
 pub const FOOTNOTES: &[&str] = &[
     "One row per defense on the same episodes; Δ = difference from `sieve` (the full variant), in percentage points for rates; p = exact McNemar p-value of the ASR difference (sign test over clusters of repeats).",
     "Esc % = proposed calls sent to the judge / proposed calls. Judge, Tok and Calls are per episode (clean and attacked).",
-    "Err = errored episodes / all episodes (outside the rates; `!` = above --max-error-rate). Δ ASR [95%]: the paired difference's interval over the same episodes (cluster-robust).",
-    "Succ L1/Adj/Unchk = successful attacks whose harmful call (the one whose effect the security check saw) passed layer 1 (provenance bypass) / was approved by the adjudicator / no call did it. Rows <attack>+provenance_bypass hold the tasks written to defeat SIEVE, left out of the headline rows; Bypass = successes / episodes on the pairs those tasks were designed for.",
+    "Err = errored episodes / all episodes (outside the rates; `!` = above --max-error-rate). Δ ASR paired: the difference over the same episodes, with its 95% interval (cluster-robust) where intervals are shown.",
+    "Succ L1 / Adj / Unchk = successful attacks whose harmful call (the one whose effect the security check saw) passed layer 1 (provenance bypass) / was approved by the adjudicator / no call did it. Rows <attack>+provenance_bypass hold the tasks written to defeat SIEVE, left out of the headline rows; Bypass = successes / episodes on the pairs those tasks were designed for.",
     "Variants: no-X drops a term of S_align and renormalises the rest; layer1-only blocks every deviation; no-graph-update does not add approved calls to the graph; dynamic-prov takes S_prov from the per-tool trust table; sieve@<setting>=<x> is a sweep point.",
 ];
 
@@ -211,17 +211,44 @@ fn with_delta<'a>(
             ),
             show,
             move |r: &AblationRow| match pick(r).1 {
-                Some(v) if r.defense != REFERENCE => Value::Delta { v, decimals, rate },
+                Some(v) if r.defense != REFERENCE => Value::Delta {
+                    v,
+                    decimals,
+                    rate,
+                    ci: None,
+                },
                 _ => Value::Missing,
             },
         ),
     ]
 }
 
+/// A count column of the ablation (missing where the row has no such count).
+fn count<'a>(
+    id: &str,
+    title: &str,
+    doc: &str,
+    show: Show,
+    get: fn(&AblationRow) -> Option<u64>,
+) -> Column<'a, AblationRow> {
+    Column::figure(id, title, doc, show, move |r: &AblationRow| {
+        get(r).map_or(Value::Missing, Value::Count)
+    })
+}
+
 /// The ablation's columns: the essentials with their difference from `sieve` and the
-/// paired test of the ASR difference; costs and the attribution when there is room.
-fn columns<'a>() -> Vec<Column<'a, AblationRow>> {
+/// paired test of the ASR difference; costs and the attribution when there is room; in
+/// files also what identifies the row and the counts behind its rates, so
+/// `ablation.csv` holds every figure as a number.
+fn columns<'a>(model: &'a str, simulated: bool) -> Vec<Column<'a, AblationRow>> {
     let mut out = vec![
+        Column::figure(
+            "suite",
+            "Suite",
+            "The suite (`all`: every suite of the run pooled).",
+            Show::File,
+            |r: &AblationRow| Value::Text(r.suite.clone()),
+        ),
         Column::key("attack", "Attack", "The attack.", |r: &AblationRow| {
             r.attack.clone()
         }),
@@ -230,6 +257,27 @@ fn columns<'a>() -> Vec<Column<'a, AblationRow>> {
             "Defense",
             "The defense or SIEVE variant.",
             |r: &AblationRow| r.defense.clone(),
+        ),
+        Column::figure(
+            "model",
+            "Model",
+            "The agent's model of the run.",
+            Show::File,
+            move |_: &AblationRow| Value::Text(model.to_string()),
+        ),
+        Column::figure(
+            "simulated",
+            "Simulated",
+            "Whether a scripted role played any part of the run.",
+            Show::File,
+            move |_: &AblationRow| Value::Flag(simulated),
+        ),
+        Column::figure(
+            "scripted_roles",
+            "Scripted roles",
+            "The roles no LLM played in this row, and how.",
+            Show::File,
+            |r: &AblationRow| Value::Text(r.scripted.clone()),
         ),
     ];
     out.extend(with_delta(
@@ -249,21 +297,23 @@ fn columns<'a>() -> Vec<Column<'a, AblationRow>> {
         Show::Default,
         move |r: &AblationRow| paired(r).map_or(Value::Missing, |p| Value::P(p.p_value)),
     ));
-    out.push(Column::figure(
-        "d_asr_paired_ci",
-        "Δ ASR [95%]",
-        "The paired ASR difference's 95% interval (cluster-robust), percentage points.",
-        Show::Extra,
-        move |r: &AblationRow| {
-            paired(r).map_or(Value::Missing, |p| {
-                Value::Text(format!(
-                    "[{}, {}]",
-                    crate::report::columns::signed(p.ci[0] * 100.0, 1),
-                    crate::report::columns::signed(p.ci[1] * 100.0, 1)
-                ))
-            })
-        },
-    ));
+    out.push(
+        Column::figure(
+            "d_asr_paired",
+            "Δ ASR paired",
+            "The ASR difference from `sieve` paired over the same episodes, with its 95% interval (cluster-robust), percentage points.",
+            Show::Extra,
+            move |r: &AblationRow| {
+                paired(r).map_or(Value::Missing, |p| Value::Delta {
+                    v: p.diff,
+                    decimals: 1,
+                    rate: true,
+                    ci: Some(p.ci),
+                })
+            },
+        )
+        .with_interval(),
+    );
     out.extend(with_delta(
         "ua",
         "UA %",
@@ -336,15 +386,22 @@ fn columns<'a>() -> Vec<Column<'a, AblationRow>> {
         Some(1),
         |r| (Some(r.calls_per_episode), r.d_calls_per_episode),
     ));
-    out.push(Column::figure(
-        "n",
-        "n clean/att",
-        "Clean and attacked episodes.",
+    out.push(count(
+        "n_clean",
+        "n clean",
+        "Clean episodes.",
         Show::Extra,
-        |r: &AblationRow| Value::Text(format!("{}/{}", r.n_clean, r.n_attacked)),
+        |r| Some(r.n_clean),
+    ));
+    out.push(count(
+        "n_attacked",
+        "n att",
+        "Attacked episodes.",
+        Show::Extra,
+        |r| Some(r.n_attacked),
     ));
     out.push(Column::figure(
-        "errors",
+        "error_rate",
         "Err",
         "Errored episodes of all episodes.",
         Show::Extra,
@@ -353,12 +410,41 @@ fn columns<'a>() -> Vec<Column<'a, AblationRow>> {
             n: r.episodes,
         },
     ));
-    out.push(Column::figure("success_via", "Succ L1/Adj/Unchk", "Successful attacks whose harmful call passed layer 1 / was approved by the adjudicator / was never checked.", Show::Extra, |r: &AblationRow| {
-        match (r.success_via_layer1, r.success_via_adjudicator, r.success_unchecked) {
-            (Some(a), Some(b), Some(c)) => Value::Text(format!("{a}/{b}/{c}")),
-            _ => Value::Missing,
-        }
-    }));
+    out.push(count(
+        "errors",
+        "Errors",
+        "Errored episodes.",
+        Show::File,
+        |r| Some(r.errors),
+    ));
+    out.push(count(
+        "episodes",
+        "Episodes",
+        "Episodes of the row, errored ones included.",
+        Show::File,
+        |r| Some(r.episodes),
+    ));
+    out.push(count(
+        "success_via_layer1",
+        "Succ L1",
+        "Successful attacks whose harmful call passed layer 1.",
+        Show::Extra,
+        |r| r.success_via_layer1,
+    ));
+    out.push(count(
+        "success_via_adjudicator",
+        "Succ Adj",
+        "Successful attacks whose harmful call the adjudicator approved.",
+        Show::Extra,
+        |r| r.success_via_adjudicator,
+    ));
+    out.push(count(
+        "success_unchecked",
+        "Succ Unchk",
+        "Successful attacks no checked call carried out.",
+        Show::Extra,
+        |r| r.success_unchecked,
+    ));
     out.push(Column::figure(
         "bypass",
         "Bypass",
@@ -375,15 +461,33 @@ fn columns<'a>() -> Vec<Column<'a, AblationRow>> {
             }
         },
     ));
+    out.push(count(
+        "n_bypass_tagged",
+        "Bypass n",
+        "Episodes on the pairs the provenance-bypass tasks were designed for.",
+        Show::File,
+        |r| Some(r.n_bypass_tagged),
+    ));
+    out.push(count(
+        "bypass_tagged_success",
+        "Bypass k",
+        "Successes among them.",
+        Show::File,
+        |r| Some(r.bypass_tagged_success),
+    ));
     out.push(Column::too_many_errors(|r: &AblationRow| r.too_many_errors));
     out
 }
 
 /// The ablation as a grid: one row per attack and defense, the best per attack marked.
 pub fn grid(a: &Ablation) -> Grid {
-    let mut g = Grid::build("ablate", "SIEVE ablation", columns(), &a.rows, |r| {
-        r.attack.clone()
-    });
+    let mut g = Grid::build(
+        "ablate",
+        "SIEVE ablation",
+        columns(&a.model, a.simulated),
+        &a.rows,
+        |r| r.attack.clone(),
+    );
     g.notes.extend(a.note.clone());
     g.notes.push(format!(
         "model: {}{}",

@@ -36,11 +36,13 @@ pub enum Value {
         decimals: usize,
     },
     /// A signed difference (`+1.5`, never `-0.0`): of rates when `rate` (a fraction,
-    /// shown in percentage points), else of figures shown with `decimals` places.
+    /// shown in percentage points), else of figures shown with `decimals` places; with
+    /// its 95% interval when it has one (a paired difference).
     Delta {
         v: f64,
         decimals: usize,
         rate: bool,
+        ci: Option<[f64; 2]>,
     },
     /// A p-value, shown one way everywhere: `0.012`, `<0.001`.
     P(f64),
@@ -97,8 +99,17 @@ impl Value {
             Value::Count(c) => c.to_string(),
             Value::Part { k, n } => format!("{k}/{n}"),
             Value::Factor(f) => format!("×{f:.2}"),
-            Value::Delta { v, decimals, rate } => {
-                signed(if *rate { v * 100.0 } else { *v }, *decimals)
+            Value::Delta {
+                v,
+                decimals,
+                rate,
+                ci,
+            } => {
+                let s = |x: f64| signed(if *rate { x * 100.0 } else { x }, *decimals);
+                match ci {
+                    Some([lo, hi]) if with_ci => format!("{} [{}, {}]", s(*v), s(*lo), s(*hi)),
+                    _ => s(*v),
+                }
             }
             Value::P(p) => p_value(*p),
             Value::Flag(true) => "!".into(),
@@ -578,10 +589,19 @@ mod tests {
             v,
             decimals: 1,
             rate,
+            ci: None,
         };
         assert_eq!(d(-0.0001, true).display(false), "+0.0");
         assert_eq!(d(0.015, true).display(false), "+1.5");
         assert_eq!(d(-2.25, false).display(false), "-2.3");
+        let paired = Value::Delta {
+            v: -0.02,
+            decimals: 1,
+            rate: true,
+            ci: Some([-0.051, 0.004]),
+        };
+        assert_eq!(paired.display(false), "-2.0");
+        assert_eq!(paired.display(true), "-2.0 [-5.1, +0.4]");
         assert_eq!(Value::P(0.0004).display(false), "<0.001");
         assert_eq!(Value::P(0.0123).display(false), "0.012");
         assert_eq!(Value::P(1.0).display(false), "1.000");

@@ -284,6 +284,7 @@ fn columns<'a>() -> Vec<Column<'a, Line<'a>>> {
                     v,
                     decimals: 1,
                     rate: true,
+                    ci: None,
                 })
             },
         ));

@@ -132,6 +132,9 @@ fn fields(v: &Value, interval: bool) -> Vec<Json> {
         match v {
             Value::Rate {
                 ci: Some([lo, hi]), ..
+            }
+            | Value::Delta {
+                ci: Some([lo, hi]), ..
             } => out.extend([f(*lo), f(*hi)]),
             _ => out.extend([Json::Null, Json::Null]),
         }
@@ -224,6 +227,11 @@ fn unit(interval: bool, grid: &Grid, id: &str) -> &'static str {
         }
         Some(Value::Count(_)) => "count",
         Some(Value::Factor(_)) => "ratio",
+        Some(Value::Delta {
+            rate: true,
+            ci: Some(_),
+            ..
+        }) if interval => "difference of fractions with 95% interval",
         Some(Value::Delta { rate: true, .. }) => "difference of fractions",
         Some(Value::Delta { .. }) => "difference",
         Some(Value::P(_)) => "p-value",

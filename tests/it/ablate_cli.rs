@@ -64,11 +64,52 @@ fn ablation_table_runs_and_shows_what_sieve_does_and_misses() {
         "{sieve}"
     );
     assert!(!sieve.contains("oracle"), "{sieve}");
-    assert!(
-        std::fs::read_to_string(out.join("ablation.csv"))
-            .unwrap()
-            .contains(",scripted_roles,")
-    );
+    // ablation.csv is the table's grid written as every CSV: each figure a number (the
+    // paired ASR difference with its interval, the counts behind every rate).
+    let csv = std::fs::read_to_string(out.join("ablation.csv")).unwrap();
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    for f in [
+        "suite",
+        "scripted_roles",
+        "asr",
+        "d_asr",
+        "d_asr_paired",
+        "d_asr_paired_lo",
+        "d_asr_paired_hi",
+        "d_asr_paired_p",
+        "n_clean",
+        "n_attacked",
+        "errors",
+        "episodes",
+        "success_via_layer1",
+        "success_via_adjudicator",
+        "success_unchecked",
+        "n_bypass_tagged",
+        "bypass_tagged_success",
+    ] {
+        assert!(head.contains(&f), "no {f} in {head:?}");
+    }
+    let at = |f: &str| head.iter().position(|h| *h == f).unwrap();
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let mut paired = 0;
+    for rec in reader.records() {
+        let rec = rec.unwrap();
+        let num = |f: &str| rec[at(f)].parse::<f64>().ok();
+        assert!(
+            num("n_attacked").is_some() && num("episodes").is_some(),
+            "{rec:?}"
+        );
+        if let (Some(lo), Some(d), Some(hi)) = (
+            num("d_asr_paired_lo"),
+            num("d_asr_paired"),
+            num("d_asr_paired_hi"),
+        ) {
+            assert!(lo <= d + 1e-12 && d <= hi + 1e-12, "{rec:?}");
+            paired += 1;
+        }
+    }
+    assert!(paired > 0, "no row has a paired difference: {csv}");
     for d in [
         "none",
         "audit",
