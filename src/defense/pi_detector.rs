@@ -21,6 +21,7 @@
 //! or an unreadable classifier answer errors the episode (the classifier is not there).
 
 use super::support::{VariantError, carries_payload, number, options, scored, unit_number};
+use super::{BuildError, BuildOptions, Entry};
 use super::{Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall};
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -292,6 +293,24 @@ impl EpisodeDefense for Episode {
     fn notes(&self) -> Value {
         json!({"scores": self.scores, "threshold": self.threshold, "malformed_replies": self.malformed})
     }
+}
+
+/// How `list defenses` describes this defense and how `--defense pi_detector` builds it: its
+/// line of [`super::REGISTRY`].
+pub const ENTRY: Entry = Entry {
+    name: "pi_detector",
+    variants: "keywords|judge|http=<url>[,threshold=<x>]",
+    mechanism: "a prompt-injection detector on every tool output (by default a keyword list; judge: the judge model; http: a classifier such as DeBERTa); a flagged output is replaced by a notice",
+    source: "AgentDojo's PI detector (ProtectAI DeBERTa, threshold 0.5), arXiv 2406.13352",
+    sim_caveat: None,
+    in_all: true,
+    detector_model: Component::Judge,
+    build: build_defense,
+};
+
+/// Builds this defense from its variant (the text after `pi_detector:`).
+fn build_defense(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
+    Ok(shared(v)?)
 }
 
 impl Defense for PiDetector {

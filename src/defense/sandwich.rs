@@ -15,9 +15,12 @@
 //! effect on attacks, and are labelled so.
 
 use super::support::VariantError;
+use super::{BuildError, BuildOptions, Entry};
 use super::{Defense, DefenseCtx, DefenseError, EpisodeDefense};
 use async_trait::async_trait;
+use sieve_record::Component;
 use sieve_record::{Message, Role};
+use std::sync::Arc;
 
 pub struct Sandwich {
     reminder: bool,
@@ -79,6 +82,26 @@ impl EpisodeDefense for Episode {
     fn agent_view(&self, messages: &[Message]) -> Option<Vec<Message>> {
         Some(sandwiched(messages, &self.prompt))
     }
+}
+
+/// How `list defenses` describes this defense and how `--defense sandwich` builds it: its
+/// line of [`super::REGISTRY`].
+pub const ENTRY: Entry = Entry {
+    name: "sandwich",
+    variants: "reminder",
+    mechanism: "the user's request repeated word for word after every round of tool results; variant: wrapped in a reminder",
+    source: "AgentDojo 0.1.35's repeat_user_prompt (the sandwich defense), arXiv 2406.13352",
+    sim_caveat: Some(
+        "it reminds the model of the task; the scripted agent ignores reminders, so the row shows cost, not effect",
+    ),
+    in_all: true,
+    detector_model: Component::Judge,
+    build: build_defense,
+};
+
+/// Builds this defense from its variant (the text after `sandwich:`).
+fn build_defense(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
+    Ok(Arc::new(Sandwich::build(v)?))
 }
 
 impl Defense for Sandwich {

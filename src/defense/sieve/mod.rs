@@ -27,6 +27,7 @@ pub mod graph;
 pub mod layer1;
 pub mod planner;
 
+use crate::defense::{BuildError, BuildOptions, Entry};
 use crate::defense::{
     Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall, Verdict,
 };
@@ -121,6 +122,38 @@ impl SieveDefense {
 
 fn r3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
+}
+
+/// How `list defenses` describes this defense and how `--defense sieve` builds it: its
+/// line of [`super::REGISTRY`].
+pub const ENTRY: Entry = Entry {
+    name: "sieve",
+    variants: "<variant>][@<threshold|w_sem|w_causal|w_prov|w_risk>=<x>",
+    mechanism: "intent graph + layer-1 control/data-flow checks + adjudicator on deviations",
+    source: "SIEVE/CCA, arXiv 2512.06716",
+    sim_caveat: None,
+    in_all: true,
+    detector_model: Component::Judge,
+    build: build_defense,
+};
+
+/// Builds this defense from its variant (the text after `sieve:`).
+fn build_defense(
+    variant: Option<&str>,
+    opts: &BuildOptions,
+) -> Result<Arc<dyn Defense>, BuildError> {
+    // `--weights` gives plain `sieve` an ad-hoc set; named variants keep theirs.
+    let weights = if variant.is_none() {
+        opts.weights
+    } else {
+        None
+    };
+    Ok(Arc::new(SieveDefense::new(
+        Mode::Sieve,
+        opts.sieve(),
+        variant,
+        weights,
+    )?))
 }
 
 impl Defense for SieveDefense {
