@@ -355,7 +355,7 @@ fn build_defense(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, 
 
 impl Defense for Drift {
     fn name(&self) -> &str {
-        "drift"
+        ENTRY.name
     }
     fn episode(&self) -> Box<dyn EpisodeDefense> {
         Box::new(Episode::default())

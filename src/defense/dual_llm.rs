@@ -459,7 +459,7 @@ fn build_defense(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, 
 
 impl Defense for DualLlm {
     fn name(&self) -> &str {
-        "dual_llm"
+        ENTRY.name
     }
     fn episode(&self) -> Box<dyn EpisodeDefense> {
         Box::new(Episode::default())

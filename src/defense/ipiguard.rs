@@ -452,7 +452,7 @@ fn build_defense(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, 
 
 impl Defense for IpiGuard {
     fn name(&self) -> &str {
-        "ipiguard"
+        ENTRY.name
     }
     fn episode(&self) -> Box<dyn EpisodeDefense> {
         Box::new(Episode::default())

@@ -120,7 +120,7 @@ fn build_defense(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, 
 
 impl Defense for KeywordFilter {
     fn name(&self) -> &str {
-        "keyword_filter"
+        ENTRY.name
     }
     fn episode(&self) -> Box<dyn EpisodeDefense> {
         Box::new(Episode { hits: Vec::new() })

@@ -54,12 +54,12 @@ pub struct Melon {
 
 impl Melon {
     pub fn build(variant: Option<&str>) -> Result<Melon, VariantError> {
-        let opts = options("melon", variant, &["threshold"])?;
-        let threshold = number("melon", &opts, "threshold", DEFAULT_THRESHOLD, 0.0, 1.0)?;
+        let opts = options(ENTRY.name, variant, &["threshold"])?;
+        let threshold = number(ENTRY.name, &opts, "threshold", DEFAULT_THRESHOLD, 0.0, 1.0)?;
         let name = if threshold == DEFAULT_THRESHOLD {
-            "melon".to_string()
+            ENTRY.name.to_string()
         } else {
-            format!("melon:threshold={threshold}")
+            format!("{}:threshold={threshold}", ENTRY.name)
         };
         Ok(Melon { name, threshold })
     }

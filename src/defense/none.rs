@@ -32,7 +32,7 @@ fn build_defense(variant: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defe
 
 impl Defense for NoDefense {
     fn name(&self) -> &str {
-        "none"
+        ENTRY.name
     }
     fn episode(&self) -> Box<dyn EpisodeDefense> {
         Box::new(NoEpisode)

@@ -97,18 +97,11 @@ impl PiDetector {
     pub fn build(variant: Option<&str>) -> Result<PiDetector, VariantError> {
         // A URL holds `:` and `/` but no `,`, so splitting the options on `,` is safe.
         let opts = options(
-            "pi_detector",
+            ENTRY.name,
             variant,
             &["keywords", "lexical", "judge", "http", "threshold"],
         )?;
-        let threshold = number(
-            "pi_detector",
-            &opts,
-            "threshold",
-            DEFAULT_THRESHOLD,
-            0.0,
-            1.0,
-        )?;
+        let threshold = number(ENTRY.name, &opts, "threshold", DEFAULT_THRESHOLD, 0.0, 1.0)?;
         let chosen: Vec<&String> = ["keywords", "lexical", "judge", "http"]
             .iter()
             .filter_map(|k| opts.get_key_value(*k).map(|(k, _)| k))
@@ -142,7 +135,7 @@ impl PiDetector {
         if threshold != DEFAULT_THRESHOLD {
             parts.push(format!("threshold={threshold}"));
         }
-        let name = format!("pi_detector:{}", parts.join(","));
+        let name = format!("{}:{}", ENTRY.name, parts.join(","));
         Ok(PiDetector {
             name,
             backend,

@@ -129,7 +129,7 @@ fn build_defense(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, 
 
 impl Defense for PlanThenExecute {
     fn name(&self) -> &str {
-        "plan_then_execute"
+        ENTRY.name
     }
     fn episode(&self) -> Box<dyn EpisodeDefense> {
         Box::new(Episode::default())

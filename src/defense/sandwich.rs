@@ -24,19 +24,25 @@ use std::sync::Arc;
 
 pub struct Sandwich {
     reminder: bool,
+    /// `sandwich` or `sandwich:reminder`, as records name it.
+    name: String,
 }
 
 impl Sandwich {
     pub fn build(variant: Option<&str>) -> Result<Sandwich, VariantError> {
-        match variant {
-            None => Ok(Sandwich { reminder: false }),
-            Some("reminder") => Ok(Sandwich { reminder: true }),
-            Some(v) => Err(VariantError::UnknownVariant {
-                defense: "sandwich".into(),
-                variant: v.to_string(),
-                takes: "reminder (none: AgentDojo's repeated request)",
-            }),
-        }
+        let reminder = match variant {
+            None => false,
+            Some("reminder") => true,
+            Some(v) => {
+                return Err(VariantError::UnknownVariant {
+                    defense: ENTRY.name.into(),
+                    variant: v.to_string(),
+                    takes: "reminder (none: AgentDojo's repeated request)",
+                });
+            }
+        };
+        let name = variant.map_or(ENTRY.name.to_string(), |v| format!("{}:{v}", ENTRY.name));
+        Ok(Sandwich { reminder, name })
     }
 }
 
@@ -106,11 +112,7 @@ fn build_defense(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, 
 
 impl Defense for Sandwich {
     fn name(&self) -> &str {
-        if self.reminder {
-            "sandwich:reminder"
-        } else {
-            "sandwich"
-        }
+        &self.name
     }
     fn episode(&self) -> Box<dyn EpisodeDefense> {
         Box::new(Episode {

@@ -73,13 +73,13 @@ impl Spotlight {
             Some("base64") => Kind::Base64,
             Some(v) => {
                 return Err(VariantError::UnknownVariant {
-                    defense: "spotlight".into(),
+                    defense: ENTRY.name.into(),
                     variant: v.to_string(),
                     takes: "tagged, datamark or base64 (none: AgentDojo's delimiting)",
                 });
             }
         };
-        let name = variant.map_or("spotlight".to_string(), |v| format!("spotlight:{v}"));
+        let name = variant.map_or(ENTRY.name.to_string(), |v| format!("{}:{v}", ENTRY.name));
         Ok(Spotlight { kind, name })
     }
 }

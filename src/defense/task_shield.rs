@@ -73,12 +73,12 @@ pub struct TaskShield {
 
 impl TaskShield {
     pub fn build(variant: Option<&str>) -> Result<TaskShield, VariantError> {
-        let opts = options("task_shield", variant, &["epsilon"])?;
-        let epsilon = number("task_shield", &opts, "epsilon", 0.0, 0.0, 1.0)?;
+        let opts = options(ENTRY.name, variant, &["epsilon"])?;
+        let epsilon = number(ENTRY.name, &opts, "epsilon", 0.0, 0.0, 1.0)?;
         let name = if epsilon == 0.0 {
-            "task_shield".into()
+            ENTRY.name.into()
         } else {
-            format!("task_shield:epsilon={epsilon}")
+            format!("{}:epsilon={epsilon}", ENTRY.name)
         };
         Ok(TaskShield { name, epsilon })
     }

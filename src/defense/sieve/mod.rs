@@ -53,6 +53,16 @@ pub enum Mode {
     Audit,
 }
 
+impl Mode {
+    /// The registered defense this mode is (`sieve`, `audit`), as records name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Sieve => ENTRY.name,
+            Mode::Audit => super::audit::ENTRY.name,
+        }
+    }
+}
+
 /// `sieve` / `sieve:<variant>` / `audit` as selected on the command line.
 pub struct SieveDefense {
     name: String,
@@ -74,10 +84,7 @@ impl SieveDefense {
             Some(n) => config.variant(n)?.clone(),
             None => config.variants[0].clone(),
         };
-        let base = match mode {
-            Mode::Sieve => "sieve",
-            Mode::Audit => "audit",
-        };
+        let base = mode.name();
         let mut name = match variant {
             Some(n) if mode == Mode::Sieve && n != config.variants[0].name => {
                 format!("{base}:{n}")
@@ -397,7 +404,7 @@ impl EpisodeDefense for SieveEpisode {
     fn notes(&self) -> Value {
         let w = &self.variant.weights;
         let mut notes = json!({
-            "mode": match self.mode { Mode::Sieve => "sieve", Mode::Audit => "audit" },
+            "mode": self.mode.name(),
             "variant": self.variant.name,
             "weights": {"w_sem": w.w_sem, "w_causal": w.w_causal, "w_prov": w.w_prov, "w_risk": w.w_risk},
             "threshold": self.variant.threshold,
