@@ -3,6 +3,11 @@
 //! A [`Defense`] is shared by the whole run and makes a fresh [`EpisodeDefense`] for each
 //! episode, which holds per-episode state (an intent graph, a cache of masked calls).
 //! Each hook has a default that does nothing, so a defense implements only what it needs.
+//!
+//! A defense is its file: `<name>.rs` (or `<name>/mod.rs`) implements [`Defense`] and
+//! declares its [`Entry`] as `pub const ENTRY` with the build function the entry points
+//! to. This file adds only its `pub mod` line (Rust declares a module in its parent) and
+//! one `<name>::ENTRY` line of [`REGISTRY`]; `one_place` checks that it stays so.
 
 pub mod argus;
 pub mod audit;
@@ -302,7 +307,7 @@ pub enum BuildError {
 }
 
 /// Every defense `--defense` accepts besides `exec:<command>`, in the order of the main
-/// table.
+/// table: one line per defense, its entry declared in its own file.
 pub const REGISTRY: &[Entry] = &[
     none::ENTRY,
     audit::ENTRY,
@@ -520,3 +525,6 @@ pub fn build_with(spec: &str, opts: &BuildOptions) -> Result<Arc<dyn Defense>, B
         }),
     }
 }
+
+#[cfg(test)]
+mod one_place;
