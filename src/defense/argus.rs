@@ -34,6 +34,7 @@ use super::support::{
     call_text, describe_tools, injected_call, is_read, json_object, quoting_hint, request_block,
     scored, string_list,
 };
+use super::{BuildError, BuildOptions, Entry, no_variant};
 use super::{
     Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall, Verdict,
 };
@@ -41,6 +42,7 @@ use crate::model::sim_roles::ScriptedPlan;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use sieve_record::{Component, Message};
+use std::sync::Arc;
 
 /// Base trust of a tool return (the request's is 1.0).
 pub const TOOL_TRUST: f64 = 0.5;
@@ -340,9 +342,28 @@ impl EpisodeDefense for Episode {
     }
 }
 
+/// How `list defenses` describes this defense and how `--defense argus` builds it: its
+/// line of [`super::REGISTRY`].
+pub const ENTRY: Entry = Entry {
+    name: "argus",
+    variants: "",
+    mechanism: "influence provenance with dynamic trust; invariants, segmenter, trust-gated grounder and entailment before non-read calls",
+    source: "ARGUS, arXiv 2605.03378",
+    sim_caveat: None,
+    in_all: true,
+    detector_model: Component::Judge,
+    build: build_defense,
+};
+
+/// Builds this defense, which takes no variant.
+fn build_defense(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
+    no_variant(ENTRY.name, v)?;
+    Ok(Arc::new(Argus))
+}
+
 impl Defense for Argus {
     fn name(&self) -> &str {
-        "argus"
+        ENTRY.name
     }
     fn episode(&self) -> Box<dyn EpisodeDefense> {
         Box::new(Episode::default())

@@ -23,6 +23,7 @@ use super::support::{
     call_text, describe_tools, injected_call, json_object, quoting_hint, request_block, scored,
     string_list,
 };
+use super::{BuildError, BuildOptions, Entry, no_variant};
 use super::{
     Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall, Verdict,
 };
@@ -33,6 +34,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use sieve_record::{Component, Message};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 const LABEL_SYSTEM: &str = "Label each tool an AI assistant can use by what it does: \"read\" if it only retrieves information, \
 \"write\" if it changes stored data or sends something, \"execute\" if it runs an action in the world. \
@@ -332,9 +334,28 @@ impl EpisodeDefense for Episode {
     }
 }
 
+/// How `list defenses` describes this defense and how `--defense drift` builds it: its
+/// line of [`super::REGISTRY`].
+pub const ENTRY: Entry = Entry {
+    name: "drift",
+    variants: "",
+    mechanism: "tool labels + secure plan with checklist; injection isolator on outputs; dynamic validator on deviations",
+    source: "DRIFT, Li et al., NeurIPS 2025, arXiv 2506.12104",
+    sim_caveat: None,
+    in_all: true,
+    detector_model: Component::Judge,
+    build: build_defense,
+};
+
+/// Builds this defense, which takes no variant.
+fn build_defense(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
+    no_variant(ENTRY.name, v)?;
+    Ok(Arc::new(Drift))
+}
+
 impl Defense for Drift {
     fn name(&self) -> &str {
-        "drift"
+        ENTRY.name
     }
     fn episode(&self) -> Box<dyn EpisodeDefense> {
         Box::new(Episode::default())

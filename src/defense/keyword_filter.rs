@@ -22,9 +22,12 @@
 //!
 //! Expected cost: none (no model, no network).
 
+use super::{BuildError, BuildOptions, Entry, no_variant};
 use super::{Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall};
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use sieve_record::Component;
+use std::sync::Arc;
 
 /// The framing phrases and tags the filter looks for (see the module documentation for
 /// where each comes from), lower case.
@@ -96,9 +99,28 @@ impl EpisodeDefense for Episode {
     }
 }
 
+/// How `list defenses` describes this defense and how `--defense keyword_filter` builds it: its
+/// line of [`super::REGISTRY`].
+pub const ENTRY: Entry = Entry {
+    name: "keyword_filter",
+    variants: "",
+    mechanism: "a tool output holding a framing phrase or tag of the stock attack templates is replaced by a notice (the target of `attack search`)",
+    source: "this project: a text filter fitted to attacks/*.yaml, for adaptive-attack evidence",
+    sim_caveat: None,
+    in_all: false,
+    detector_model: Component::Judge,
+    build: build_defense,
+};
+
+/// Builds this defense, which takes no variant.
+fn build_defense(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
+    no_variant(ENTRY.name, v)?;
+    Ok(Arc::new(KeywordFilter))
+}
+
 impl Defense for KeywordFilter {
     fn name(&self) -> &str {
-        "keyword_filter"
+        ENTRY.name
     }
     fn episode(&self) -> Box<dyn EpisodeDefense> {
         Box::new(Episode { hits: Vec::new() })

@@ -22,6 +22,7 @@
 //! MELON stops nothing and scores as `none`.
 
 use super::support::{VariantError, call_text, number, options};
+use super::{BuildError, BuildOptions, Entry};
 use super::{
     Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall, Verdict,
 };
@@ -29,6 +30,7 @@ use crate::model::{ScriptedReply, ScriptedTurn, SimHint, sim_roles};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use sieve_record::{Component, Message, Role, ToolCall};
+use std::sync::Arc;
 
 /// The paper's detection threshold.
 pub const DEFAULT_THRESHOLD: f64 = 0.8;
@@ -52,12 +54,12 @@ pub struct Melon {
 
 impl Melon {
     pub fn build(variant: Option<&str>) -> Result<Melon, VariantError> {
-        let opts = options("melon", variant, &["threshold"])?;
-        let threshold = number("melon", &opts, "threshold", DEFAULT_THRESHOLD, 0.0, 1.0)?;
+        let opts = options(ENTRY.name, variant, &["threshold"])?;
+        let threshold = number(ENTRY.name, &opts, "threshold", DEFAULT_THRESHOLD, 0.0, 1.0)?;
         let name = if threshold == DEFAULT_THRESHOLD {
-            "melon".to_string()
+            ENTRY.name.to_string()
         } else {
-            format!("melon:threshold={threshold}")
+            format!("{}:threshold={threshold}", ENTRY.name)
         };
         Ok(Melon { name, threshold })
     }
@@ -251,6 +253,24 @@ impl EpisodeDefense for Episode {
             "threshold": self.threshold,
         })
     }
+}
+
+/// How `list defenses` describes this defense and how `--defense melon` builds it: its
+/// line of [`super::REGISTRY`].
+pub const ENTRY: Entry = Entry {
+    name: "melon",
+    variants: "threshold=<x>",
+    mechanism: "masked re-execution per tool output; a call matching a masked-run call (cosine > 0.8) stops the episode",
+    source: "MELON, Zhu et al., ICML 2025, arXiv 2502.05174",
+    sim_caveat: None,
+    in_all: true,
+    detector_model: MASKED_RUN_MODEL,
+    build: build_defense,
+};
+
+/// Builds this defense from its variant (the text after `melon:`).
+fn build_defense(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
+    Ok(Arc::new(Melon::build(v)?))
 }
 
 impl Defense for Melon {

@@ -3,6 +3,11 @@
 //! A [`Defense`] is shared by the whole run and makes a fresh [`EpisodeDefense`] for each
 //! episode, which holds per-episode state (an intent graph, a cache of masked calls).
 //! Each hook has a default that does nothing, so a defense implements only what it needs.
+//!
+//! A defense is its file: `<name>.rs` (or `<name>/mod.rs`) implements [`Defense`] and
+//! declares its [`Entry`] as `pub const ENTRY` with the build function the entry points
+//! to. This file adds only its `pub mod` line (Rust declares a module in its parent) and
+//! one `<name>::ENTRY` line of [`REGISTRY`]; `one_place` checks that it stays so.
 
 pub mod argus;
 pub mod audit;
@@ -267,89 +272,6 @@ pub struct Entry {
     pub build: Builder,
 }
 
-fn build_none(variant: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
-    no_variant("none", variant)?;
-    Ok(Arc::new(none::NoDefense))
-}
-
-fn build_audit(variant: Option<&str>, opts: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
-    no_variant("audit", variant)?;
-    Ok(Arc::new(audit::audit(opts.sieve(), opts.weights)))
-}
-
-fn build_sieve(variant: Option<&str>, opts: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
-    // `--weights` gives plain `sieve` an ad-hoc set; named variants keep theirs.
-    let weights = if variant.is_none() {
-        opts.weights
-    } else {
-        None
-    };
-    Ok(Arc::new(sieve::SieveDefense::new(
-        sieve::Mode::Sieve,
-        opts.sieve(),
-        variant,
-        weights,
-    )?))
-}
-
-fn build_spotlight(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
-    Ok(Arc::new(spotlight::Spotlight::build(v)?))
-}
-
-fn build_sandwich(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
-    Ok(Arc::new(sandwich::Sandwich::build(v)?))
-}
-
-fn build_tool_filter(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
-    no_variant("tool_filter", v)?;
-    Ok(Arc::new(tool_filter::ToolFilter))
-}
-
-fn build_pi_detector(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
-    Ok(pi_detector::shared(v)?)
-}
-
-fn build_keyword_filter(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
-    no_variant("keyword_filter", v)?;
-    Ok(Arc::new(keyword_filter::KeywordFilter))
-}
-
-fn build_plan_then_execute(
-    v: Option<&str>,
-    _: &BuildOptions,
-) -> Result<Arc<dyn Defense>, BuildError> {
-    no_variant("plan_then_execute", v)?;
-    Ok(Arc::new(plan_then_execute::PlanThenExecute))
-}
-
-fn build_melon(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
-    Ok(Arc::new(melon::Melon::build(v)?))
-}
-
-fn build_ipiguard(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
-    no_variant("ipiguard", v)?;
-    Ok(Arc::new(ipiguard::IpiGuard))
-}
-
-fn build_task_shield(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
-    Ok(Arc::new(task_shield::TaskShield::build(v)?))
-}
-
-fn build_drift(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
-    no_variant("drift", v)?;
-    Ok(Arc::new(drift::Drift))
-}
-
-fn build_argus(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
-    no_variant("argus", v)?;
-    Ok(Arc::new(argus::Argus))
-}
-
-fn build_dual_llm(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
-    no_variant("dual_llm", v)?;
-    Ok(Arc::new(dual_llm::DualLlm))
-}
-
 /// Refuses a `:variant` on a defense that has none.
 pub fn no_variant(name: &str, variant: Option<&str>) -> Result<(), BuildError> {
     match variant {
@@ -385,166 +307,23 @@ pub enum BuildError {
 }
 
 /// Every defense `--defense` accepts besides `exec:<command>`, in the order of the main
-/// table.
+/// table: one line per defense, its entry declared in its own file.
 pub const REGISTRY: &[Entry] = &[
-    Entry {
-        name: "none",
-        variants: "",
-        mechanism: "the undefended agent",
-        source: "baseline",
-        sim_caveat: None,
-        in_all: true,
-        detector_model: Component::Judge,
-        build: build_none,
-    },
-    Entry {
-        name: "audit",
-        variants: "",
-        mechanism: "SIEVE's adjudicator on every proposed call (always-on semantic audit)",
-        source: "SIEVE/CCA, arXiv 2512.06716",
-        sim_caveat: None,
-        in_all: true,
-        detector_model: Component::Judge,
-        build: build_audit,
-    },
-    Entry {
-        name: "sieve",
-        variants: "<variant>][@<threshold|w_sem|w_causal|w_prov|w_risk>=<x>",
-        mechanism: "intent graph + layer-1 control/data-flow checks + adjudicator on deviations",
-        source: "SIEVE/CCA, arXiv 2512.06716",
-        sim_caveat: None,
-        in_all: true,
-        detector_model: Component::Judge,
-        build: build_sieve,
-    },
-    Entry {
-        name: "spotlight",
-        variants: "tagged|datamark|base64",
-        mechanism: "tool outputs wrapped in << >> and the system prompt says never to obey text between them (AgentDojo's words); variants: named tags, datamarking, base64 encoding",
-        source: "Hines et al., arXiv 2403.14720; AgentDojo 0.1.35's spotlighting_with_delimiting",
-        sim_caveat: Some(
-            "it marks tool outputs as data; the scripted agent reads past marks and encodings, so the row shows cost, not effect",
-        ),
-        in_all: true,
-        detector_model: Component::Judge,
-        build: build_spotlight,
-    },
-    Entry {
-        name: "sandwich",
-        variants: "reminder",
-        mechanism: "the user's request repeated word for word after every round of tool results; variant: wrapped in a reminder",
-        source: "AgentDojo 0.1.35's repeat_user_prompt (the sandwich defense), arXiv 2406.13352",
-        sim_caveat: Some(
-            "it reminds the model of the task; the scripted agent ignores reminders, so the row shows cost, not effect",
-        ),
-        in_all: true,
-        detector_model: Component::Judge,
-        build: build_sandwich,
-    },
-    Entry {
-        name: "tool_filter",
-        variants: "",
-        mechanism: "one planner call picks the tools the request needs; the others are withdrawn",
-        source: "AgentDojo's tool_filter, arXiv 2406.13352",
-        sim_caveat: None,
-        in_all: true,
-        detector_model: Component::Judge,
-        build: build_tool_filter,
-    },
-    Entry {
-        name: "pi_detector",
-        variants: "keywords|judge|http=<url>[,threshold=<x>]",
-        mechanism: "a prompt-injection detector on every tool output (by default a keyword list; judge: the judge model; http: a classifier such as DeBERTa); a flagged output is replaced by a notice",
-        source: "AgentDojo's PI detector (ProtectAI DeBERTa, threshold 0.5), arXiv 2406.13352",
-        sim_caveat: None,
-        in_all: true,
-        detector_model: Component::Judge,
-        build: build_pi_detector,
-    },
-    Entry {
-        name: "keyword_filter",
-        variants: "",
-        mechanism: "a tool output holding a framing phrase or tag of the stock attack templates is replaced by a notice (the target of `attack search`)",
-        source: "this project: a text filter fitted to attacks/*.yaml, for adaptive-attack evidence",
-        sim_caveat: None,
-        in_all: false,
-        detector_model: Component::Judge,
-        build: build_keyword_filter,
-    },
-    Entry {
-        name: "plan_then_execute",
-        variants: "",
-        mechanism: "the tool sequence is fixed by a planner before any data is read; calls off it are blocked",
-        source: "Beurer-Kellner et al., design patterns, arXiv 2506.08837",
-        sim_caveat: None,
-        in_all: true,
-        detector_model: Component::Judge,
-        build: build_plan_then_execute,
-    },
-    Entry {
-        name: "dual_llm",
-        variants: "",
-        mechanism: "a quarantined model turns tool outputs into typed values; the agent sees only $VAR references",
-        source: "Willison's dual LLM; Beurer-Kellner et al., design patterns, arXiv 2506.08837",
-        sim_caveat: Some(
-            "a quarantined reader assumed to extract every value the task needs (perfect recall, in the form the call needs), which the scripted agent passes by reference ($VAR) and the answer shows filled in: utility is an upper bound, except that a value the agent would have to work out from one it cannot read still fails; value-borne attacks (an attacker's value in the data passed on by reference) are not shown",
-        ),
-        in_all: true,
-        detector_model: Component::Judge,
-        build: build_dual_llm,
-    },
-    Entry {
-        name: "melon",
-        variants: "threshold=<x>",
-        mechanism: "masked re-execution per tool output; a call matching a masked-run call (cosine > 0.8) stops the episode",
-        source: "MELON, Zhu et al., ICML 2025, arXiv 2502.05174",
-        sim_caveat: None,
-        in_all: true,
-        detector_model: melon::MASKED_RUN_MODEL,
-        build: build_melon,
-    },
-    Entry {
-        name: "ipiguard",
-        variants: "",
-        mechanism: "tool dependency graph planned up front; unknown arguments estimated, each result expanded; off-graph writes get a fake success, off-graph reads run",
-        source: "IPIGuard, An et al., EMNLP 2025",
-        sim_caveat: None,
-        in_all: true,
-        detector_model: Component::Judge,
-        build: build_ipiguard,
-    },
-    Entry {
-        name: "task_shield",
-        variants: "epsilon=<x>",
-        mechanism: "user instructions extracted first; every step's and tool output's instructions extracted and scored for contributing to them; calls at or below epsilon blocked, misaligned output instructions reported",
-        source: "Task Shield, Jia et al., ACL 2025, arXiv 2412.16682",
-        sim_caveat: Some(
-            "its warning about instructions in tool outputs is a reminder the scripted agent ignores; its checks of calls are modelled",
-        ),
-        in_all: true,
-        detector_model: Component::Judge,
-        build: build_task_shield,
-    },
-    Entry {
-        name: "drift",
-        variants: "",
-        mechanism: "tool labels + secure plan with checklist; injection isolator on outputs; dynamic validator on deviations",
-        source: "DRIFT, Li et al., NeurIPS 2025, arXiv 2506.12104",
-        sim_caveat: None,
-        in_all: true,
-        detector_model: Component::Judge,
-        build: build_drift,
-    },
-    Entry {
-        name: "argus",
-        variants: "",
-        mechanism: "influence provenance with dynamic trust; invariants, segmenter, trust-gated grounder and entailment before non-read calls",
-        source: "ARGUS, arXiv 2605.03378",
-        sim_caveat: None,
-        in_all: true,
-        detector_model: Component::Judge,
-        build: build_argus,
-    },
+    none::ENTRY,
+    audit::ENTRY,
+    sieve::ENTRY,
+    spotlight::ENTRY,
+    sandwich::ENTRY,
+    tool_filter::ENTRY,
+    pi_detector::ENTRY,
+    keyword_filter::ENTRY,
+    plan_then_execute::ENTRY,
+    dual_llm::ENTRY,
+    melon::ENTRY,
+    ipiguard::ENTRY,
+    task_shield::ENTRY,
+    drift::ENTRY,
+    argus::ENTRY,
 ];
 
 /// Looks a registered defense up by name.
@@ -725,7 +504,7 @@ pub fn build_with(spec: &str, opts: &BuildOptions) -> Result<Arc<dyn Defense>, B
         None => (spec, None),
     };
     if let Some(tweak) = tweak {
-        if name != "sieve" {
+        if name != sieve::ENTRY.name {
             return Err(BuildError::Variant(format!(
                 "`{spec}@…`: only sieve and its variants take a setting after `@`"
             )));
@@ -746,3 +525,6 @@ pub fn build_with(spec: &str, opts: &BuildOptions) -> Result<Arc<dyn Defense>, B
         }),
     }
 }
+
+#[cfg(test)]
+mod one_place;

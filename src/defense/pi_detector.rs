@@ -21,6 +21,7 @@
 //! or an unreadable classifier answer errors the episode (the classifier is not there).
 
 use super::support::{VariantError, carries_payload, number, options, scored, unit_number};
+use super::{BuildError, BuildOptions, Entry};
 use super::{Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall};
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -96,18 +97,11 @@ impl PiDetector {
     pub fn build(variant: Option<&str>) -> Result<PiDetector, VariantError> {
         // A URL holds `:` and `/` but no `,`, so splitting the options on `,` is safe.
         let opts = options(
-            "pi_detector",
+            ENTRY.name,
             variant,
             &["keywords", "lexical", "judge", "http", "threshold"],
         )?;
-        let threshold = number(
-            "pi_detector",
-            &opts,
-            "threshold",
-            DEFAULT_THRESHOLD,
-            0.0,
-            1.0,
-        )?;
+        let threshold = number(ENTRY.name, &opts, "threshold", DEFAULT_THRESHOLD, 0.0, 1.0)?;
         let chosen: Vec<&String> = ["keywords", "lexical", "judge", "http"]
             .iter()
             .filter_map(|k| opts.get_key_value(*k).map(|(k, _)| k))
@@ -141,7 +135,7 @@ impl PiDetector {
         if threshold != DEFAULT_THRESHOLD {
             parts.push(format!("threshold={threshold}"));
         }
-        let name = format!("pi_detector:{}", parts.join(","));
+        let name = format!("{}:{}", ENTRY.name, parts.join(","));
         Ok(PiDetector {
             name,
             backend,
@@ -292,6 +286,24 @@ impl EpisodeDefense for Episode {
     fn notes(&self) -> Value {
         json!({"scores": self.scores, "threshold": self.threshold, "malformed_replies": self.malformed})
     }
+}
+
+/// How `list defenses` describes this defense and how `--defense pi_detector` builds it: its
+/// line of [`super::REGISTRY`].
+pub const ENTRY: Entry = Entry {
+    name: "pi_detector",
+    variants: "keywords|judge|http=<url>[,threshold=<x>]",
+    mechanism: "a prompt-injection detector on every tool output (by default a keyword list; judge: the judge model; http: a classifier such as DeBERTa); a flagged output is replaced by a notice",
+    source: "AgentDojo's PI detector (ProtectAI DeBERTa, threshold 0.5), arXiv 2406.13352",
+    sim_caveat: None,
+    in_all: true,
+    detector_model: Component::Judge,
+    build: build_defense,
+};
+
+/// Builds this defense from its variant (the text after `pi_detector:`).
+fn build_defense(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
+    Ok(shared(v)?)
 }
 
 impl Defense for PiDetector {

@@ -15,25 +15,34 @@
 //! effect on attacks, and are labelled so.
 
 use super::support::VariantError;
+use super::{BuildError, BuildOptions, Entry};
 use super::{Defense, DefenseCtx, DefenseError, EpisodeDefense};
 use async_trait::async_trait;
+use sieve_record::Component;
 use sieve_record::{Message, Role};
+use std::sync::Arc;
 
 pub struct Sandwich {
     reminder: bool,
+    /// `sandwich` or `sandwich:reminder`, as records name it.
+    name: String,
 }
 
 impl Sandwich {
     pub fn build(variant: Option<&str>) -> Result<Sandwich, VariantError> {
-        match variant {
-            None => Ok(Sandwich { reminder: false }),
-            Some("reminder") => Ok(Sandwich { reminder: true }),
-            Some(v) => Err(VariantError::UnknownVariant {
-                defense: "sandwich".into(),
-                variant: v.to_string(),
-                takes: "reminder (none: AgentDojo's repeated request)",
-            }),
-        }
+        let reminder = match variant {
+            None => false,
+            Some("reminder") => true,
+            Some(v) => {
+                return Err(VariantError::UnknownVariant {
+                    defense: ENTRY.name.into(),
+                    variant: v.to_string(),
+                    takes: "reminder (none: AgentDojo's repeated request)",
+                });
+            }
+        };
+        let name = variant.map_or(ENTRY.name.to_string(), |v| format!("{}:{v}", ENTRY.name));
+        Ok(Sandwich { reminder, name })
     }
 }
 
@@ -81,13 +90,29 @@ impl EpisodeDefense for Episode {
     }
 }
 
+/// How `list defenses` describes this defense and how `--defense sandwich` builds it: its
+/// line of [`super::REGISTRY`].
+pub const ENTRY: Entry = Entry {
+    name: "sandwich",
+    variants: "reminder",
+    mechanism: "the user's request repeated word for word after every round of tool results; variant: wrapped in a reminder",
+    source: "AgentDojo 0.1.35's repeat_user_prompt (the sandwich defense), arXiv 2406.13352",
+    sim_caveat: Some(
+        "it reminds the model of the task; the scripted agent ignores reminders, so the row shows cost, not effect",
+    ),
+    in_all: true,
+    detector_model: Component::Judge,
+    build: build_defense,
+};
+
+/// Builds this defense from its variant (the text after `sandwich:`).
+fn build_defense(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
+    Ok(Arc::new(Sandwich::build(v)?))
+}
+
 impl Defense for Sandwich {
     fn name(&self) -> &str {
-        if self.reminder {
-            "sandwich:reminder"
-        } else {
-            "sandwich"
-        }
+        &self.name
     }
     fn episode(&self) -> Box<dyn EpisodeDefense> {
         Box::new(Episode {

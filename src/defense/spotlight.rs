@@ -21,9 +21,12 @@
 //! labelled so.
 
 use super::support::VariantError;
+use super::{BuildError, BuildOptions, Entry};
 use super::{Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall};
 use async_trait::async_trait;
 use base64::Engine;
+use sieve_record::Component;
+use std::sync::Arc;
 
 /// The sentences agentdojo 0.1.35 appends to the system message for
 /// `spotlighting_with_delimiting` (`agent_pipeline.py`, `from_config`), verbatim.
@@ -70,13 +73,13 @@ impl Spotlight {
             Some("base64") => Kind::Base64,
             Some(v) => {
                 return Err(VariantError::UnknownVariant {
-                    defense: "spotlight".into(),
+                    defense: ENTRY.name.into(),
                     variant: v.to_string(),
                     takes: "tagged, datamark or base64 (none: AgentDojo's delimiting)",
                 });
             }
         };
-        let name = variant.map_or("spotlight".to_string(), |v| format!("spotlight:{v}"));
+        let name = variant.map_or(ENTRY.name.to_string(), |v| format!("{}:{v}", ENTRY.name));
         Ok(Spotlight { kind, name })
     }
 }
@@ -119,6 +122,26 @@ impl EpisodeDefense for Episode {
     ) -> Result<OutputVerdict, DefenseError> {
         Ok(OutputVerdict::Pass(spotlit(self.kind, &output)))
     }
+}
+
+/// How `list defenses` describes this defense and how `--defense spotlight` builds it: its
+/// line of [`super::REGISTRY`].
+pub const ENTRY: Entry = Entry {
+    name: "spotlight",
+    variants: "tagged|datamark|base64",
+    mechanism: "tool outputs wrapped in << >> and the system prompt says never to obey text between them (AgentDojo's words); variants: named tags, datamarking, base64 encoding",
+    source: "Hines et al., arXiv 2403.14720; AgentDojo 0.1.35's spotlighting_with_delimiting",
+    sim_caveat: Some(
+        "it marks tool outputs as data; the scripted agent reads past marks and encodings, so the row shows cost, not effect",
+    ),
+    in_all: true,
+    detector_model: Component::Judge,
+    build: build_defense,
+};
+
+/// Builds this defense from its variant (the text after `spotlight:`).
+fn build_defense(v: Option<&str>, _: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
+    Ok(Arc::new(Spotlight::build(v)?))
 }
 
 impl Defense for Spotlight {

@@ -2,6 +2,7 @@
 //! table prints one row per defense.
 
 use crate::common::*;
+use sieve_bench::defense;
 
 #[test]
 fn every_defense_runs_without_error_and_the_main_table_prints() {
@@ -30,22 +31,18 @@ fn every_defense_runs_without_error_and_the_main_table_prints() {
         .split("Main table")
         .nth(1)
         .expect("the main table prints");
-    for name in [
-        "none",
-        "audit",
-        "sieve",
-        "spotlight",
-        "sandwich",
-        "tool_filter",
-        "pi_detector:keywords",
-        "plan_then_execute",
-        "dual_llm",
-        "melon",
-        "ipiguard",
-        "task_shield",
-        "drift",
-        "argus",
-    ] {
+    // The rows `all` stands for, read from the registry: `expand` says which defenses
+    // `all` runs, and each, built as `all` builds it, names its row (`pi_detector` runs
+    // its default backend, so its row is `pi_detector:keywords`).
+    let rows_of_all: Vec<String> = defense::expand("all")
+        .iter()
+        .map(|d| defense::build(d).unwrap().name().to_string())
+        .collect();
+    assert!(
+        rows_of_all.contains(&"pi_detector:keywords".to_string()),
+        "{rows_of_all:?}"
+    );
+    for name in &rows_of_all {
         assert!(
             table
                 .lines()
@@ -55,9 +52,15 @@ fn every_defense_runs_without_error_and_the_main_table_prints() {
     }
     // Rows the scripted agent cannot represent say so in their label, and the footnote
     // says what.
-    for marked in ["spotlight† ", "sandwich† ", "dual_llm† "] {
+    let marked: Vec<String> = rows_of_all
+        .iter()
+        .filter(|d| defense::sim_caveat(d).is_some())
+        .map(|d| format!("{d}† "))
+        .collect();
+    assert!(marked.contains(&"dual_llm† ".to_string()), "{marked:?}");
+    for marked in &marked {
         assert!(
-            table.lines().any(|l| l.starts_with(marked)),
+            table.lines().any(|l| l.starts_with(marked.as_str())),
             "{marked}\n{table}"
         );
     }
@@ -66,6 +69,14 @@ fn every_defense_runs_without_error_and_the_main_table_prints() {
         "{table}"
     );
     let s = summary(&out);
+    // `all` runs the registry's defenses and nothing else.
+    let ran: std::collections::BTreeSet<&str> = rows(&s)
+        .iter()
+        .map(|r| r["defense"].as_str().unwrap())
+        .collect();
+    let expected: std::collections::BTreeSet<&str> =
+        rows_of_all.iter().map(String::as_str).collect();
+    assert_eq!(ran, expected);
     for r in rows(&s) {
         assert_eq!(r["errors"], 0, "{r}");
     }

@@ -27,6 +27,7 @@ pub mod graph;
 pub mod layer1;
 pub mod planner;
 
+use crate::defense::{BuildError, BuildOptions, Entry};
 use crate::defense::{
     Defense, DefenseCtx, DefenseError, EpisodeDefense, OutputVerdict, ProposedCall, Verdict,
 };
@@ -52,6 +53,16 @@ pub enum Mode {
     Audit,
 }
 
+impl Mode {
+    /// The registered defense this mode is (`sieve`, `audit`), as records name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Sieve => ENTRY.name,
+            Mode::Audit => super::audit::ENTRY.name,
+        }
+    }
+}
+
 /// `sieve` / `sieve:<variant>` / `audit` as selected on the command line.
 pub struct SieveDefense {
     name: String,
@@ -73,10 +84,7 @@ impl SieveDefense {
             Some(n) => config.variant(n)?.clone(),
             None => config.variants[0].clone(),
         };
-        let base = match mode {
-            Mode::Sieve => "sieve",
-            Mode::Audit => "audit",
-        };
+        let base = mode.name();
         let mut name = match variant {
             Some(n) if mode == Mode::Sieve && n != config.variants[0].name => {
                 format!("{base}:{n}")
@@ -121,6 +129,38 @@ impl SieveDefense {
 
 fn r3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
+}
+
+/// How `list defenses` describes this defense and how `--defense sieve` builds it: its
+/// line of [`super::REGISTRY`].
+pub const ENTRY: Entry = Entry {
+    name: "sieve",
+    variants: "<variant>][@<threshold|w_sem|w_causal|w_prov|w_risk>=<x>",
+    mechanism: "intent graph + layer-1 control/data-flow checks + adjudicator on deviations",
+    source: "SIEVE/CCA, arXiv 2512.06716",
+    sim_caveat: None,
+    in_all: true,
+    detector_model: Component::Judge,
+    build: build_defense,
+};
+
+/// Builds this defense from its variant (the text after `sieve:`).
+fn build_defense(
+    variant: Option<&str>,
+    opts: &BuildOptions,
+) -> Result<Arc<dyn Defense>, BuildError> {
+    // `--weights` gives plain `sieve` an ad-hoc set; named variants keep theirs.
+    let weights = if variant.is_none() {
+        opts.weights
+    } else {
+        None
+    };
+    Ok(Arc::new(SieveDefense::new(
+        Mode::Sieve,
+        opts.sieve(),
+        variant,
+        weights,
+    )?))
 }
 
 impl Defense for SieveDefense {
@@ -364,7 +404,7 @@ impl EpisodeDefense for SieveEpisode {
     fn notes(&self) -> Value {
         let w = &self.variant.weights;
         let mut notes = json!({
-            "mode": match self.mode { Mode::Sieve => "sieve", Mode::Audit => "audit" },
+            "mode": self.mode.name(),
             "variant": self.variant.name,
             "weights": {"w_sem": w.w_sem, "w_causal": w.w_causal, "w_prov": w.w_prov, "w_risk": w.w_risk},
             "threshold": self.variant.threshold,
