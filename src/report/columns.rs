@@ -310,6 +310,9 @@ pub struct Grid {
     /// Columns the terminal adds when it has room take their declared place (else they
     /// follow the essentials).
     pub in_order: bool,
+    /// The rows cover only the episodes finished so far (a note says so): a CSV, which
+    /// has no notes, marks every row.
+    pub partial: bool,
 }
 
 impl Grid {
@@ -338,6 +341,20 @@ impl Grid {
             columns: columns.into_iter().map(|c| c.spec).collect(),
             footnotes: Vec::new(),
             in_order: false,
+            partial: false,
+        }
+    }
+
+    /// Adds the note of a partial run (`report::partial_note`) above the table, first
+    /// when `first`, and marks the rows partial; nothing when the run is complete.
+    pub fn note_partial(&mut self, note: Option<&String>, first: bool) {
+        if let Some(n) = note {
+            if first {
+                self.notes.insert(0, n.clone());
+            } else {
+                self.notes.push(n.clone());
+            }
+            self.partial = true;
         }
     }
 

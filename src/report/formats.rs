@@ -153,11 +153,7 @@ fn row_fields(grid: &Grid, row: &[Value]) -> Vec<Json> {
 pub fn csv(grid: &Grid) -> Result<String, csv::Error> {
     // A CSV has no notes: rows of a partial run carry the mark in a column of their own,
     // so a spreadsheet or a script reading the file cannot take them for the whole.
-    let partial = grid
-        .notes
-        .iter()
-        .any(|n| n.starts_with(super::PARTIAL_MARK))
-        .then_some(super::PARTIAL_MARK);
+    let partial = grid.partial.then_some(super::PARTIAL_MARK);
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut head: Vec<String> = grid
         .file_fields()
@@ -673,6 +669,7 @@ fn transpose(grid: &Grid, bold: &[Vec<bool>]) -> (Grid, Vec<Vec<bool>>) {
             rows,
             footnotes: grid.footnotes.clone(),
             in_order: grid.in_order,
+            partial: grid.partial,
         },
         bold_t,
     )
@@ -959,6 +956,36 @@ mod tests {
         assert_eq!(lines[0], "defense,asr,asr_lo,asr_hi,n");
         assert_eq!(lines[1], "no_ne,1.0,0.8,1.0,3");
         assert_eq!(lines[2], "a&b,0.1,,,3");
+    }
+
+    #[test]
+    fn only_a_partial_grid_marks_its_csv_rows() {
+        // A note's wording decides nothing: a note that merely starts like the mark does
+        // not make the rows partial, the grid's flag does.
+        let mut g = grid();
+        g.notes.push(format!(
+            "{}-like note of a defense's name",
+            super::super::PARTIAL_MARK
+        ));
+        assert!(
+            !csv(&g)
+                .unwrap()
+                .lines()
+                .next()
+                .unwrap()
+                .ends_with(",partial")
+        );
+        g.note_partial(
+            Some(&"these rows cover only part of the run".to_string()),
+            true,
+        );
+        assert_eq!(g.notes[0], "these rows cover only part of the run");
+        let t = csv(&g).unwrap();
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].ends_with(",partial"), "{t}");
+        assert!(lines[1..].iter().all(|l| l.ends_with(",PARTIAL")), "{t}");
+        g.note_partial(None, false);
+        assert_eq!(g.notes.len(), 3, "a complete run adds no note");
     }
 
     #[test]

@@ -366,7 +366,7 @@ const PRICE_NOTE_PREFIX: &str = "$/ep = dollars per episode at";
 /// every row.
 pub fn summary_grid(summary: &Summary) -> Grid {
     let mut g = tables::summary(&summary.rows);
-    g.notes.extend(summary.partial.clone());
+    g.note_partial(summary.partial.as_ref(), false);
     if let Some(note) = &summary.note {
         g.notes.push(note.clone());
     }
@@ -410,7 +410,7 @@ pub fn markdown(summary: &Summary) -> String {
 /// `summary.csv`: one flat row per summary row, every column, fractions in [0,1].
 pub fn csv(summary: &Summary) -> Result<String, csv::Error> {
     let mut g = tables::summary(&summary.rows);
-    g.notes.extend(summary.partial.clone());
+    g.note_partial(summary.partial.as_ref(), false);
     formats::csv(&g)
 }
 
@@ -647,9 +647,7 @@ pub fn document_of(
         if let Some(note) = &summary.note {
             g.notes.insert(0, note.clone());
         }
-        if let Some(partial) = &summary.partial {
-            g.notes.insert(0, partial.clone());
-        }
+        g.note_partial(summary.partial.as_ref(), true);
     }
     let scores = views
         .per_defense
