@@ -759,6 +759,7 @@ pub fn build_suite(
         // A provider's environment lives in its process: its plans are not replayed here.
         reorderings: std::sync::OnceLock::from(std::collections::BTreeMap::new()),
         sights: std::sync::OnceLock::from(std::collections::BTreeMap::new()),
+        needs_memo: Default::default(),
         fingerprint,
         // Context samples and variant corpora are data-suite files; a provider has none.
         samples: Vec::new(),

@@ -938,15 +938,19 @@ impl SimModel {
         let follow = self.profile.follows(seed);
         let (plan, reference_answer, path) = self.profile.path_n(script, seed);
         let needs = script.needs_of(path).filter(|n| !n.is_empty());
-        // What the agent was shown, as it reads it (built only when something is needed).
-        let shown = needs.map(|_| {
-            let text: Vec<&str> = messages
-                .iter()
-                .filter(|m| m.role != Role::Assistant)
-                .map(|m| m.content.as_str())
-                .collect();
-            View::new(crate::readable::as_read(&text.join("\n")))
-        });
+        // What the agent was shown, as it reads it: built at most once a turn, and only
+        // when a call or the answer needs a fact from it (most of a turn's cost otherwise).
+        let seen = std::cell::OnceCell::new();
+        let shown = || {
+            seen.get_or_init(|| {
+                let text: Vec<&str> = messages
+                    .iter()
+                    .filter(|m| m.role != Role::Assistant)
+                    .map(|m| m.content.as_str())
+                    .collect();
+                View::new(crate::readable::as_read(&text.join("\n")))
+            })
+        };
         let Progress {
             queue,
             pos,
@@ -963,16 +967,17 @@ impl SimModel {
         // the call and asks for what it misses (a data-only attack's value, read in the
         // output that restates it, is what it writes and so what it has).
         let mut args = call.map(|c| std::borrow::Cow::Borrowed(&c.args));
-        if let (Some(call), Some(needs), Some(shown)) = (call, needs, &shown)
+        if let (Some(call), Some(needs)) = (call, needs)
             && let Some(step) = plan.iter().position(|c| std::ptr::eq(c, queue[pos]))
             && let Some(needed) = needs.calls.get(step)
+            && !needed.is_empty()
         {
             let substituted = rewritten
                 .as_ref()
                 .filter(|(at, _)| *at == pos)
                 .and_then(|_| script.injection.as_ref()?.substitution.as_ref())
                 .map(|s| s.arg.as_str());
-            match written_args(&call.args, needed, shown, named, substituted) {
+            match written_args(&call.args, needed, shown(), named, substituted) {
                 Ok(written) => args = Some(std::borrow::Cow::Owned(written)),
                 Err(arg) => {
                     return Message::assistant(format!(
@@ -1003,7 +1008,7 @@ impl SimModel {
             ),
             None => final_answer(
                 script,
-                needs.zip(shown.as_ref()),
+                needs.map(|n| (n, shown())),
                 named,
                 reference_answer,
                 injected,

@@ -271,6 +271,9 @@ pub struct Suite {
     /// For each user task, what its agent reads in the prompts and in all
     /// ([`sight::TaskSight`]), found on first use ([`Suite::task_sight`]).
     pub(crate) sights: std::sync::OnceLock<BTreeMap<TaskId, Arc<sight::TaskSight>>>,
+    /// What each (task, plan, answer) takes from tool outputs ([`sight::needs`]), found on
+    /// first use: every episode of a task asks the same question.
+    pub(crate) needs_memo: sight::NeedsMemo,
     /// SHA-256 of every file in the suite folder: records carry it, so a resumed run
     /// never mixes episodes of two versions of a suite.
     pub fingerprint: String,
@@ -614,6 +617,7 @@ pub fn load(dir: &Path) -> Result<Suite, SuiteError> {
         data_only: Vec::new(),
         reorderings: std::sync::OnceLock::new(),
         sights: std::sync::OnceLock::new(),
+        needs_memo: Default::default(),
         fingerprint: fingerprint(dir).map_err(|e| {
             SuiteError::at(
                 dir,

@@ -195,6 +195,37 @@ fn derived_value_note<'a>(task: &'a UserTask, value: &Value) -> Option<&'a Strin
 /// (`derived`) takes the facts its note names instead. Empty for a suite whose
 /// environment runs in a provider.
 pub fn needs(suite: &Suite, task: &UserTask, plan: &[PlannedCall], answer: &str) -> Needs {
+    let key = (
+        task.id.clone(),
+        serde_json::to_string(plan).expect("a plan serialises"),
+        answer.to_string(),
+    );
+    let memo = |m: &NeedsMemo| {
+        m.0.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .cloned()
+    };
+    if let Some(n) = memo(&suite.needs_memo) {
+        return n;
+    }
+    let n = needs_uncached(suite, task, plan, answer);
+    suite
+        .needs_memo
+        .0
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(key, n.clone());
+    n
+}
+
+/// [`needs`] of a suite's tasks, remembered per task, plan and answer (a pure function of
+/// them and the suite).
+#[derive(Debug, Default)]
+pub struct NeedsMemo(std::sync::Mutex<std::collections::HashMap<(TaskId, String, String), Needs>>);
+
+/// [`needs`], worked out.
+fn needs_uncached(suite: &Suite, task: &UserTask, plan: &[PlannedCall], answer: &str) -> Needs {
     let Some(sight) = suite.task_sight(&task.id) else {
         return Needs::default();
     };
@@ -294,6 +325,42 @@ mod tests {
         assert_eq!(seen.up_to(1), "system\nuser\none");
         assert_eq!(seen.everything(), "system\nuser\none\ntwo");
         assert_eq!(seen.up_to(9), seen.everything());
+    }
+
+    #[test]
+    fn remembered_needs_are_the_needs_worked_out_for_that_plan_and_answer() {
+        let suite = super::super::load(std::path::Path::new("suites/dojo-style/banking"))
+            .expect("banking loads");
+        for task in &suite.user_tasks {
+            let answer = task.answer.clone().unwrap_or_default();
+            let worked = needs_uncached(&suite, task, &task.plan, &answer);
+            assert_eq!(
+                needs(&suite, task, &task.plan, &answer),
+                worked,
+                "{}",
+                task.id
+            );
+            assert_eq!(
+                needs(&suite, task, &task.plan, &answer),
+                worked,
+                "{}",
+                task.id
+            );
+            // Another plan or answer of the same task is its own question.
+            let shorter = &task.plan[..task.plan.len().saturating_sub(1)];
+            assert_eq!(
+                needs(&suite, task, shorter, &answer),
+                needs_uncached(&suite, task, shorter, &answer),
+                "{}",
+                task.id
+            );
+            assert_eq!(
+                needs(&suite, task, &task.plan, ""),
+                needs_uncached(&suite, task, &task.plan, ""),
+                "{}",
+                task.id
+            );
+        }
     }
 
     #[test]
