@@ -26,7 +26,7 @@ use crate::suite::PlannedCall;
 use crate::suite::check::loose_eq;
 use crate::suite::data_only::Substitution;
 use crate::suite::sight::Needs;
-use crate::suite::trace::{View, shows_in};
+use crate::suite::trace::{Reading, View, shows_in};
 use crate::suite::variants::PlanVariant;
 use async_trait::async_trait;
 use rand::rngs::ChaCha8Rng;
@@ -550,6 +550,41 @@ pub struct SimModel {
     profile: SimProfile,
     name: String,
     tokens: Arc<TokenCounter>,
+    views: Views,
+}
+
+/// How many messages' views [`Views`] keeps before it starts again (a run's distinct
+/// tool outputs; a few kilobytes each).
+const MAX_VIEWS: usize = 8192;
+
+/// The agent's reading of each message it was shown, kept across turns and episodes: a
+/// message's [`View`] depends on its text alone, and a conversation repeats every earlier
+/// message on each turn, as episodes of one task repeat most outputs.
+#[derive(Default)]
+struct Views(std::sync::Mutex<HashMap<String, Arc<View>>>);
+
+impl Views {
+    /// What the agent was shown in `messages` (all but its own), message by message.
+    fn reading(&self, messages: &[Message]) -> Reading {
+        let lock = || self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let views = messages
+            .iter()
+            .filter(|m| m.role != Role::Assistant)
+            .map(|m| {
+                if let Some(v) = lock().get(m.content.as_str()) {
+                    return v.clone();
+                }
+                let v = Arc::new(View::new(crate::readable::as_read(&m.content)));
+                let mut kept = lock();
+                if kept.len() >= MAX_VIEWS {
+                    kept.clear();
+                }
+                kept.insert(m.content.clone(), v.clone());
+                v
+            })
+            .collect();
+        Reading(views)
+    }
 }
 
 impl SimModel {
@@ -559,6 +594,7 @@ impl SimModel {
             profile,
             name,
             tokens,
+            views: Views::default(),
         }
     }
 }
@@ -843,7 +879,7 @@ fn name_in(value: &Value, named: &[&NamedValue], used: &mut Vec<usize>) -> Value
 fn written_args(
     args: &Value,
     needed: &[(String, Vec<Value>)],
-    shown: &View,
+    shown: &Reading,
     named: &[NamedValue],
     skip: Option<&str>,
 ) -> Result<Value, String> {
@@ -880,7 +916,7 @@ fn written_args(
 fn name_answer_facts<'n>(
     answer: &str,
     needs: &'n Needs,
-    shown: &View,
+    shown: &Reading,
     named: &[NamedValue],
 ) -> (String, Vec<&'n Value>) {
     let mut answer = answer.to_string();
@@ -906,7 +942,7 @@ fn name_answer_facts<'n>(
 /// attacker's answer when it followed the injection.
 fn final_answer(
     script: &EpisodeScript,
-    shown: Option<(&Needs, &View)>,
+    shown: Option<(&Needs, &Reading)>,
     named: &[NamedValue],
     reference_answer: &str,
     injected: bool,
@@ -941,16 +977,7 @@ impl SimModel {
         // What the agent was shown, as it reads it: built at most once a turn, and only
         // when a call or the answer needs a fact from it (most of a turn's cost otherwise).
         let seen = std::cell::OnceCell::new();
-        let shown = || {
-            seen.get_or_init(|| {
-                let text: Vec<&str> = messages
-                    .iter()
-                    .filter(|m| m.role != Role::Assistant)
-                    .map(|m| m.content.as_str())
-                    .collect();
-                View::new(crate::readable::as_read(&text.join("\n")))
-            })
-        };
+        let shown = || seen.get_or_init(|| self.views.reading(messages));
         let Progress {
             queue,
             pos,
@@ -1188,6 +1215,40 @@ impl ChatModel for SimModel {
 mod tests {
     use super::*;
     use crate::readable::reads_payload;
+
+    /// The agent reads message by message: a value re-wrapped inside one output is read
+    /// through, one whose halves end one message and start the next is not, and a view
+    /// kept from an earlier turn or episode reads as one built afresh.
+    #[test]
+    fn the_agent_reads_each_message_apart_and_remembers_what_it_read() {
+        let views = Views::default();
+        let amount = json!(1234.5);
+        let apart = [
+            Message::user("Pay the invoice."),
+            Message::user("the amount is 12"),
+            Message::user("34.50 in all"),
+        ];
+        assert!(!shows_in(&views.reading(&apart), &amount));
+        let wrapped = [Message::user("the amount is 12\n34.50 in all")];
+        assert!(shows_in(&views.reading(&wrapped), &amount));
+        // Kept: the same text gives the same view, and a fresh model reads the same.
+        let again = views.reading(&apart);
+        assert!(Arc::ptr_eq(&again.0[1], &views.reading(&apart).0[1]));
+        for fact in [json!("invoice"), json!(12), json!(34.5), json!(1234.5)] {
+            assert_eq!(
+                shows_in(&again, &fact),
+                shows_in(&Views::default().reading(&apart), &fact),
+                "{fact}"
+            );
+        }
+        // Its own messages are not what it was shown.
+        assert!(
+            views
+                .reading(&[Message::assistant("IBAN DE89")])
+                .0
+                .is_empty()
+        );
+    }
 
     /// The planner and judge read the answer key, so their labels say oracle, with the
     /// judge's error rate when it has one; the agent is "scripted" and says which profile.

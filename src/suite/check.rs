@@ -709,14 +709,22 @@ fn select<'a>(
     } else {
         Vec::new()
     };
+    // Both filters are pure, so their order changes nothing but the cost: the fields are
+    // tested first, and a member is looked for at its own place before anywhere else (a
+    // list the episode appended to keeps its old members where they were).
     envpath::members(coll)
         .into_iter()
-        .filter(|m| !new || !before.iter().any(|b| same_member(b, m)))
-        .filter(|m| {
+        .enumerate()
+        .filter(|(_, m)| {
             where_
                 .iter()
                 .all(|(field, mt)| mt.test(envpath::get(m, field)))
         })
+        .filter(|(at, m)| {
+            !new || !(before.get(*at).is_some_and(|b| same_member(b, m))
+                || before.iter().any(|b| same_member(b, m)))
+        })
+        .map(|(_, m)| m)
         .collect()
 }
 

@@ -36,63 +36,89 @@ pub fn mentions_code(text: &str, code: &str) -> bool {
 /// Where [`mentions_code`] finds the code in `canon` (a text already passed through
 /// [`canonical`]), as byte ranges.
 pub fn code_spans(canon: &str, code: &str) -> Vec<Range<usize>> {
-    let want: String = code
-        .chars()
-        .filter(|c| c.is_alphanumeric())
-        .flat_map(char::to_uppercase)
-        .collect();
-    if want.is_empty() {
-        return Vec::new();
-    }
-    // Tokens are alphanumeric runs (accents dropped); a code may span tokens joined by
-    // these separators only, so a code is not assembled across a comma or a sentence.
-    let mut groups: Vec<Vec<(Range<usize>, String)>> = vec![Vec::new()];
-    let mut token = String::new();
-    let mut start = 0;
-    for (i, c) in canon.char_indices() {
-        if c.is_alphanumeric() {
-            if token.is_empty() {
-                start = i;
+    Tokens::of(canon).code_spans(code)
+}
+
+/// A text's alphanumeric tokens as [`code_spans`] reads them (accents dropped, upper
+/// case, with their byte ranges), in groups a code may span: tokens joined only by a
+/// space, hyphen, dot or slash. Worked out once, a text answers any number of codes.
+#[derive(Debug, Clone)]
+pub struct Tokens(Vec<Vec<(Range<usize>, String)>>);
+
+impl Tokens {
+    /// The tokens of `canon` (a text already passed through [`canonical`]).
+    pub fn of(canon: &str) -> Tokens {
+        // Tokens are alphanumeric runs (accents dropped); a code may span tokens joined by
+        // these separators only, so a code is not assembled across a comma or a sentence.
+        let mut groups: Vec<Vec<(Range<usize>, String)>> = vec![Vec::new()];
+        let mut token = String::new();
+        let mut start = 0;
+        for (i, c) in canon.char_indices() {
+            if c.is_alphanumeric() {
+                if token.is_empty() {
+                    start = i;
+                }
+                if c.is_ascii() {
+                    token.push(c.to_ascii_uppercase());
+                } else {
+                    token.extend(
+                        c.nfkd()
+                            .filter(|c| !unicode_normalization::char::is_combining_mark(*c))
+                            .flat_map(char::to_uppercase),
+                    );
+                }
+                continue;
             }
-            token.extend(
-                c.nfkd()
-                    .filter(|c| !unicode_normalization::char::is_combining_mark(*c))
-                    .flat_map(char::to_uppercase),
-            );
-            continue;
+            if !token.is_empty() {
+                let t = std::mem::take(&mut token);
+                groups.last_mut().expect("one group").push((start..i, t));
+            }
+            // `canonical` already made every dash `-` and every space ` `.
+            if !matches!(c, ' ' | '-' | '.' | '/') {
+                groups.push(Vec::new());
+            }
         }
         if !token.is_empty() {
-            let t = std::mem::take(&mut token);
-            groups.last_mut().expect("one group").push((start..i, t));
+            groups
+                .last_mut()
+                .expect("one group")
+                .push((start..canon.len(), token));
         }
-        // `canonical` already made every dash `-` and every space ` `.
-        if !matches!(c, ' ' | '-' | '.' | '/') {
-            groups.push(Vec::new());
+        groups.retain(|g| !g.is_empty());
+        Tokens(groups)
+    }
+
+    /// Where the code stands among the tokens, as byte ranges of the text.
+    pub fn code_spans(&self, code: &str) -> Vec<Range<usize>> {
+        let want: String = code
+            .chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_uppercase)
+            .collect();
+        if want.is_empty() {
+            return Vec::new();
         }
-    }
-    if !token.is_empty() {
-        groups
-            .last_mut()
-            .expect("one group")
-            .push((start..canon.len(), token));
-    }
-    let mut out = Vec::new();
-    for tokens in &groups {
-        for first in 0..tokens.len() {
-            let mut joined = String::new();
-            for (range, t) in &tokens[first..] {
-                joined.push_str(t);
-                if joined == want {
-                    out.push(tokens[first].0.start..range.end);
-                    break;
+        let mut out = Vec::new();
+        for tokens in &self.0 {
+            for first in 0..tokens.len() {
+                if !want.starts_with(tokens[first].1.as_str()) {
+                    continue;
                 }
-                if joined.len() >= want.len() || !want.starts_with(&joined) {
-                    break;
+                let mut joined = String::new();
+                for (range, t) in &tokens[first..] {
+                    joined.push_str(t);
+                    if joined == want {
+                        out.push(tokens[first].0.start..range.end);
+                        break;
+                    }
+                    if joined.len() >= want.len() || !want.starts_with(&joined) {
+                        break;
+                    }
                 }
             }
         }
+        out
     }
-    out
 }
 
 /// A word of a text with where it stands: its folded form ([`fold`]) and byte range.

@@ -4,8 +4,9 @@
 //! separators, a name ignoring case and accents), never by searching the environment.
 
 use super::meaning::{
-    fold, mentions_code, mentions_date, mentions_time, numbers_in, parse_date, parse_time,
+    Tokens, canonical, fold, mentions_date, mentions_time, numbers_in, parse_date, parse_time,
 };
+use jiff::civil::{Date, Time};
 use regex::Regex;
 use serde_json::Value;
 use std::collections::HashSet;
@@ -34,6 +35,8 @@ pub struct View {
     integers: HashSet<u64>,
     /// Every number written in the text (`meaning::numbers_in`), read once.
     numbers: Vec<f64>,
+    /// The text's tokens as codes are read from them, worked out at the first code asked.
+    tokens: std::sync::OnceLock<Tokens>,
 }
 
 impl View {
@@ -58,13 +61,80 @@ impl View {
             text,
             folded,
             integers,
+            tokens: std::sync::OnceLock::new(),
         }
     }
+}
 
-    /// Whether the folded words of `s` occur in the view as whole words.
+/// What a reader can tell of text it has read: the questions [`shows_in`] asks of it.
+/// One text ([`View`]) or several read apart ([`Reading`]).
+pub trait Seen {
+    /// Whether the folded words of `s` occur as whole words.
+    fn has_words(&self, s: &str) -> bool;
+    /// Whether the date is written, in any form.
+    fn has_date(&self, d: Date) -> bool;
+    /// Whether the time of day is written, in any form.
+    fn has_time(&self, t: Time) -> bool;
+    /// Whether the code is written, with or without its separators.
+    fn has_code(&self, code: &str) -> bool;
+    /// Whether the number is written as a number, or a whole number as a token of its own.
+    fn has_number(&self, n: f64) -> bool;
+}
+
+impl Seen for View {
     fn has_words(&self, s: &str) -> bool {
         let f = fold(s);
         f.is_empty() || self.folded.contains(&format!(" {f} "))
+    }
+
+    fn has_date(&self, d: Date) -> bool {
+        mentions_date(&self.text, d)
+    }
+
+    fn has_time(&self, t: Time) -> bool {
+        mentions_time(&self.text, t)
+    }
+
+    fn has_code(&self, code: &str) -> bool {
+        // As `meaning::mentions_code`, with the tokens kept.
+        !self
+            .tokens
+            .get_or_init(|| Tokens::of(&canonical(&self.text)))
+            .code_spans(code)
+            .is_empty()
+    }
+
+    fn has_number(&self, n: f64) -> bool {
+        self.numbers.iter().any(|m| (m - n).abs() <= 1e-9)
+            || (n.fract() == 0.0 && n >= 0.0 && self.integers.contains(&(n as u64)))
+    }
+}
+
+/// Several texts read one by one, as an agent reads the messages of a conversation: a
+/// fact's part shows when some message shows it, and nothing written across the end of
+/// one message and the start of the next is read as one word, number or date.
+#[derive(Debug, Default)]
+pub struct Reading(pub Vec<std::sync::Arc<View>>);
+
+impl Seen for Reading {
+    fn has_words(&self, s: &str) -> bool {
+        fold(s).is_empty() || self.0.iter().any(|v| v.has_words(s))
+    }
+
+    fn has_date(&self, d: Date) -> bool {
+        self.0.iter().any(|v| v.has_date(d))
+    }
+
+    fn has_time(&self, t: Time) -> bool {
+        self.0.iter().any(|v| v.has_time(t))
+    }
+
+    fn has_code(&self, code: &str) -> bool {
+        self.0.iter().any(|v| v.has_code(code))
+    }
+
+    fn has_number(&self, n: f64) -> bool {
+        self.0.iter().any(|v| v.has_number(n))
     }
 }
 
@@ -150,7 +220,7 @@ pub fn text_facts(text: &str) -> Vec<Value> {
 /// Whether the fact `value` shows in `view`: a date or time in any written form, a code
 /// with or without its separators, a name as whole folded words, a number as a number
 /// (or, for a whole number, as a token of its own, the day in "2026-10-20").
-pub fn shows_in(view: &View, value: &Value) -> bool {
+pub fn shows_in(view: &(impl Seen + ?Sized), value: &Value) -> bool {
     match value {
         Value::String(s) => {
             if let Ok(d) = parse_date(s) {
@@ -158,15 +228,12 @@ pub fn shows_in(view: &View, value: &Value) -> bool {
                     .trim()
                     .get(11..)
                     .and_then(|t| parse_time(t).ok())
-                    .is_none_or(|t| mentions_time(&view.text, t));
-                return (mentions_date(&view.text, d) || view.has_words(s)) && time_ok;
+                    .is_none_or(|t| view.has_time(t));
+                return (view.has_date(d) || view.has_words(s)) && time_ok;
             }
-            view.has_words(s) || mentions_code(&view.text, s)
+            view.has_words(s) || view.has_code(s)
         }
-        Value::Number(n) => n.as_f64().is_some_and(|n| {
-            view.numbers.iter().any(|m| (m - n).abs() <= 1e-9)
-                || (n.fract() == 0.0 && n >= 0.0 && view.integers.contains(&(n as u64)))
-        }),
+        Value::Number(n) => n.as_f64().is_some_and(|n| view.has_number(n)),
         Value::Array(items) => items.iter().all(|i| shows_in(view, i)),
         Value::Object(map) => map.values().all(|v| shows_in(view, v)),
         Value::Bool(_) | Value::Null => true,
