@@ -15,6 +15,8 @@ use super::run::{args::RunArgs, config::RunConfig};
 use super::{CliError, Paths};
 use crate::model::config::NamedEndpoint;
 use crate::model::{ChatModel, Models};
+use crate::report::columns::{Column, Grid, Show, Value};
+use crate::report::text::{self, TextOptions};
 use crate::runner::budget::Prices;
 use crate::runner::{self, RunPlan};
 use sieve_record::{Component, Lineage};
@@ -488,46 +490,121 @@ fn minutes_text(m: f64) -> String {
     }
 }
 
-/// The estimate as text.
+/// The matrix the dry run played: one row per suite, attack and defense, with its
+/// episodes.
+fn matrix_grid(est: &Estimate) -> Grid {
+    type Cell = (String, String, String, u64);
+    let columns: Vec<Column<'_, Cell>> = vec![
+        Column::key("suite", "Suite", "The suite.", |c: &Cell| c.0.clone()),
+        Column::key(
+            "attack",
+            "Attack",
+            "The attack (`clean`: no injection).",
+            |c: &Cell| c.1.clone(),
+        ),
+        Column::key("defense", "Defense", "The defense.", |c: &Cell| c.2.clone()),
+        Column::figure(
+            "episodes",
+            "Episodes",
+            "Episodes the run would play in this cell.",
+            Show::Default,
+            |c: &Cell| Value::Count(c.3),
+        ),
+    ];
+    Grid::build(
+        "estimate-matrix",
+        "Run matrix",
+        columns,
+        &est.matrix,
+        |_| String::new(),
+    )
+}
+
+/// The roles: who plays each, and the calls, tokens and dollars the run would spend on
+/// it. Only an LLM role sends calls; a scripted role's calls are counted apart
+/// (`0 (N scripted)`), the attacker's templates cost nothing.
+fn roles_grid(est: &Estimate) -> Grid {
+    let scripted = |r: &RoleEstimate| !r.llm && r.role != "attacker";
+    let tokens = |n: u64, r: &RoleEstimate| {
+        if r.llm {
+            Value::Count(n)
+        } else {
+            Value::Missing
+        }
+    };
+    let columns: Vec<Column<'_, RoleEstimate>> = vec![
+        Column::key("role", "Role", "The role.", |r: &RoleEstimate| {
+            r.role.clone()
+        }),
+        Column::figure(
+            "played_by",
+            "Played by",
+            "The model (or scripted stand-in, or templates) that plays the role in the real run.",
+            Show::Default,
+            |r: &RoleEstimate| Value::Text(r.played_by.clone()),
+        )
+        .label(),
+        Column::figure(
+            "calls",
+            "Calls",
+            "Model calls the role would send; a scripted role's calls are answered locally.",
+            Show::Default,
+            move |r: &RoleEstimate| {
+                if scripted(r) {
+                    Value::Text(format!("0 ({} scripted)", r.calls))
+                } else {
+                    Value::Count(if r.llm { r.calls } else { 0 })
+                }
+            },
+        ),
+        Column::figure(
+            "prompt_tokens",
+            "Prompt tok",
+            "Prompt tokens (cl100k) the role would send.",
+            Show::Default,
+            move |r: &RoleEstimate| tokens(r.prompt_tokens, r),
+        ),
+        Column::figure(
+            "completion_tokens",
+            "Compl tok",
+            "Completion tokens the role would receive.",
+            Show::Default,
+            move |r: &RoleEstimate| tokens(r.completion_tokens, r),
+        ),
+        Column::figure(
+            "dollars",
+            "$",
+            "Dollars at the role's price; `no price` when it has none.",
+            Show::Default,
+            |r: &RoleEstimate| match (r.llm, r.dollars) {
+                (false, _) => Value::Missing,
+                (true, Some(v)) => Value::Num { v, decimals: 2 },
+                (true, None) => Value::Text("no price".into()),
+            },
+        ),
+    ];
+    Grid::build("estimate-roles", "Roles", columns, &est.roles, |_| {
+        String::new()
+    })
+}
+
+/// The estimate as text; its tables are rendered as every report table is, each
+/// column shown (an estimate has no column to spare).
 pub fn render(est: &Estimate) -> String {
-    use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+    let opts = TextOptions {
+        wide: true,
+        ..TextOptions::detect()
+    };
+    let table = |g: Grid| text::render(&g, &opts).expect("no --columns to mistype");
     let mut out = String::new();
     writeln!(
         out,
         "dry run: nothing was sent. Estimated by running the same matrix with the scripted model (sim:{STAND_IN}) in place of every LLM role; prompt tokens are cl100k counts of the prompts those roles would receive."
     )
     .unwrap();
-    let mut m = Table::new();
-    m.load_style(UTF8_FULL_CONDENSED);
-    m.set_header(["Suite", "Attack", "Defense", "Episodes"]);
-    for (s, a, d, n) in &est.matrix {
-        m.add_row([s.clone(), a.clone(), d.clone(), n.to_string()]);
-    }
-    writeln!(out, "{m}\n{} episode(s) in all.", est.episodes).unwrap();
-    let mut t = Table::new();
-    t.load_style(UTF8_FULL_CONDENSED);
-    t.set_header(["Role", "Played by", "Calls", "Prompt tok", "Compl tok", "$"]);
-    for r in &est.roles {
-        let (calls, p, c, d) = if r.llm {
-            (
-                r.calls.to_string(),
-                r.prompt_tokens.to_string(),
-                r.completion_tokens.to_string(),
-                r.dollars.map_or("no price".into(), |d| format!("{d:.2}")),
-            )
-        } else if r.role == "attacker" {
-            ("0".into(), "–".into(), "–".into(), "–".into())
-        } else {
-            (
-                format!("0 ({} scripted)", r.calls),
-                "–".into(),
-                "–".into(),
-                "–".into(),
-            )
-        };
-        t.add_row([r.role.clone(), r.played_by.clone(), calls, p, c, d]);
-    }
-    writeln!(out, "{t}").unwrap();
+    write!(out, "{}", table(matrix_grid(est))).unwrap();
+    writeln!(out, "{} episode(s) in all.", est.episodes).unwrap();
+    write!(out, "{}", table(roles_grid(est))).unwrap();
     writeln!(
         out,
         "LLM calls {}, tokens {}, dollars {}.",
@@ -563,4 +640,99 @@ pub fn render(est: &Estimate) -> String {
         .unwrap();
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn role(role: &str, played_by: &str, llm: bool, calls: u64) -> RoleEstimate {
+        RoleEstimate {
+            role: role.into(),
+            played_by: played_by.into(),
+            llm,
+            calls,
+            prompt_tokens: if llm { 1200 } else { 0 },
+            completion_tokens: if llm { 80 } else { 0 },
+            dollars: None,
+            on: None,
+        }
+    }
+
+    /// The row of `role` in the rendered role table, cell by cell.
+    fn cells<'a>(text: &'a str, role: &str) -> Vec<&'a str> {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{role}  ")))
+            .unwrap_or_else(|| panic!("no {role} row: {text}"));
+        line.split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect()
+    }
+
+    #[test]
+    fn the_dry_run_tables_are_report_grids_with_every_fact() {
+        let mut priced = role("agent", "openai:gpt-4o-mini", true, 31);
+        priced.dollars = Some(0.0125);
+        let est = Estimate {
+            matrix: vec![
+                (
+                    "dojo-style/banking".into(),
+                    "important_instructions".into(),
+                    "sieve".into(),
+                    13,
+                ),
+                ("dojo-style/slack".into(), "clean".into(), "sieve".into(), 1),
+            ],
+            episodes: 14,
+            roles: vec![
+                priced,
+                role("judge", "openai:gpt-4o", true, 4),
+                role("embedding", "lexical", false, 24),
+                role("attacker", "templates, rendered locally", false, 0),
+            ],
+            ..Default::default()
+        };
+        let text = render(&est);
+        assert!(
+            !text.contains('│') && !text.contains('┆'),
+            "no box drawing: {text}"
+        );
+        let header = |first: &str| text.lines().find(|l| l.starts_with(first)).unwrap();
+        let matrix: Vec<&str> = header("Suite").split_whitespace().collect();
+        assert_eq!(matrix, ["Suite", "Attack", "Defense", "Episodes"], "{text}");
+        assert!(header("Role").contains("Prompt tok"), "{text}");
+        // As in every report table, the family every suite shares is said once.
+        assert!(text.contains("suites: dojo-style/…"), "{text}");
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("banking  important_instructions  sieve"))
+        );
+        assert!(text.contains("14 episode(s) in all."), "{text}");
+        assert_eq!(
+            cells(&text, "agent"),
+            ["agent", "openai:gpt-4o-mini", "31", "1200", "80", "0.01"]
+        );
+        assert_eq!(
+            cells(&text, "judge"),
+            ["judge", "openai:gpt-4o", "4", "1200", "80", "no price"]
+        );
+        assert_eq!(
+            cells(&text, "embedding"),
+            ["embedding", "lexical", "0 (24 scripted)", "–", "–", "–"]
+        );
+        assert_eq!(
+            cells(&text, "attacker"),
+            [
+                "attacker",
+                "templates, rendered locally",
+                "0",
+                "–",
+                "–",
+                "–"
+            ]
+        );
+        assert!(text.contains("LLM calls 0, tokens 0"), "{text}");
+    }
 }

@@ -1,18 +1,20 @@
-//! The ablation table's one definition: one row per attack and defense (SIEVE's
-//! variants, `none`, `audit`), each figure beside its difference from `sieve` on the same
-//! episodes and the paired test of the ASR difference. `ablate` prints and writes it;
-//! `report` renders it in every format.
+//! The ablation table's one definition: one row per attack, model and defense (SIEVE's
+//! variants, `none`, `audit`), each figure beside its difference from that model's
+//! `sieve` on the same episodes and the paired test of the ASR difference. `ablate`
+//! prints and writes it (one model); `report` renders it in every format, for every
+//! model its records hold (a model is compared with itself only).
 
 use crate::aggregate::metrics::Row;
 use crate::aggregate::pairs::{Pair, PairTable};
 use crate::report::columns::{Better, Column, Grid, Show, Value};
 use serde::Serialize;
-use sieve_record::ErrorsAs;
+use sieve_record::{ErrorPolicy, ErrorsAs};
 
 /// The defense name of the reference row.
 pub const REFERENCE: &str = "sieve";
 
-/// One row of the ablation table. Rates are fractions in [0,1]; `d_*` = this − `sieve`.
+/// One row of the ablation table. Rates are fractions in [0,1]; `d_*` = this − `sieve`
+/// of the same model.
 #[derive(Clone, Debug, Serialize)]
 pub struct AblationRow {
     pub suite: String,
@@ -22,6 +24,10 @@ pub struct AblationRow {
     #[serde(skip)]
     pub bypass: bool,
     pub defense: String,
+    /// The agent's model of the row (the summary row's). Not written: `ablation.json`
+    /// is one model's, named once by [`Ablation::model`].
+    #[serde(skip)]
+    pub model: String,
     /// The roles no LLM played in this row, and what each knew.
     pub scripted_roles: Option<sieve_record::ScriptedRoles>,
     /// Their labels in one line (`scripted agent; scripted judge (judge_auc=0.9)`).
@@ -70,13 +76,15 @@ pub struct Ablation {
     pub simulated: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The agent's model (`ablate` runs one); a report of several models names them
+    /// all, comma-separated, and each row carries its own.
     pub model: String,
     pub rows: Vec<AblationRow>,
     pub footnotes: Vec<String>,
 }
 
 pub const FOOTNOTES: &[&str] = &[
-    "One row per defense on the same episodes; Δ = difference from `sieve` (the full variant), in percentage points for rates; p = exact McNemar p-value of the ASR difference (sign test over clusters of repeats).",
+    "One row per defense on the same episodes; Δ = difference from `sieve` (the full variant) of the same model, in percentage points for rates; p = exact McNemar p-value of the ASR difference (sign test over clusters of repeats).",
     "Esc % = proposed calls sent to the judge / proposed calls. Judge, Tok and Calls are per episode (clean and attacked).",
     "Err = errored episodes / all episodes (outside the rates; `!` = above --max-error-rate). Δ ASR paired: the difference over the same episodes, with its 95% interval (cluster-robust) where intervals are shown.",
     "Succ L1 / Adj / Unchk = successful attacks whose harmful call (the one whose effect the security check saw) passed layer 1 (provenance bypass) / was approved by the adjudicator / no call did it. Rows <attack>+provenance_bypass hold the tasks written to defeat SIEVE, left out of the headline rows; Bypass = successes / episodes on the pairs those tasks were designed for.",
@@ -84,7 +92,8 @@ pub const FOOTNOTES: &[&str] = &[
 ];
 
 /// The table's footnotes: [`FOOTNOTES`], then one line per variant row whose difference
-/// from `sieve` the simulation or the construction decides (the row's `decided`).
+/// from `sieve` the simulation or the construction decides (the row's `decided`), then
+/// one per model whose rows have no `sieve` row to be compared with.
 pub fn footnotes(rows: &[AblationRow]) -> Vec<String> {
     let mut out: Vec<String> = FOOTNOTES.iter().map(|s| s.to_string()).collect();
     let mut seen: Vec<&str> = Vec::new();
@@ -96,7 +105,35 @@ pub fn footnotes(rows: &[AblationRow]) -> Vec<String> {
             out.push(format!("{}: not measured, {why}.", r.defense));
         }
     }
+    let mut unreferenced: Vec<(&str, Vec<&str>)> = Vec::new();
+    for r in rows.iter().filter(|r| !has_reference(rows, r)) {
+        match unreferenced.iter_mut().find(|(m, _)| *m == r.model) {
+            Some((_, attacks)) if attacks.contains(&r.attack.as_str()) => {}
+            Some((_, attacks)) => attacks.push(&r.attack),
+            None => unreferenced.push((&r.model, vec![&r.attack])),
+        }
+    }
+    for (model, attacks) in unreferenced {
+        let all = rows
+            .iter()
+            .filter(|r| r.model == model)
+            .all(|r| attacks.contains(&r.attack.as_str()));
+        let under = if all {
+            String::new()
+        } else {
+            format!(" under {}", attacks.join(", "))
+        };
+        out.push(format!(
+            "{model}: no Δ or paired p{under}, since this model has no `{REFERENCE}` row there to compare with (a model is compared with its own `{REFERENCE}` only)."
+        ));
+    }
     out
+}
+
+/// Whether `row`'s attack and model have a `sieve` row among `rows`.
+fn has_reference(rows: &[AblationRow], row: &AblationRow) -> bool {
+    rows.iter()
+        .any(|r| r.defense == REFERENCE && r.attack == row.attack && r.model == row.model)
 }
 
 /// `a - b`, with float noise from different summation orders flushed to 0.
@@ -105,8 +142,9 @@ fn diff(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     Some(if d.abs() < 1e-9 { 0.0 } else { d })
 }
 
-/// Builds the ablation rows from a run's summary rows: per attack, the aggregate suite
-/// row (`all` when several suites ran), one per defense in `order`.
+/// Builds the ablation rows from a run's summary rows: per attack and model (in the
+/// order they come), the aggregate suite row (`all` when several suites ran), one per
+/// defense in `order`, each differenced against the `sieve` row of its attack and model.
 pub fn rows(summary_rows: &[Row], order: &[String]) -> Vec<AblationRow> {
     let multi = summary_rows
         .iter()
@@ -115,18 +153,29 @@ pub fn rows(summary_rows: &[Row], order: &[String]) -> Vec<AblationRow> {
         .iter()
         .filter(|r| !multi || r.suite == crate::aggregate::metrics::ALL_SUITES)
         .collect();
-    let mut attacks: Vec<&str> = picked.iter().map(|r| r.attack.as_str()).collect();
-    attacks.dedup();
+    let mut cells: Vec<(&str, &str)> = Vec::new();
+    for r in &picked {
+        let cell = (r.attack.as_str(), r.model.as_str());
+        if !cells.contains(&cell) {
+            cells.push(cell);
+        }
+    }
+    let mut defenses: Vec<&String> = Vec::new();
+    for d in order {
+        if !defenses.contains(&d) {
+            defenses.push(d);
+        }
+    }
     let mut out = Vec::new();
-    for attack in attacks {
+    for (attack, model) in cells {
         let of = |d: &str| {
             picked
                 .iter()
-                .find(|r| r.attack == attack && r.defense == d)
+                .find(|r| r.attack == attack && r.model == model && r.defense == d)
                 .copied()
         };
         let reference = of(REFERENCE);
-        for d in order {
+        for d in &defenses {
             let Some(r) = of(d) else { continue };
             let f = |pick: fn(&Row) -> Option<f64>| reference.and_then(|x| diff(pick(r), pick(x)));
             out.push(AblationRow {
@@ -134,6 +183,7 @@ pub fn rows(summary_rows: &[Row], order: &[String]) -> Vec<AblationRow> {
                 attack: r.attack.clone(),
                 bypass: r.bypass,
                 defense: r.defense.clone(),
+                model: r.model.clone(),
                 scripted_roles: r.scripted_roles.clone(),
                 scripted: crate::aggregate::metrics::roles_text(r),
                 decided: crate::defense::sieve::config::scripted_difference(
@@ -239,8 +289,18 @@ fn count<'a>(
 /// The ablation's columns: the essentials with their difference from `sieve` and the
 /// paired test of the ASR difference; costs and the attribution when there is room; in
 /// files also what identifies the row and the counts behind its rates, so
-/// `ablation.csv` holds every figure as a number.
-fn columns<'a>(model: &'a str, simulated: bool) -> Vec<Column<'a, AblationRow>> {
+/// `ablation.csv` holds every figure as a number. With `several_models` the model is a
+/// key of the table, before the defense; else it is said once, above the table.
+fn columns<'a>(several_models: bool, simulated: bool) -> Vec<Column<'a, AblationRow>> {
+    let model = |show: Show| {
+        Column::figure(
+            "model",
+            "Model",
+            "The agent's model of the row.",
+            show,
+            |r: &AblationRow| Value::Text(r.model.clone()),
+        )
+    };
     let mut out = vec![
         Column::figure(
             "suite",
@@ -252,19 +312,20 @@ fn columns<'a>(model: &'a str, simulated: bool) -> Vec<Column<'a, AblationRow>> 
         Column::key("attack", "Attack", "The attack.", |r: &AblationRow| {
             r.attack.clone()
         }),
-        Column::key(
-            "defense",
-            "Defense",
-            "The defense or SIEVE variant.",
-            |r: &AblationRow| r.defense.clone(),
-        ),
-        Column::figure(
-            "model",
-            "Model",
-            "The agent's model of the run.",
-            Show::File,
-            move |_: &AblationRow| Value::Text(model.to_string()),
-        ),
+    ];
+    if several_models {
+        out.push(model(Show::Key));
+    }
+    out.push(Column::key(
+        "defense",
+        "Defense",
+        "The defense or SIEVE variant.",
+        |r: &AblationRow| r.defense.clone(),
+    ));
+    if !several_models {
+        out.push(model(Show::File));
+    }
+    out.extend([
         Column::figure(
             "simulated",
             "Simulated",
@@ -279,7 +340,7 @@ fn columns<'a>(model: &'a str, simulated: bool) -> Vec<Column<'a, AblationRow>> 
             Show::File,
             |r: &AblationRow| Value::Text(r.scripted.clone()),
         ),
-    ];
+    ]);
     out.extend(with_delta(
         "asr",
         "ASR %",
@@ -479,40 +540,247 @@ fn columns<'a>(model: &'a str, simulated: bool) -> Vec<Column<'a, AblationRow>> 
     out
 }
 
-/// The ablation as a grid: one row per attack and defense, the best per attack marked.
+/// The ablation as a grid: one row per attack, model and defense, the best per attack
+/// and model marked. One model is named above the table; several are a key column.
 pub fn grid(a: &Ablation) -> Grid {
+    let several_models = a.rows.iter().any(|r| r.model != a.rows[0].model);
     let mut g = Grid::build(
         "ablate",
         "SIEVE ablation",
-        columns(&a.model, a.simulated),
+        columns(several_models, a.simulated),
         &a.rows,
-        |r| r.attack.clone(),
+        |r| format!("{}\u{1f}{}", r.attack, r.model),
     );
     g.notes.extend(a.note.clone());
-    g.notes.push(format!(
-        "model: {}{}",
-        a.model,
-        if a.simulated { " (simulated)" } else { "" }
-    ));
+    if !several_models {
+        g.notes.push(format!(
+            "model: {}{}",
+            a.model,
+            if a.simulated { " (simulated)" } else { "" }
+        ));
+    }
     g.footnotes = a.footnotes.clone();
     g.in_order = true;
     g
 }
 
-/// Fills each row's paired comparisons with `sieve` over the same episodes, under the
-/// error convention `errors_as` gives for the two rows' episodes.
+/// Fills each row's paired comparisons with its model's `sieve` over the same episodes,
+/// under the error convention `errors_as` gives for the two rows' episodes; a row whose
+/// model has no `sieve` row under its attack gets none.
 pub fn pair_with_reference(
     rows: &mut [AblationRow],
     records: &PairTable,
     errors_as: impl Fn(&[Pair<'_>], &[Pair<'_>]) -> ErrorsAs,
 ) {
-    for r in rows {
-        // Every model of the run: ablate runs one.
-        let of = |d: &str| records.row(&r.suite, &r.attack, d, None);
-        if r.defense != REFERENCE {
+    let referenced: Vec<bool> = rows.iter().map(|r| has_reference(rows, r)).collect();
+    for (r, referenced) in rows.iter_mut().zip(referenced) {
+        // Within the row's model only: a model is never paired with another's episodes.
+        let of = |d: &str| records.row(&r.suite, &r.attack, d, Some(&r.model));
+        if referenced && r.defense != REFERENCE {
             let (base, new) = (of(REFERENCE), of(&r.defense));
             r.vs_reference =
                 crate::aggregate::metrics::paired_all(&base, &new, errors_as(&base, &new));
         }
+    }
+}
+
+/// The report's ablation table, as `ablate` prints it, when a model's records hold
+/// several SIEVE variants (`per_defense`: the rows of each defense and model, every suite
+/// and attack pooled; `summary_rows`: the report's summary rows): each figure beside its difference from that model's `sieve`, and with
+/// `pairs` (one run's pair table and error policy) the paired p of the ASR difference
+/// over the same episodes (a report of `runs` runs has none when they are several).
+pub fn report_table(
+    summary_rows: &[Row],
+    per_defense: &[Row],
+    simulated: bool,
+    pairs: Option<(&PairTable, ErrorPolicy)>,
+    runs: usize,
+) -> Option<Grid> {
+    let sieves = |model: &str| {
+        per_defense
+            .iter()
+            .filter(|r| r.model == model && r.defense.starts_with(REFERENCE))
+            .count()
+    };
+    let mut order: Vec<String> = Vec::new();
+    let mut models: Vec<&str> = Vec::new();
+    for r in per_defense {
+        if !order.contains(&r.defense) {
+            order.push(r.defense.clone());
+        }
+        if !models.contains(&r.model.as_str()) {
+            models.push(&r.model);
+        }
+    }
+    if !models.iter().any(|m| sieves(m) > 1) {
+        return None;
+    }
+    let mut picked = rows(summary_rows, &order);
+    if let Some((records, policy)) = pairs {
+        pair_with_reference(&mut picked, records, |base, new| {
+            policy.for_suites(base.iter().chain(new).map(|(_, o)| o.own))
+        });
+    }
+    let mut notes = footnotes(&picked);
+    if pairs.is_none() && runs > 1 {
+        notes.push(
+            "p and Δ ASR paired are left out: they pair the episodes of one run, and this report reads several.".into(),
+        );
+    }
+    let a = Ablation {
+        simulated,
+        // The banner is added to every table.
+        note: None,
+        model: models.join(", "),
+        rows: picked,
+        footnotes: notes,
+    };
+    let mut g = grid(&a);
+    g.id = "ablation".into();
+    let against = if models.len() > 1 {
+        "each model's own sieve"
+    } else {
+        "sieve"
+    };
+    g.title = match pairs {
+        Some(_) => format!("Ablation (every suite pooled; Δ and paired p against {against})"),
+        None => format!("Ablation (every suite pooled; Δ against {against})"),
+    };
+    Some(g)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aggregate::metrics::summarise;
+    use serde_json::json;
+    use sieve_record::EpisodeRecord;
+
+    /// An attacked episode of user task `u` under `defense` and `model`.
+    fn rec(model: &str, defense: &str, u: usize, success: bool) -> EpisodeRecord {
+        serde_json::from_value(json!({
+            "run_id": "r", "key": format!("{model}-{defense}-{u}"),
+            "suite": "dojo-style/banking", "user_task": format!("user_task_{u}"),
+            "injection_task": "injection_task_0", "attack": "important_instructions",
+            "defense": defense, "model": model, "simulated": false, "seed": 0,
+            "utility": true, "attack_success": success, "severity": 1.0, "steps": 1,
+            "hit_step_limit": false, "proposed_calls": 1, "blocked": 0, "asked_user": 0,
+            "faked": 0, "escalated": 0, "approved": 0, "cost": {}, "latency_ms": 0.0,
+            "error": null, "version": "t"
+        }))
+        .unwrap()
+    }
+
+    /// Model `a`'s sieve stops 8 of 10 attacks and `b`'s 4: the variant that lets 8
+    /// through is 60 points worse than `a`'s sieve and no worse than `b`'s. Model `c`
+    /// ran no `sieve`: its rows have no difference, and a footnote says why.
+    #[test]
+    fn each_model_is_compared_with_its_own_sieve_only() {
+        let runs: &[(&str, &str, usize)] = &[
+            ("a", "none", 10),
+            ("a", "sieve", 2),
+            ("a", "sieve:no-causal", 8),
+            ("b", "none", 10),
+            ("b", "sieve", 8),
+            ("b", "sieve:no-causal", 8),
+            ("c", "none", 10),
+            ("c", "sieve:no-causal", 5),
+        ];
+        let records: Vec<EpisodeRecord> = runs
+            .iter()
+            .flat_map(|(m, d, k)| (0..10).map(move |u| rec(m, d, u, u < *k)))
+            .collect();
+        let order: Vec<String> = ["none", "sieve", "sieve:no-causal"]
+            .map(String::from)
+            .to_vec();
+        let mut rows = rows(&summarise(&records), &order);
+        let pairs = PairTable::of(&records);
+        pair_with_reference(&mut rows, &pairs, |_, _| ErrorsAs::default());
+        let row = |m: &str, d: &str| {
+            rows.iter()
+                .find(|r| r.model == m && r.defense == d)
+                .unwrap_or_else(|| panic!("no {m} {d} row"))
+        };
+        let close = |x: Option<f64>, y: f64| x.is_some_and(|x| (x - y).abs() < 1e-9);
+        let asr_pair = |r: &AblationRow| r.vs_reference.iter().find(|p| p.metric == "asr").cloned();
+
+        let a = row("a", "sieve:no-causal");
+        assert!(close(a.d_asr, 0.6), "{:?}", a.d_asr);
+        let paired = asr_pair(a).expect("a's variant is paired with a's sieve");
+        assert_eq!(paired.n_pairs, 10, "a's ten episodes, not b's too");
+        assert!((paired.diff - 0.6).abs() < 1e-9, "{paired:?}");
+        let b = row("b", "sieve:no-causal");
+        assert!(close(b.d_asr, 0.0), "{:?}", b.d_asr);
+        assert!(asr_pair(b).is_some_and(|p| p.diff.abs() < 1e-9 && p.n_pairs == 10));
+        assert!(close(row("b", "none").d_asr, 0.2));
+        for d in ["none", "sieve:no-causal"] {
+            let c = row("c", d);
+            assert_eq!((c.d_asr, c.vs_reference.len()), (None, 0), "{d}");
+        }
+
+        let notes = footnotes(&rows);
+        let why: Vec<&String> = notes.iter().filter(|n| n.contains("no Δ")).collect();
+        assert_eq!(why.len(), 1, "{notes:?}");
+        assert!(
+            why[0].starts_with("c: ") && why[0].contains("no `sieve` row"),
+            "{why:?}"
+        );
+
+        // One table: the model is a key beside the defense, each model's rows compete
+        // among themselves, and every Δ cell is the row's own.
+        let g = grid(&Ablation {
+            simulated: false,
+            note: None,
+            model: "a, b, c".into(),
+            rows: rows.clone(),
+            footnotes: notes,
+        });
+        let model = g.column("model").unwrap();
+        assert_eq!(g.columns[model].show, Show::Key);
+        assert!(model < g.column("defense").unwrap());
+        assert!(
+            !g.notes.iter().any(|n| n.starts_with("model:")),
+            "{:?}",
+            g.notes
+        );
+        let d_asr = g.column("d_asr").unwrap();
+        let cells: Vec<(String, String)> = g
+            .rows
+            .iter()
+            .map(|r| (r[model].display(false), r[d_asr].display(false)))
+            .collect();
+        let want = [
+            ("a", "+80.0"),
+            ("a", "–"),
+            ("a", "+60.0"),
+            ("b", "+20.0"),
+            ("b", "–"),
+            ("b", "+0.0"),
+            ("c", "–"),
+            ("c", "–"),
+        ]
+        .map(|(m, d)| (m.to_string(), d.to_string()));
+        assert_eq!(cells, want);
+        assert_ne!(g.groups[0], g.groups[3], "a's rows do not compete with b's");
+    }
+
+    /// One model (what `ablate` runs) keeps the table `ablate` has always printed: the
+    /// model named once above it, a file-only column.
+    #[test]
+    fn one_model_is_named_above_the_table() {
+        let records: Vec<EpisodeRecord> = [("sieve", 2), ("sieve:no-causal", 8)]
+            .iter()
+            .flat_map(|(d, k)| (0..10).map(move |u| rec("m", d, u, u < *k)))
+            .collect();
+        let order = vec!["sieve".to_string(), "sieve:no-causal".to_string()];
+        let g = grid(&Ablation {
+            simulated: false,
+            note: None,
+            model: "m".into(),
+            rows: rows(&summarise(&records), &order),
+            footnotes: Vec::new(),
+        });
+        assert_eq!(g.columns[g.column("model").unwrap()].show, Show::File);
+        assert!(g.notes.contains(&"model: m".to_string()), "{:?}", g.notes);
     }
 }

@@ -27,10 +27,8 @@ pub use tables::Order;
 pub use text::TextOptions;
 
 use crate::aggregate::metrics::Row;
-use crate::aggregate::pairs::PairTable;
 pub use error::ReportError;
 use serde::{Deserialize, Serialize};
-use sieve_record::ErrorPolicy;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
@@ -630,11 +628,20 @@ pub fn document_of(
     let mut tables = if dirs.is_empty() {
         Vec::new()
     } else {
-        tables::paper_tables(&summary.rows, &views, &summary.breakdown)
+        // The paired tests need one run's episodes (the pair table).
+        let pairs = match (dirs, &loaded.pairs) {
+            ([_], Some(pairs)) => Some((pairs, loaded.errors_as)),
+            _ => None,
+        };
+        let ablation = ablation::report_table(
+            &summary.rows,
+            &views.per_defense,
+            summary.simulated,
+            pairs,
+            dirs.len(),
+        );
+        tables::paper_tables(&summary.rows, &views, &summary.breakdown, ablation)
     };
-    if let ([_], Some(pairs)) = (dirs, &loaded.pairs) {
-        paired_ablation(&mut tables, pairs, loaded.errors_as, &summary, &views);
-    }
     let beside = reference.map(|refs| published::beside(&loaded.aggregate, &summary.rows, refs));
     let beside = beside.map(|b| {
         tables.push(b.grid);
@@ -670,55 +677,6 @@ pub fn document_of(
         coverage_note: views.note.clone(),
         searches,
     }
-}
-
-/// The ablation table of one run of one model with a `sieve` row, as `ablate` prints it:
-/// each figure beside its difference from `sieve`, and the paired p of the ASR
-/// difference over the same episodes (the run's pair table).
-fn paired_ablation(
-    tables: &mut [Grid],
-    records: &PairTable,
-    policy: ErrorPolicy,
-    summary: &Summary,
-    views: &tables::Views,
-) {
-    let Some(at) = tables.iter().position(|g| g.id == "ablation") else {
-        return;
-    };
-    let model = match summary.rows.first() {
-        Some(r) if summary.rows.iter().all(|x| x.model == r.model) => r.model.clone(),
-        _ => return,
-    };
-    if !views
-        .per_defense
-        .iter()
-        .any(|r| r.defense == ablation::REFERENCE)
-    {
-        return;
-    }
-    let order: Vec<String> = views
-        .per_defense
-        .iter()
-        .map(|r| r.defense.clone())
-        .collect();
-    let mut rows = ablation::rows(&summary.rows, &order);
-    ablation::pair_with_reference(&mut rows, records, |base, new| {
-        policy.for_suites(base.iter().chain(new).map(|(_, o)| o.own))
-    });
-    let footnotes = ablation::footnotes(&rows);
-    let a = ablation::Ablation {
-        simulated: summary.simulated,
-        // The banner is added to every table below.
-        note: None,
-        model,
-        rows,
-        footnotes,
-    };
-    let mut g = ablation::grid(&a);
-    g.id = "ablation".into();
-    g.title = "Ablation (every suite pooled; Δ and paired p against sieve)".into();
-    g.links = vec![None; g.rows.len()];
-    tables[at] = g;
 }
 
 #[cfg(test)]

@@ -1011,8 +1011,15 @@ pub fn sweeps(per_defense: &[Row]) -> Option<Grid> {
     ))
 }
 
-/// The paper's tables, `summary_rows` in their final order.
-pub fn paper_tables(summary_rows: &[Row], v: &Views, breakdown: &[BreakdownRow]) -> Vec<Grid> {
+/// The paper's tables, `summary_rows` in their final order; the ablation table
+/// ([`super::ablation`]'s one definition, built by the caller, who holds the pairs) goes
+/// after the per-attack table.
+pub fn paper_tables(
+    summary_rows: &[Row],
+    v: &Views,
+    breakdown: &[BreakdownRow],
+    ablation: Option<Grid>,
+) -> Vec<Grid> {
     let by_model = |r: &Row| r.model.clone();
     let pooled_figures = [
         "n_attacked",
@@ -1043,32 +1050,7 @@ pub fn paper_tables(summary_rows: &[Row], v: &Views, breakdown: &[BreakdownRow])
         &v.per_attack,
         |r: &Row| format!("{}\u{1f}{}", r.attack, r.model),
     ));
-    if v.per_defense
-        .iter()
-        .filter(|r| r.defense.starts_with("sieve"))
-        .count()
-        > 1
-    {
-        grids.push(view(
-            "ablation",
-            "Ablation (every suite and attack pooled)",
-            &["defense", "model"],
-            &[
-                "asr",
-                "w_asr",
-                "bu",
-                "ua",
-                "eds",
-                "error_rate",
-                "escalation_rate",
-                "judge_calls_per_episode",
-                "tokens_per_episode",
-                "calls_per_episode",
-            ],
-            &v.per_defense,
-            by_model,
-        ));
-    }
+    grids.extend(ablation);
     grids.extend(sweeps(&v.per_defense));
     if !breakdown.is_empty() {
         grids.push(per_class(breakdown));

@@ -262,6 +262,9 @@ fn render_body(grid: &Grid, with_ci: bool) -> String {
         })
         .collect();
     let is_key = |c: usize| grid.columns[c].show == Show::Key;
+    // Keys and labels (text that describes the row) read left to right; figures align
+    // on their last digit.
+    let left = |c: usize| is_key(c) || grid.columns[c].label;
     let line = |parts: Vec<String>| -> String {
         let mut l = parts.join(GAP);
         l.truncate(l.trim_end().len());
@@ -273,7 +276,7 @@ fn render_body(grid: &Grid, with_ci: bool) -> String {
         (0..ncol)
             .map(|c| {
                 let t = &titles[c];
-                if is_key(c) {
+                if left(c) {
                     format!("{t:<w$}", w = widths[c])
                 } else {
                     format!("{t:>w$}", w = widths[c])
@@ -299,7 +302,7 @@ fn render_body(grid: &Grid, with_ci: bool) -> String {
         out.push_str(&line(
             (0..ncol)
                 .map(|c| {
-                    if is_key(c) {
+                    if left(c) {
                         format!("{:<w$}", row[c], w = widths[c])
                     } else if marks[c] {
                         let m = if grid.is_best(r, c) { BEST } else { ' ' };

@@ -77,17 +77,26 @@ fn a_dry_run_writes_nothing_even_with_a_cache_folder() {
     let listed: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
     assert!(listed.is_empty(), "the dry run wrote {listed:?}");
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-    let row = |role: &str| {
-        stdout
-            .lines()
-            .find(|l| l.contains(&format!(" {role} ")))
-            .unwrap_or_else(|| panic!("no {role} row: {stdout}"))
-            .to_string()
+    let played_by = |role: &str| role_cells(&stdout, role)[1].clone();
+    assert_eq!(played_by("judge"), "openai:gpt-4o", "{stdout}");
+    assert_eq!(played_by("planner"), "openai:gpt-4o-mini", "{stdout}");
+    assert_eq!(played_by("answer_judge"), "none", "{stdout}");
+}
+
+/// The cells of the dry run's role table row for `role` (Role, Played by, Calls, Prompt
+/// tok, Compl tok, $): the table's columns are two spaces or more apart.
+fn role_cells(stdout: &str, role: &str) -> Vec<String> {
+    let cells = |l: &str| -> Vec<String> {
+        l.split("  ")
+            .map(|c| c.trim().to_string())
+            .filter(|c| !c.is_empty())
+            .collect()
     };
-    assert!(row("judge").contains("openai:gpt-4o "), "{stdout}");
-    assert!(row("planner").contains("openai:gpt-4o-mini"), "{stdout}");
-    assert!(row("answer_judge").contains("none"), "{stdout}");
-    assert!(!row("answer_judge").contains("lexical"), "{stdout}");
+    stdout
+        .lines()
+        .map(cells)
+        .find(|c| c.first().is_some_and(|first| first == role))
+        .unwrap_or_else(|| panic!("no `{role}` row: {stdout}"))
 }
 
 /// MELON's masked run is metered as `detector` but is a run of the agent's model: the
@@ -104,20 +113,10 @@ fn a_dry_run_counts_melons_masked_run_on_the_agents_model() {
         .assert()
         .success();
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-    let cells = |start: &str| -> Vec<String> {
-        let line = stdout
-            .lines()
-            .find(|l| l.trim_start_matches(['│', ' ']).starts_with(start))
-            .unwrap_or_else(|| panic!("no `{start}` row: {stdout}"));
-        line.split(['│', '┆'])
-            .map(|c| c.trim().to_string())
-            .filter(|c| !c.is_empty())
-            .collect()
-    };
-    let masked = cells("detector (on the agent's model)");
+    let masked = role_cells(&stdout, "detector (on the agent's model)");
     assert_eq!(masked[1], "openai:gpt-4o-mini", "{stdout}");
     assert_ne!(masked[2], "0", "the masked runs are counted: {stdout}");
-    let detector = cells("detector ");
+    let detector = role_cells(&stdout, "detector");
     assert_eq!(
         detector[2], "0",
         "nothing left on the judge's model: {stdout}"

@@ -9,6 +9,7 @@ use crate::common::*;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use sieve_bench::aggregate::metrics::{AttackLabel, Row};
+use sieve_bench::report::ablation;
 use sieve_bench::report::formats::{self, MAX_DATA_COLUMNS, MIN_DATA_COLUMNS};
 use sieve_bench::report::tables::{self, Views};
 use std::path::Path;
@@ -159,7 +160,8 @@ fn shape(seed: u64) -> (Vec<sieve_bench::report::Grid>, String) {
         attacks: attacks.clone(),
         note: None,
     };
-    let grids = tables::paper_tables(&summary, &views, &[]);
+    let ablation = ablation::report_table(&summary, &views.per_defense, true, None, 1);
+    let grids = tables::paper_tables(&summary, &views, &[], ablation);
     (
         grids,
         format!("{n_def} defenses, {n_att} attacks, {n_suites} suites, model {model}"),

@@ -823,6 +823,12 @@ const BOUNDARY_ALLOWED: &[(&str, &str, &str, &str)] = &[
     (
         "src/report/ablation.rs",
         "AblationRow",
+        "model",
+        "the model's name as recorded",
+    ),
+    (
+        "src/report/ablation.rs",
+        "AblationRow",
         "scripted",
         "free text: the scripted roles' labels in one line",
     ),

@@ -273,6 +273,81 @@ fn report_over_two_models_renders_every_format() {
     }
 }
 
+/// A report over runs of two models has one ablation table: each model's defenses
+/// beside their difference from that model's own `sieve` row, never the other's.
+#[test]
+fn one_ablation_table_compares_each_model_with_its_own_sieve() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = [tmp.path().join("a"), tmp.path().join("b")];
+    for (model, dir) in ["sim:obedient", "sim:oracle"].iter().zip(&runs) {
+        run(
+            tmp.path(),
+            dir,
+            &[
+                "--suite",
+                "banking",
+                "--defense",
+                "none,sieve,sieve:layer1-only",
+                "--user-tasks",
+                "user_task_0,user_task_1",
+                "--injection-tasks",
+                "injection_task_0,injection_task_1",
+                "--model",
+                model,
+            ],
+        );
+    }
+    let report = |args: &[&str]| -> String {
+        let out = bench(tmp.path())
+            .env("COLUMNS", "100")
+            .arg("report")
+            .args(args)
+            .args(&runs)
+            .assert()
+            .success();
+        String::from_utf8(out.get_output().stdout.clone()).unwrap()
+    };
+    // Every table, each under its heading.
+    let all = report(&["--format", "md"]);
+    let titles: Vec<&str> = all
+        .lines()
+        .filter(|l| l.starts_with("## ") && l.contains("Ablation"))
+        .collect();
+    assert_eq!(titles.len(), 1, "one ablation table:\n{all}");
+    assert!(
+        titles[0].contains("each model's own sieve"),
+        "{}",
+        titles[0]
+    );
+
+    let csv = report(&["--tables", "ablation", "--format", "csv"]);
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let header = reader.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let (model, defense, asr, d_asr) = (col("model"), col("defense"), col("asr"), col("d_asr"));
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 6, "3 defenses × 2 models:\n{csv}");
+    let sieve_asr = |m: &str| -> f64 {
+        let r = rows
+            .iter()
+            .find(|r| r[model].starts_with(m) && &r[defense] == "sieve")
+            .unwrap_or_else(|| panic!("no sieve row of {m}:\n{csv}"));
+        assert_eq!(&r[d_asr], "", "the reference has no Δ");
+        r[asr].parse().unwrap()
+    };
+    let (obedient, oracle) = (sieve_asr("sim:obedient"), sieve_asr("sim:oracle"));
+    assert_ne!(obedient, oracle, "the models' sieve rows differ:\n{csv}");
+    for r in rows.iter().filter(|r| &r[defense] != "sieve") {
+        let own = if r[model].starts_with("sim:obedient") {
+            obedient
+        } else {
+            oracle
+        };
+        let (v, d): (f64, f64) = (r[asr].parse().unwrap(), r[d_asr].parse().unwrap());
+        assert!((d - (v - own)).abs() < 1e-9, "{r:?} against {own}:\n{csv}");
+    }
+}
+
 /// A table the runs cannot have is refused with the reason that table needs, not
 /// another table's.
 #[test]
