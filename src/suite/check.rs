@@ -709,20 +709,20 @@ fn select<'a>(
     } else {
         Vec::new()
     };
-    // Both filters are pure, so their order changes nothing but the cost: the fields are
-    // tested first, and a member is looked for at its own place before anywhere else (a
-    // list the episode appended to keeps its old members where they were).
+    // A member is looked for at its own place in the earlier state before anywhere else
+    // (a list the episode appended to keeps its old members where they were); the
+    // fields, dearer to test (stances, codes in text), are tested on what is left.
     envpath::members(coll)
         .into_iter()
         .enumerate()
+        .filter(|(at, m)| {
+            !new || !(before.get(*at).is_some_and(|b| same_member(b, m))
+                || before.iter().any(|b| same_member(b, m)))
+        })
         .filter(|(_, m)| {
             where_
                 .iter()
                 .all(|(field, mt)| mt.test(envpath::get(m, field)))
-        })
-        .filter(|(at, m)| {
-            !new || !(before.get(*at).is_some_and(|b| same_member(b, m))
-                || before.iter().any(|b| same_member(b, m)))
         })
         .map(|(_, m)| m)
         .collect()
