@@ -116,9 +116,7 @@ impl PiDetector {
                 reqwest::Url::parse(url).map_err(|e| {
                     VariantError::Invalid(format!("pi_detector: bad classifier URL `{url}`: {e}"))
                 })?;
-                let client = reqwest::Client::builder()
-                    .timeout(Duration::from_secs(60))
-                    .build()
+                let client = crate::http::client(|b| b.timeout(Duration::from_secs(60)))
                     .map_err(|e| VariantError::Setup(format!("pi_detector: {e}")))?;
                 (
                     Backend::Http {

@@ -95,12 +95,12 @@ pub struct Client {
 
 impl Client {
     pub fn new(shape: Shape, base: &str, key: Option<Secret>) -> Result<Client, BatchError> {
-        let http = reqwest::Client::builder()
-            .timeout(std::time::Duration::from_secs(300))
-            .build()
-            .map_err(|e| BatchError::Http {
-                what: "client".into(),
-                why: e.to_string(),
+        let http =
+            super::client(|b| b.timeout(std::time::Duration::from_secs(300))).map_err(|e| {
+                BatchError::Http {
+                    what: "client".into(),
+                    why: e.to_string(),
+                }
             })?;
         Ok(Client {
             http,

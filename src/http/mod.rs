@@ -64,7 +64,36 @@ pub enum EndpointError {
     Scheme(String),
     /// The HTTP client could not be built (TLS back end, system resources).
     #[error("cannot build the HTTP client: {0}")]
-    Client(#[source] reqwest::Error),
+    Client(#[source] ClientError),
+}
+
+/// Why an HTTP client could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The TLS configuration (the platform's certificate roots, the crypto provider).
+    #[error("TLS set-up: {0}")]
+    Tls(#[from] rustls::Error),
+    #[error("{0}")]
+    Build(#[from] reqwest::Error),
+}
+
+/// The HTTP client every real endpoint uses (models, batch APIs, a classifier over
+/// HTTP), set up by `configure` (time-outs, agent). TLS is rustls with the `ring`
+/// provider and the platform's certificate roots, HTTP/2 offered where the server has
+/// it: reqwest's own default provider (aws-lc) needs a C toolchain and CMake and was
+/// the longest step of a clean build.
+pub fn client(
+    configure: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
+) -> Result<reqwest::Client, ClientError> {
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let roots = rustls_platform_verifier::Verifier::new(provider.clone())?;
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .dangerous()
+        .with_custom_certificate_verifier(std::sync::Arc::new(roots))
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(configure(reqwest::Client::builder().tls_backend_preconfigured(tls)).build()?)
 }
 
 /// A secret string (an API key). `Debug` never shows it.
@@ -291,13 +320,13 @@ impl Endpoint {
         if !matches!(url.scheme(), "http" | "https") {
             return Err(EndpointError::Scheme(cfg.base_url.clone()));
         }
-        let client = reqwest::Client::builder()
-            .timeout(cfg.request_timeout)
-            .connect_timeout(cfg.request_timeout.min(Duration::from_secs(30)))
-            .pool_idle_timeout(Duration::from_secs(90))
-            .user_agent(concat!("sieve-bench/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(EndpointError::Client)?;
+        let client = client(|b| {
+            b.timeout(cfg.request_timeout)
+                .connect_timeout(cfg.request_timeout.min(Duration::from_secs(30)))
+                .pool_idle_timeout(Duration::from_secs(90))
+                .user_agent(concat!("sieve-bench/", env!("CARGO_PKG_VERSION")))
+        })
+        .map_err(EndpointError::Client)?;
         let quota = |n: u32| Quota::per_minute(NonZeroU32::new(n).expect("checked non-zero"));
         let rpm = cfg
             .rpm
