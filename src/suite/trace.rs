@@ -4,13 +4,14 @@
 //! separators, a name ignoring case and accents), never by searching the environment.
 
 use super::meaning::{
-    Tokens, canonical, fold, mentions_date, mentions_time, numbers_in, parse_date, parse_time,
+    DateMention, Tokens, canonical, date_spans, fold, number_spans, numbers_in, parse_date,
+    parse_time, time_spans,
 };
 use jiff::civil::{Date, Time};
 use regex::Regex;
 use serde_json::Value;
 use std::collections::HashSet;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 /// A range of days within one month, "14-17 September": its first day is a date a
 /// reader sees as much as its last.
@@ -26,26 +27,31 @@ static GROUPED_CODE: LazyLock<Regex> = LazyLock::new(|| {
         .expect("valid code pattern")
 });
 
-/// Text the agent has read, searched as it is and folded, built once per step.
+/// Text the agent has read, searched as it is and folded. What each question needs of it
+/// (its canonical form, numbers, dates, times, code tokens) is worked out at the first
+/// question that needs it and kept: a view answers any number of facts, and a view of a
+/// large environment that is never asked for a date never reads one.
 #[derive(Debug)]
 pub struct View {
     text: String,
     folded: String,
+    /// The text through [`canonical`], which every reading below starts from.
+    canon: OnceLock<String>,
     /// Every whole number written as a token of its own ("06" in "2026-05-06" is 6).
-    integers: HashSet<u64>,
-    /// Every number written in the text (`meaning::numbers_in`), read once.
-    numbers: Vec<f64>,
-    /// The text's tokens as codes are read from them, worked out at the first code asked.
-    tokens: std::sync::OnceLock<Tokens>,
+    integers: OnceLock<HashSet<u64>>,
+    /// Every number written in the text (`meaning::numbers_in`).
+    numbers: OnceLock<Vec<f64>>,
+    /// Every date written in the text, in any form (`meaning::date_spans`).
+    dates: OnceLock<Vec<DateMention>>,
+    /// Every time of day written in the text (`meaning::time_spans`).
+    times: OnceLock<Vec<Time>>,
+    /// The text's tokens as codes are read from them.
+    tokens: OnceLock<Tokens>,
 }
 
 impl View {
     pub fn new(text: String) -> View {
         let folded = format!(" {} ", fold(&text));
-        let integers = folded
-            .split(' ')
-            .filter_map(|t| t.parse::<u64>().ok())
-            .collect();
         // The first day of a written range, as a date of its own.
         let starts: Vec<String> = DAY_RANGE
             .captures_iter(&text)
@@ -57,12 +63,24 @@ impl View {
             format!("{text}\n{}", starts.join("\n"))
         };
         View {
-            numbers: numbers_in(&text),
             text,
             folded,
-            integers,
-            tokens: std::sync::OnceLock::new(),
+            canon: OnceLock::new(),
+            integers: OnceLock::new(),
+            numbers: OnceLock::new(),
+            dates: OnceLock::new(),
+            times: OnceLock::new(),
+            tokens: OnceLock::new(),
         }
+    }
+
+    /// The text as read (with the first day of each written range added).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    fn canon(&self) -> &str {
+        self.canon.get_or_init(|| canonical(&self.text))
     }
 }
 
@@ -88,25 +106,57 @@ impl Seen for View {
     }
 
     fn has_date(&self, d: Date) -> bool {
-        mentions_date(&self.text, d)
+        // As `meaning::mentions_date`, with the dates kept.
+        self.dates
+            .get_or_init(|| {
+                date_spans(self.canon())
+                    .into_iter()
+                    .map(|(_, m)| m)
+                    .collect()
+            })
+            .iter()
+            .any(|m| m.is(d))
     }
 
     fn has_time(&self, t: Time) -> bool {
-        mentions_time(&self.text, t)
+        // As `meaning::mentions_time`, with the times kept.
+        self.times
+            .get_or_init(|| {
+                time_spans(self.canon())
+                    .into_iter()
+                    .map(|(_, t)| t)
+                    .collect()
+            })
+            .contains(&t)
     }
 
     fn has_code(&self, code: &str) -> bool {
         // As `meaning::mentions_code`, with the tokens kept.
         !self
             .tokens
-            .get_or_init(|| Tokens::of(&canonical(&self.text)))
+            .get_or_init(|| Tokens::of(self.canon()))
             .code_spans(code)
             .is_empty()
     }
 
     fn has_number(&self, n: f64) -> bool {
-        self.numbers.iter().any(|m| (m - n).abs() <= 1e-9)
-            || (n.fract() == 0.0 && n >= 0.0 && self.integers.contains(&(n as u64)))
+        // As `meaning::numbers_in`, with the numbers kept.
+        let numbers = self.numbers.get_or_init(|| {
+            number_spans(self.canon())
+                .into_iter()
+                .map(|(_, n)| n)
+                .collect()
+        });
+        let integers = || {
+            self.integers.get_or_init(|| {
+                self.folded
+                    .split(' ')
+                    .filter_map(|t| t.parse::<u64>().ok())
+                    .collect()
+            })
+        };
+        numbers.iter().any(|m| (m - n).abs() <= 1e-9)
+            || (n.fract() == 0.0 && n >= 0.0 && integers().contains(&(n as u64)))
     }
 }
 
