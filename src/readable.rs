@@ -42,11 +42,30 @@ pub const MAX_GAP: usize = 3;
 /// The shortest run of base64 characters read as an encoding rather than a word.
 const MIN_BASE64: usize = 16;
 
-/// One word of a text and the bytes it was read from.
-#[derive(Clone, Debug, PartialEq)]
-struct Word {
-    text: String,
-    at: Range<usize>,
+/// The words of a text as a reader takes them in, in order: their letters, lower-cased,
+/// one after another in one buffer, and for each word its share of the buffer and the
+/// bytes of the text it was read from.
+#[derive(Debug, Default)]
+struct Words {
+    letters: String,
+    /// (the word's letters in `letters`, where the text holds it).
+    words: Vec<(Range<usize>, Range<usize>)>,
+}
+
+impl Words {
+    fn len(&self) -> usize {
+        self.words.len()
+    }
+
+    /// The letters of word `i`.
+    fn text(&self, i: usize) -> &str {
+        &self.letters[self.words[i].0.clone()]
+    }
+
+    /// Where the text holds word `i`.
+    fn at(&self, i: usize) -> Range<usize> {
+        self.words[i].1.clone()
+    }
 }
 
 /// Characters a reader does not see: zero-width spaces and joiners, direction marks, the
@@ -168,26 +187,24 @@ fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() && !('\u{02B0}'..='\u{02FF}').contains(&c)
 }
 
-/// The words of `text`, lower-cased, with their byte ranges.
-fn plain_words(text: &str, offset: usize, out: &mut Vec<Word>) {
-    let mut current = String::new();
-    let mut start = 0;
-    let mut chars = text.char_indices().peekable();
-    let flush = |current: &mut String, start: usize, end: usize, out: &mut Vec<Word>| {
-        if !current.is_empty() {
-            out.push(Word {
-                text: std::mem::take(current),
-                at: offset + start..offset + end,
-            });
+/// The words of `text`, lower-cased, with their byte ranges (`offset` on), added to `out`.
+fn plain_words(text: &str, offset: usize, out: &mut Words) {
+    // The word being read: where its letters and its text begin.
+    let mut begun: Option<(usize, usize)> = None;
+    let flush = |begun: &mut Option<(usize, usize)>, end: usize, out: &mut Words| {
+        if let Some((letters, start)) = begun.take() {
+            out.words
+                .push((letters..out.letters.len(), offset + start..offset + end));
         }
     };
+    let mut chars = text.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
         if is_invisible(c) {
             // Not seen: neither a letter nor a break between words.
             continue;
         }
         if c == '\\' {
-            flush(&mut current, start, i, out);
+            flush(&mut begun, i, out);
             // An escape renders a newline, tab or quote: its letter is not a word.
             if let Some(&(_, n)) = chars.peek()
                 && matches!(n, 'n' | 't' | 'r' | '"' | '\'')
@@ -195,10 +212,8 @@ fn plain_words(text: &str, offset: usize, out: &mut Vec<Word>) {
                 chars.next();
             }
         } else if c.is_ascii() && is_word_char(c) {
-            if current.is_empty() {
-                start = i;
-            }
-            current.push(c.to_ascii_lowercase());
+            begun.get_or_insert((out.letters.len(), i));
+            out.letters.push(c.to_ascii_lowercase());
         } else if !c.is_ascii() && {
             use unicode_normalization::UnicodeNormalization;
             std::iter::once(c).nfkc().any(is_word_char)
@@ -206,19 +221,17 @@ fn plain_words(text: &str, offset: usize, out: &mut Vec<Word>) {
             use unicode_normalization::UnicodeNormalization;
             // A compatibility form (a fullwidth letter, a ligature) is the letters it
             // stands for.
-            if current.is_empty() {
-                start = i;
-            }
+            begun.get_or_insert((out.letters.len(), i));
             for f in std::iter::once(c).nfkc() {
                 if is_word_char(f) {
-                    current.extend(f.to_lowercase());
+                    out.letters.extend(f.to_lowercase());
                 }
             }
         } else {
-            flush(&mut current, start, i, out);
+            flush(&mut begun, i, out);
         }
     }
-    flush(&mut current, start, text.len(), out);
+    flush(&mut begun, text.len(), out);
 }
 
 /// Decodes a base64 run into text, when it is one (valid UTF-8, mostly printable).
@@ -239,9 +252,9 @@ fn decode_base64(run: &str) -> Option<String> {
 
 /// Every word of `text` as a reader takes it in: plain words, and for a base64 run the
 /// words it decodes to (each standing where the run stands).
-fn words(text: &str) -> Vec<Word> {
+fn words(text: &str) -> Words {
     let is_b64 = |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '-' | '_' | '=');
-    let mut out = Vec::new();
+    let mut out = Words::default();
     let mut plain_from = 0;
     let mut i = 0;
     let bytes = text.as_bytes();
@@ -260,12 +273,11 @@ fn words(text: &str) -> Vec<Word> {
         }
         if let Some(decoded) = decode_base64(run) {
             plain_words(&text[plain_from..start], plain_from, &mut out);
-            let mut inner = Vec::new();
-            plain_words(&decoded, 0, &mut inner);
-            out.extend(inner.into_iter().map(|w| Word {
-                text: w.text,
-                at: start..i,
-            }));
+            let first = out.len();
+            plain_words(&decoded, 0, &mut out);
+            for w in &mut out.words[first..] {
+                w.1 = start..i;
+            }
             plain_from = i;
         }
     }
@@ -282,7 +294,8 @@ pub struct Instruction {
 impl Instruction {
     /// The words of `text`; `None` when it has none.
     pub fn new(text: &str) -> Option<Instruction> {
-        let words: Vec<String> = words(text).into_iter().map(|w| w.text).collect();
+        let seen = words(text);
+        let words: Vec<String> = (0..seen.len()).map(|i| seen.text(i).to_string()).collect();
         (!words.is_empty()).then_some(Instruction { words })
     }
 
@@ -345,7 +358,7 @@ impl Instruction {
         let mut spans = Vec::new();
         let mut from = 0;
         while let Some((first, last)) = self.find(&seen, from) {
-            let span = seen[first].at.start..seen[last].at.end;
+            let span = seen.at(first).start..seen.at(last).end;
             // Words decoded from one base64 run share its range: never step backwards.
             if spans
                 .last()
@@ -366,19 +379,25 @@ impl Instruction {
     /// The first occurrence at or after token `from`: the indices of its first and last
     /// tokens. See the module's reading: the instruction's characters in order across
     /// token boundaries, whole foreign tokens (at most [`MAX_GAP`]) only between its words.
-    fn find(&self, seen: &[Word], from: usize) -> Option<(usize, usize)> {
-        let mut stream: Vec<char> = Vec::new();
+    fn find(&self, seen: &Words, from: usize) -> Option<(usize, usize)> {
+        // A word's letters are read without a gap, so they stand together in the text's
+        // letters (a token boundary may fall inside the word, a foreign token may not):
+        // where one is missing the instruction is not there.
+        if !self.words.iter().all(|w| seen.letters.contains(w.as_str())) {
+            return None;
+        }
+        // The instruction's letters as bytes: equal bytes are equal characters, and a
+        // byte equal to the first (a character's first byte) starts a character.
+        let stream: Vec<u8> = self.words.concat().into_bytes();
         // `ends[k]`: whether position k of the stream closes a word of the instruction.
-        let mut ends: Vec<bool> = vec![false];
+        let mut ends: Vec<bool> = vec![false; stream.len() + 1];
+        let mut k = 0;
         for w in &self.words {
-            for c in w.chars() {
-                stream.push(c);
-                ends.push(false);
-            }
-            *ends.last_mut().expect("one per position") = true;
+            k += w.len();
+            ends[k] = true;
         }
         let first = *stream.first()?;
-        let tokens: Vec<Vec<char>> = seen.iter().map(|w| w.text.chars().collect()).collect();
+        let tokens: Vec<&[u8]> = (0..seen.len()).map(|i| seen.text(i).as_bytes()).collect();
         let mut failed = std::collections::HashSet::new();
         for start in from..tokens.len() {
             for (off, &c) in tokens[start].iter().enumerate() {
@@ -396,15 +415,15 @@ impl Instruction {
     }
 }
 
-/// Reads `stream[k..]` from character `off` of token `t` on: the token where it ends.
+/// Reads `stream[k..]` from byte `off` of token `t` on: the token where it ends.
 /// Past the end of a token the next token continues it; where the stream closes one of
 /// the instruction's words, up to [`MAX_GAP`] whole tokens may be skipped first.
 /// `failed` remembers (token, position) pairs, met at a token's start, that lead nowhere.
 fn read_from(
-    tokens: &[Vec<char>],
+    tokens: &[&[u8]],
     t: usize,
     off: usize,
-    stream: &[char],
+    stream: &[u8],
     ends: &[bool],
     k: usize,
     failed: &mut std::collections::HashSet<(usize, usize)>,
