@@ -42,26 +42,43 @@ pub fn code_spans(canon: &str, code: &str) -> Vec<Range<usize>> {
 /// A text's alphanumeric tokens as [`code_spans`] reads them (accents dropped, upper
 /// case, with their byte ranges), in groups a code may span: tokens joined only by a
 /// space, hyphen, dot or slash. Worked out once, a text answers any number of codes.
-#[derive(Debug, Clone)]
-pub struct Tokens(Vec<Vec<(Range<usize>, String)>>);
+#[derive(Debug, Clone, Default)]
+pub struct Tokens {
+    /// Every token's characters, upper-cased, one token after another.
+    letters: String,
+    /// Each token: its share of `letters` and where the text holds it.
+    tokens: Vec<(Range<usize>, Range<usize>)>,
+    /// Each group: its tokens, as a range of `tokens`.
+    groups: Vec<Range<usize>>,
+}
 
 impl Tokens {
     /// The tokens of `canon` (a text already passed through [`canonical`]).
     pub fn of(canon: &str) -> Tokens {
         // Tokens are alphanumeric runs (accents dropped); a code may span tokens joined by
         // these separators only, so a code is not assembled across a comma or a sentence.
-        let mut groups: Vec<Vec<(Range<usize>, String)>> = vec![Vec::new()];
-        let mut token = String::new();
-        let mut start = 0;
+        let mut out = Tokens::default();
+        // The token being read: where its letters and its text begin.
+        let mut begun: Option<(usize, usize)> = None;
+        // The first token of the group being read.
+        let mut group = 0;
+        let close = |out: &mut Tokens, begun: &mut Option<(usize, usize)>, end: usize| {
+            if let Some((letters, start)) = begun.take()
+                && out.letters.len() > letters
+            {
+                out.tokens.push((letters..out.letters.len(), start..end));
+            }
+        };
         for (i, c) in canon.char_indices() {
             if c.is_alphanumeric() {
-                if token.is_empty() {
-                    start = i;
+                // A token starts at its first character that has letters of its own.
+                if begun.is_none_or(|(letters, _)| out.letters.len() <= letters) {
+                    begun = Some((out.letters.len(), i));
                 }
                 if c.is_ascii() {
-                    token.push(c.to_ascii_uppercase());
+                    out.letters.push(c.to_ascii_uppercase());
                 } else {
-                    token.extend(
+                    out.letters.extend(
                         c.nfkd()
                             .filter(|c| !unicode_normalization::char::is_combining_mark(*c))
                             .flat_map(char::to_uppercase),
@@ -69,23 +86,20 @@ impl Tokens {
                 }
                 continue;
             }
-            if !token.is_empty() {
-                let t = std::mem::take(&mut token);
-                groups.last_mut().expect("one group").push((start..i, t));
-            }
+            close(&mut out, &mut begun, i);
             // `canonical` already made every dash `-` and every space ` `.
             if !matches!(c, ' ' | '-' | '.' | '/') {
-                groups.push(Vec::new());
+                if out.tokens.len() > group {
+                    out.groups.push(group..out.tokens.len());
+                }
+                group = out.tokens.len();
             }
         }
-        if !token.is_empty() {
-            groups
-                .last_mut()
-                .expect("one group")
-                .push((start..canon.len(), token));
+        close(&mut out, &mut begun, canon.len());
+        if out.tokens.len() > group {
+            out.groups.push(group..out.tokens.len());
         }
-        groups.retain(|g| !g.is_empty());
-        Tokens(groups)
+        out
     }
 
     /// Where the code stands among the tokens, as byte ranges of the text.
@@ -99,19 +113,18 @@ impl Tokens {
             return Vec::new();
         }
         let mut out = Vec::new();
-        for tokens in &self.0 {
+        for group in &self.groups {
+            let tokens = &self.tokens[group.clone()];
             for first in 0..tokens.len() {
-                if !want.starts_with(tokens[first].1.as_str()) {
-                    continue;
-                }
-                let mut joined = String::new();
-                for (range, t) in &tokens[first..] {
-                    joined.push_str(t);
-                    if joined == want {
-                        out.push(tokens[first].0.start..range.end);
+                // How much of the code the tokens from `first` on have spelled.
+                let mut spelled = 0;
+                for (letters, at) in &tokens[first..] {
+                    if !want[spelled..].starts_with(&self.letters[letters.clone()]) {
                         break;
                     }
-                    if joined.len() >= want.len() || !want.starts_with(&joined) {
+                    spelled += letters.len();
+                    if spelled == want.len() {
+                        out.push(tokens[first].1.start..at.end);
                         break;
                     }
                 }
@@ -428,21 +441,34 @@ fn number_word(w: &str) -> Option<(f64, bool)> {
     }
 }
 
-static WORD: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"[A-Za-z]+").expect("valid word pattern"));
+/// The runs of ASCII letters in `text`, with their byte ranges. A byte of a multi-byte
+/// character is never an ASCII letter, so a run never splits a character.
+fn ascii_words(text: &str) -> impl Iterator<Item = (Range<usize>, &str)> {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        while i < bytes.len() && !bytes[i].is_ascii_alphabetic() {
+            i += 1;
+        }
+        let start = i;
+        while i < bytes.len() && bytes[i].is_ascii_alphabetic() {
+            i += 1;
+        }
+        (i > start).then(|| (start..i, &text[start..i]))
+    })
+}
 
 /// Numbers written in words: runs of number words joined by spaces, hyphens or an `and`
 /// after a scale ("two hundred and five"). "One" alone is a pronoun as often as a number
 /// ("the one with hybrids"), so it counts only where a number is plainly meant.
 fn word_number_spans(text: &str) -> Vec<(Range<usize>, f64)> {
-    let words: Vec<(Range<usize>, String)> = WORD
-        .find_iter(text)
-        .map(|m| (m.range(), m.as_str().to_lowercase()))
-        .collect();
+    // ASCII lowercasing keeps byte offsets, so a word's range is the same in both.
+    let lower = text.to_ascii_lowercase();
+    let words: Vec<(Range<usize>, &str)> = ascii_words(&lower).collect();
     let mut out = Vec::new();
     let mut i = 0;
     while i < words.len() {
-        let Some((first, _)) = number_word(&words[i].1) else {
+        let Some((first, _)) = number_word(words[i].1) else {
             i += 1;
             continue;
         };
@@ -450,7 +476,7 @@ fn word_number_spans(text: &str) -> Vec<(Range<usize>, f64)> {
         let mut j = i;
         let (mut total, mut current) = (0.0_f64, 0.0_f64);
         loop {
-            let (v, scale) = number_word(&words[j].1).expect("a number word");
+            let (v, scale) = number_word(words[j].1).expect("a number word");
             if scale {
                 let base = if current == 0.0 { 1.0 } else { current };
                 if v >= 1e3 {
@@ -467,7 +493,7 @@ fn word_number_spans(text: &str) -> Vec<(Range<usize>, f64)> {
             let next = j + 1;
             if next < words.len()
                 && matches!(gap(j, next), " " | "-")
-                && number_word(&words[next].1).is_some()
+                && number_word(words[next].1).is_some()
             {
                 j = next;
                 continue;
@@ -477,7 +503,7 @@ fn word_number_spans(text: &str) -> Vec<(Range<usize>, f64)> {
                 && words[next].1 == "and"
                 && gap(j, next) == " "
                 && gap(next, next + 1) == " "
-                && number_word(&words[next + 1].1).is_some_and(|(_, s)| !s)
+                && number_word(words[next + 1].1).is_some_and(|(_, s)| !s)
             {
                 j = next + 1;
                 continue;
@@ -499,9 +525,9 @@ fn word_number_spans(text: &str) -> Vec<(Range<usize>, f64)> {
 }
 
 /// Whether the word "one" at `i` is a pronoun or determiner rather than the number 1.
-fn one_is_pronoun(words: &[(Range<usize>, String)], i: usize) -> bool {
-    let prev = i.checked_sub(1).map(|p| words[p].1.as_str());
-    let next = words.get(i + 1).map(|w| w.1.as_str());
+fn one_is_pronoun(words: &[(Range<usize>, &str)], i: usize) -> bool {
+    let prev = i.checked_sub(1).map(|p| words[p].1);
+    let next = words.get(i + 1).map(|w| w.1);
     matches!(
         prev,
         Some(
