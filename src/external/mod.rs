@@ -758,7 +758,7 @@ pub fn build_suite(
         data_only: Vec::new(),
         // A provider's environment lives in its process: its plans are not replayed here.
         reorderings: std::sync::OnceLock::from(std::collections::BTreeMap::new()),
-        sights: std::sync::OnceLock::from(std::collections::BTreeMap::new()),
+        sights: std::sync::OnceLock::from(crate::suite::sight::Sights::default()),
         needs_memo: Default::default(),
         fingerprint,
         // Context samples and variant corpora are data-suite files; a provider has none.

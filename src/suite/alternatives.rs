@@ -73,16 +73,22 @@ impl Suite {
         self.reorderings.get_or_init(|| of_suite(self))
     }
 
-    /// What `task`'s agent reads in the prompts and in all ([`sight::task_sights`]), found
+    /// What `task`'s agent reads in the prompts and in all ([`sight::task_sight`]), found
     /// on first use; `None` for a suite whose environment runs in a provider.
     pub fn task_sight(
         &self,
         task: &crate::ids::TaskId,
     ) -> Option<std::sync::Arc<sight::TaskSight>> {
-        self.sights
-            .get_or_init(|| sight::task_sights(self))
-            .get(task)
-            .cloned()
+        let slot = self
+            .sights
+            .get_or_init(|| sight::Sights::of(self))
+            .0
+            .get(task)?;
+        let t = self.user_tasks.iter().find(|t| &t.id == task)?;
+        Some(
+            slot.get_or_init(|| std::sync::Arc::new(sight::task_sight(self, t)))
+                .clone(),
+        )
     }
 
     /// Every valid alternative to `task`'s reference behaviour, as `check-suites` proves

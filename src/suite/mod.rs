@@ -12,6 +12,7 @@ pub mod env;
 pub mod facts;
 pub mod lexicon;
 pub mod meaning;
+pub mod needs_memo;
 pub mod perturb;
 pub mod proof_cache;
 pub mod protective;
@@ -269,11 +270,13 @@ pub struct Suite {
     /// agent and `check-suites` read them.
     pub(crate) reorderings: std::sync::OnceLock<BTreeMap<TaskId, Vec<Vec<PlannedCall>>>>,
     /// For each user task, what its agent reads in the prompts and in all
-    /// ([`sight::TaskSight`]), found on first use ([`Suite::task_sight`]).
-    pub(crate) sights: std::sync::OnceLock<BTreeMap<TaskId, Arc<sight::TaskSight>>>,
+    /// ([`sight::TaskSight`]), each task's found on its first use ([`Suite::task_sight`]):
+    /// a run of some tasks reads only theirs, and workers find different tasks' at once.
+    pub(crate) sights: std::sync::OnceLock<sight::Sights>,
     /// What each (task, plan, answer) takes from tool outputs ([`sight::needs`]), found on
-    /// first use: every episode of a task asks the same question.
-    pub(crate) needs_memo: sight::NeedsMemo,
+    /// first use: every episode of a task asks the same question. A run keeps the answers
+    /// beside the suite's proof ([`proof_cache::keep_needs`]).
+    pub(crate) needs_memo: needs_memo::NeedsMemo,
     /// SHA-256 of every file in the suite folder: records carry it, so a resumed run
     /// never mixes episodes of two versions of a suite.
     pub fingerprint: String,

@@ -121,6 +121,23 @@ pub fn prove(suite: &Suite, dir: Option<&Path>, build: Option<&str>) -> (Vec<Pro
     (problems, Source::Proved)
 }
 
+/// Keeps what `suite`'s tasks take from tool outputs ([`super::needs_memo`]) in this
+/// build's folder of `dir`, keyed by the suite's fingerprint as its proof is: read now,
+/// extended when the suite is dropped. Without `dir` or a build id nothing is kept.
+pub fn keep_needs(suite: &Suite, dir: Option<&Path>, build: Option<&str>) {
+    let (Some(dir), Some(build)) = (dir, build) else {
+        return;
+    };
+    let name = short(&format!(
+        "{}\0{}",
+        suite.qualified_name(),
+        suite.fingerprint
+    ));
+    suite
+        .needs_memo
+        .keep_in(build_folder(dir, build).join(format!("needs-{name}.json")));
+}
+
 fn write(path: &Path, entry: &Entry) -> std::io::Result<()> {
     let folder = path.parent().expect("an entry lives in a folder");
     std::fs::create_dir_all(folder)?;
@@ -177,6 +194,45 @@ mod tests {
             }
         }
         (tmp, to)
+    }
+
+    #[test]
+    fn what_tasks_take_from_outputs_is_kept_per_fingerprint_and_build() {
+        let (_tmp, dir) = copy_of("dojo-style/slack");
+        let cache = tempfile::tempdir().unwrap();
+        let c = Some(cache.path());
+        let ask = |suite: &Suite| {
+            let task = &suite.user_tasks[0];
+            let answer = task.answer.clone().unwrap_or_default();
+            crate::suite::sight::needs(suite, task, &task.plan, &answer)
+        };
+        let worked_out = {
+            let suite = super::super::load(&dir).unwrap();
+            keep_needs(&suite, c, Some("b1"));
+            ask(&suite)
+        };
+        let kept = |build: &str| {
+            std::fs::read_dir(build_folder(cache.path(), build))
+                .map(|d| d.count())
+                .unwrap_or(0)
+        };
+        assert_eq!(
+            kept("b1"),
+            1,
+            "the answers are written when the suite is dropped"
+        );
+        // Read back, the answer is the one worked out; another build keeps its own.
+        let suite = super::super::load(&dir).unwrap();
+        keep_needs(&suite, c, Some("b1"));
+        let task = &suite.user_tasks[0];
+        let key = (
+            task.id.clone(),
+            serde_json::to_string(&task.plan).unwrap(),
+            task.answer.clone().unwrap_or_default(),
+        );
+        assert_eq!(suite.needs_memo.get(&key), Some(worked_out.clone()));
+        assert_eq!(ask(&suite), worked_out);
+        assert_eq!(kept("b2"), 0);
     }
 
     #[test]

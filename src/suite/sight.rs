@@ -14,7 +14,7 @@ use super::{InjectionTask, PlannedCall, Suite, UserTask, run_plan};
 use crate::ids::TaskId;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The system prompt every agent gets, before a defense's additions.
 pub fn system_prompt(suite: &Suite) -> String {
@@ -133,7 +133,7 @@ pub struct TaskSight {
 /// The facts a plan's calls and an answer take from tool outputs ([`needs`]): the scripted
 /// agent makes a call, or states an answer fact, only where what it was shown still
 /// shows them.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Needs {
     /// Per call of the plan: each argument with the facts it takes from tool outputs.
     pub calls: Vec<Vec<(String, Vec<Value>)>>,
@@ -149,29 +149,36 @@ impl Needs {
     }
 }
 
-/// The [`TaskSight`] of every user task of a suite whose environment runs here.
-pub fn task_sights(suite: &Suite) -> BTreeMap<TaskId, Arc<TaskSight>> {
+/// A place for each user task's [`TaskSight`], filled on the task's first use
+/// ([`Suite::task_sight`]). Empty for a suite whose environment runs in a provider.
+#[derive(Debug, Default)]
+pub struct Sights(pub BTreeMap<TaskId, OnceLock<Arc<TaskSight>>>);
+
+impl Sights {
+    /// An empty place for each user task of a suite whose environment runs here.
+    pub fn of(suite: &Suite) -> Sights {
+        Sights(
+            suite
+                .user_tasks
+                .iter()
+                .map(|t| (t.id.clone(), OnceLock::new()))
+                .collect(),
+        )
+    }
+}
+
+/// The [`TaskSight`] of a user task of a suite whose environment runs here.
+pub fn task_sight(suite: &Suite, task: &UserTask) -> TaskSight {
     let schemas: String = suite
         .tools
         .iter()
         .map(|t| format!("{}\n{}\n", t.description, t.parameters))
         .collect();
-    suite
-        .user_tasks
-        .iter()
-        .map(|t| {
-            let seen = seen(suite, t);
-            let prompts = View::new(format!("{}\n{schemas}", seen.up_to(0)));
-            let everything = View::new(format!("{}\n{schemas}", seen.everything()));
-            (
-                t.id.clone(),
-                Arc::new(TaskSight {
-                    prompts,
-                    everything,
-                }),
-            )
-        })
-        .collect()
+    let seen = seen(suite, task);
+    TaskSight {
+        prompts: View::new(format!("{}\n{schemas}", seen.up_to(0))),
+        everything: View::new(format!("{}\n{schemas}", seen.everything())),
+    }
 }
 
 /// The `derived` note of the reference plan's argument whose worked-out facts `value`
@@ -200,29 +207,13 @@ pub fn needs(suite: &Suite, task: &UserTask, plan: &[PlannedCall], answer: &str)
         serde_json::to_string(plan).expect("a plan serialises"),
         answer.to_string(),
     );
-    let memo = |m: &NeedsMemo| {
-        m.0.lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-            .cloned()
-    };
-    if let Some(n) = memo(&suite.needs_memo) {
+    if let Some(n) = suite.needs_memo.get(&key) {
         return n;
     }
     let n = needs_uncached(suite, task, plan, answer);
-    suite
-        .needs_memo
-        .0
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(key, n.clone());
+    suite.needs_memo.insert(key, n.clone());
     n
 }
-
-/// [`needs`] of a suite's tasks, remembered per task, plan and answer (a pure function of
-/// them and the suite).
-#[derive(Debug, Default)]
-pub struct NeedsMemo(std::sync::Mutex<std::collections::HashMap<(TaskId, String, String), Needs>>);
 
 /// [`needs`], worked out.
 fn needs_uncached(suite: &Suite, task: &UserTask, plan: &[PlannedCall], answer: &str) -> Needs {
@@ -314,6 +305,22 @@ fn needs_uncached(suite: &Suite, task: &UserTask, plan: &[PlannedCall], answer: 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tasks_sight_is_found_on_its_own_first_use_only() {
+        let suite = crate::suite::load(std::path::Path::new("suites/dojo-style/banking")).unwrap();
+        let (first, second) = (&suite.user_tasks[0], &suite.user_tasks[1]);
+        let sight = suite.task_sight(&first.id).unwrap();
+        let slots = &suite.sights.get().unwrap().0;
+        assert!(slots[&first.id].get().is_some());
+        assert!(slots[&second.id].get().is_none());
+        // The same sight again, and what a sight is made of.
+        assert!(Arc::ptr_eq(&sight, &suite.task_sight(&first.id).unwrap()));
+        let made = task_sight(&suite, first);
+        assert_eq!(made.prompts.text(), sight.prompts.text());
+        assert_eq!(made.everything.text(), sight.everything.text());
+        assert!(suite.task_sight(&TaskId::from("no_such_task")).is_none());
+    }
 
     #[test]
     fn up_to_holds_the_prompts_and_the_outputs_before_the_step() {

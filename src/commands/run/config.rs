@@ -189,9 +189,12 @@ fn prove(paths: &Paths, suites: &[Suite]) -> Result<(), CliError> {
         // An external suite's tasks are proved by its provider (and by the oracle run).
         .filter(|s| s.external.is_none())
         .flat_map(|s| {
-            // Proved once per suite fingerprint and build (see `suite::proof_cache`).
-            crate::suite::proof_cache::prove(s, paths.proofs.as_deref(), build.as_deref())
-                .0
+            // Proved once per suite fingerprint and build (see `suite::proof_cache`), and
+            // what its tasks take from tool outputs is kept beside the proof.
+            let dir = paths.proofs.as_deref();
+            let problems = crate::suite::proof_cache::prove(s, dir, build.as_deref()).0;
+            crate::suite::proof_cache::keep_needs(s, dir, build.as_deref());
+            problems
                 .into_iter()
                 .map(move |p| format!("{}/{p}", s.dir.display()))
         })
