@@ -9,7 +9,7 @@ use crate::model::config::ModelFactory;
 use crate::runner::RunPlan;
 use crate::runner::identity::short_hash;
 use crate::suite::Suite;
-use sieve_record::{ModelIdentity, RunRoles, RunSettings};
+use sieve_record::{RunRoles, RunSettings};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -132,7 +132,10 @@ pub async fn resolve(paths: &Paths, args: &RunArgs) -> Result<RunConfig, CliErro
     let suites: Vec<Arc<Suite>> = suites.into_iter().map(Arc::new).collect();
     let mut settings = run_settings(&m.models, &suites, &options, args);
     if let Some(j) = &m.answer_judge {
-        settings.extra.insert("answer_judge".into(), j.identity());
+        settings.extra.insert(
+            "answer_judge".into(),
+            serde_json::to_value(j.identity()).expect("a judge's identity serialises"),
+        );
     }
     add_package_settings(&mut settings, &suites, args.trace);
     let run_id = default_run_id(args);
@@ -388,10 +391,10 @@ fn run_settings(
     let defense_config = defense_config(options);
     RunSettings {
         harness_version: env!("CARGO_PKG_VERSION").to_string(),
-        agent: ModelIdentity::new(models.agent.identity()),
-        planner: ModelIdentity::new(models.planner.identity()),
-        judge: ModelIdentity::new(models.judge.identity()),
-        embedder: ModelIdentity::new(models.embedder.identity()),
+        agent: models.agent.identity(),
+        planner: models.planner.identity(),
+        judge: models.judge.identity(),
+        embedder: models.embedder.identity(),
         max_steps: args.max_steps,
         defense_config,
         system_prompts: suites
