@@ -644,6 +644,8 @@ const BOUNDARY_TYPES: &[(&str, &str)] = &[
     ("src/report/compare.rs", "Line"),
     ("src/model/answer_judge.rs", "JudgeIdentity"),
     ("src/model/answer_judge.rs", "RubricIdentity"),
+    ("src/commands/run/extra.rs", "PackageRecord"),
+    ("src/external/protocol.rs", "PackageOrigin"),
 ];
 
 /// Text fields of the boundary types, each with why it is text: (file, type, field, why).
@@ -870,6 +872,24 @@ const BOUNDARY_ALLOWED: &[(&str, &str, &str, &str)] = &[
         "RubricIdentity",
         "sha256",
         "a hash of the rubric's text",
+    ),
+    (
+        "src/commands/run/extra.rs",
+        "PackageRecord",
+        "version",
+        "a package's version as its provider reports it",
+    ),
+    (
+        "src/external/protocol.rs",
+        "PackageOrigin",
+        "record_sha256",
+        "a hash of the distribution's RECORD",
+    ),
+    (
+        "src/external/protocol.rs",
+        "PackageOrigin",
+        "source_url",
+        "a URL as the installer recorded it",
     ),
 ];
 
