@@ -135,7 +135,8 @@ pub struct CalRow {
 /// What `calibrate` wrote.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Calibration {
-    pub judge: serde_json::Value,
+    /// The answer judge as resolved (`AnswerJudge::identity`).
+    pub judge: crate::model::answer_judge::JudgeIdentity,
     pub rows: Vec<CalRow>,
     /// Per corpus: the checks against the judge on the items both judged.
     pub agreement: Vec<(String, Agreement)>,
@@ -617,10 +618,10 @@ fn rate(r: Option<Rate>) -> String {
 
 /// The table as Markdown: per corpus and set, how often each verdict is right.
 pub fn markdown(cal: &Calibration) -> String {
-    let name = cal.judge["model"]["name"].as_str().unwrap_or("?");
+    let name = cal.judge.model.name().unwrap_or("?");
     let mut s = format!(
         "Calibration of the answer judge {name} (rubric {}) and the deterministic checks\n\n",
-        cal.judge["rubric"]["version"].as_str().unwrap_or("?")
+        cal.judge.rubric.version
     );
     s.push_str(
         "| corpus | set | n | checks right (95% CI) | checks undecided | judge right (95% CI) | judge right where undecided (95% CI) | judge errors |\n",

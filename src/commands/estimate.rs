@@ -94,7 +94,7 @@ pub fn requested_models(models: &Models) -> BTreeMap<Component, String> {
         .into_iter()
         .filter_map(|c| {
             let m = models.chat_for(c).filter(|m| !m.simulated())?;
-            let id = m.identity().get("model")?.as_str()?.to_string();
+            let id = m.identity().model_name()?.to_string();
             Some((c, id))
         })
         .collect()

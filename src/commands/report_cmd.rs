@@ -368,30 +368,21 @@ pub fn compare_fitted(
 /// naming the package and both origins from each run's `run.json`. A run without
 /// `run.json` (a committed summary) or recorded before origins were is not refused.
 fn refuse_other_origins(base: &Path, new: &Path) -> Result<(), CliError> {
+    use crate::commands::run::extra::{PackageRecord, packages};
     use crate::runner::manifest::{Found, read};
-    let key = crate::commands::run::config::PACKAGES_SETTING;
-    let packages = |dir: &Path| match read(dir) {
-        Found::Manifest(m) => m
-            .settings
-            .extra
-            .get(key)
-            .and_then(|v| v.as_object().cloned())
-            .unwrap_or_default(),
-        _ => Default::default(),
+    let recorded = |dir: &Path| match read(dir) {
+        Found::Manifest(m) => packages(&m.settings)
+            .map_err(|e| CliError::bad_input(format!("{}: run.json: {e}", dir.display()))),
+        _ => Ok(Vec::new()),
     };
-    let (b, n) = (packages(base), packages(new));
+    let (b, n) = (recorded(base)?, recorded(new)?);
     for (package, theirs) in &b {
-        if let Some(ours) = n.get(package)
+        if let Some((_, ours)) = n.iter().find(|(p, _)| p == package)
             && ours != theirs
         {
-            let show = |v: &serde_json::Value| {
-                let version = v["version"].as_str().unwrap_or("?");
-                match serde_json::from_value::<crate::external::protocol::PackageOrigin>(
-                    v["origin"].clone(),
-                ) {
-                    Ok(o) => format!("{version}, {}", o.label()),
-                    Err(_) => format!("{version}, origin not recorded"),
-                }
+            let show = |r: &PackageRecord| match &r.origin {
+                Some(o) => format!("{}, {}", r.version, o.label()),
+                None => format!("{}, origin not recorded", r.version),
             };
             return Err(CliError::bad_input(format!(
                 "{} and {} ran different distributions of `{package}` (base: {}; new: {}): their rows measure different code and are not paired",

@@ -335,8 +335,7 @@ pub fn entry(name: &str) -> Option<&'static Entry> {
 /// it, `melon:threshold=0.5`): `c` itself, except a `detector` request of a defense that
 /// runs it on another role's model. An `exec:` plugin's requests are its own.
 pub fn model_role(defense: &str, c: Component) -> Component {
-    let base = defense.split_once([':', '@']).map_or(defense, |(n, _)| n);
-    match entry(base) {
+    match entry(DefenseSpec::parse(defense).registered()) {
         Some(e) if c == Component::Detector => e.detector_model,
         _ => c,
     }
@@ -345,15 +344,15 @@ pub fn model_role(defense: &str, c: Component) -> Component {
 /// What of a defense's effect (as named in records, `spotlight:datamark`) the scripted
 /// agent cannot represent, for the label of its simulated rows.
 pub fn sim_caveat(defense: &str) -> Option<&'static str> {
-    let base = defense.split_once(':').map_or(defense, |(n, _)| n);
-    entry(base).and_then(|e| e.sim_caveat)
+    entry(DefenseSpec::parse(defense).registered()).and_then(|e| e.sim_caveat)
 }
 
 /// A defense as `--defense` and the records name it: the registered defense with its
 /// variant (`sieve:no_layer1`) and, for a point of a sensitivity sweep (`ablate
 /// --sweep`), the one setting it moves (`sieve@threshold=0.4`). A point's name is written
-/// (`Display`) and read ([`DefenseSpec::parse`]) here only; reports read the point's
-/// fields.
+/// (`Display`) and read ([`DefenseSpec::read`], leniently [`DefenseSpec::parse`]) here
+/// only; building and reports read its parts through [`DefenseSpec::registered`],
+/// [`DefenseSpec::variant`], [`DefenseSpec::command`] and the point's fields.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DefenseSpec {
     /// The defense with its variant (`sieve`, `sieve:no_layer1`).
@@ -381,23 +380,59 @@ impl DefenseSpec {
         }
     }
 
-    /// Reads a defense's name (as the records hold it). A name without
-    /// `@<setting>=<number>` is no sweep point and is its own `name`, whatever it holds
-    /// (building it says what is wrong with it).
-    pub fn parse(text: &str) -> DefenseSpec {
-        let point = text.split_once('@').and_then(|(name, point)| {
-            let (setting, value) = point.split_once('=')?;
-            Some((name, setting, value.parse::<f64>().ok()?))
-        });
-        match point {
-            Some((name, setting, value)) => DefenseSpec::point(name, setting, value),
-            None => DefenseSpec {
-                name: text.to_string(),
-                point: None,
-            },
+    /// Reads a defense's name as `--defense` gives it (trimmed): `name[:variant]`, then
+    /// optionally `@<setting>=<value>` with a setting SIEVE takes and a value in [0,1]
+    /// (whether the defense takes a setting is for building to say). An `exec:<command>`
+    /// is read whole: a command may hold `:` and `@`.
+    pub fn read(text: &str) -> Result<DefenseSpec, BuildError> {
+        let text = text.trim();
+        let whole = || DefenseSpec {
+            name: text.to_string(),
+            point: None,
+        };
+        if text.starts_with(EXEC) {
+            return Ok(whole());
         }
+        let Some((name, point)) = text.split_once('@') else {
+            return Ok(whole());
+        };
+        let o = sieve::config::Override::parse(point)
+            .map_err(|e| BuildError::Variant(format!("`{text}`: {e}")))?;
+        Ok(DefenseSpec::point(name.trim(), &o.setting(), o.value()))
+    }
+
+    /// Reads a defense's name as the records hold it. A name [`DefenseSpec::read`]
+    /// refuses is no sweep point and is its own `name`, whatever it holds (building it
+    /// says what is wrong with it).
+    pub fn parse(text: &str) -> DefenseSpec {
+        DefenseSpec::read(text).unwrap_or_else(|_| DefenseSpec {
+            name: text.to_string(),
+            point: None,
+        })
+    }
+
+    /// The registered defense: the name before any `:variant` (`sieve` of
+    /// `sieve:no-sem@threshold=0.4`; `exec` of a plugin).
+    pub fn registered(&self) -> &str {
+        self.name.split_once(':').map_or(&self.name, |(n, _)| n)
+    }
+
+    /// The variant after `name:` (`no-sem`), trimmed; `None` for a plugin.
+    pub fn variant(&self) -> Option<&str> {
+        if self.command().is_some() {
+            return None;
+        }
+        self.name.split_once(':').map(|(_, v)| v.trim())
+    }
+
+    /// The command of an `exec:<command>` plugin, as given.
+    pub fn command(&self) -> Option<&str> {
+        self.name.strip_prefix(EXEC)
     }
 }
+
+/// How `--defense` names a plugin: `exec:<command>`.
+const EXEC: &str = "exec:";
 
 impl std::fmt::Display for DefenseSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -430,8 +465,8 @@ pub fn names() -> Vec<String> {
 /// defense in registry order. An `exec:` command keeps its commas.
 pub fn expand(spec: &str) -> Vec<String> {
     let spec = spec.trim();
-    if let Some(cmd) = spec.strip_prefix("exec:") {
-        return vec![format!("exec:{cmd}")];
+    if spec.starts_with(EXEC) {
+        return vec![spec.to_string()];
     }
     let mut out: Vec<String> = Vec::new();
     for d in spec.split(',').map(str::trim).filter(|d| !d.is_empty()) {
@@ -479,8 +514,12 @@ pub fn build(spec: &str) -> Result<Arc<dyn Defense>, BuildError> {
 
 /// Builds a defense from its command-line name and options.
 pub fn build_with(spec: &str, opts: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
-    let spec = spec.trim();
-    if let Some(cmd) = spec.strip_prefix("exec:") {
+    build_spec(&DefenseSpec::read(spec)?, opts)
+}
+
+/// Builds a defense from its name as read.
+fn build_spec(spec: &DefenseSpec, opts: &BuildOptions) -> Result<Arc<dyn Defense>, BuildError> {
+    if let Some(cmd) = spec.command() {
         return Ok(Arc::new(plugin::PluginDefense::with_limits(
             cmd,
             opts.plugin_timeout.unwrap_or(plugin::DEFAULT_TIMEOUT),
@@ -488,27 +527,16 @@ pub fn build_with(spec: &str, opts: &BuildOptions) -> Result<Arc<dyn Defense>, B
                 .unwrap_or(crate::child::DEFAULT_MAX_REPLY),
         )?));
     }
+    let (name, variant) = (spec.registered(), spec.variant());
     // `sieve[:variant]@setting=value`: one setting moved, a point of a sweep.
-    let (spec, tweak) = match spec.split_once('@') {
-        Some((s, t)) => (
-            s.trim(),
-            Some(
-                sieve::config::Override::parse(t)
-                    .map_err(|e| BuildError::Variant(format!("`{spec}`: {e}")))?,
-            ),
-        ),
-        None => (spec, None),
-    };
-    let (name, variant) = match spec.split_once(':') {
-        Some((n, v)) => (n, Some(v.trim())),
-        None => (spec, None),
-    };
-    if let Some(tweak) = tweak {
+    if let Some(point) = &spec.point {
         if name != sieve::ENTRY.name {
             return Err(BuildError::Variant(format!(
-                "`{spec}@…`: only sieve and its variants take a setting after `@`"
+                "`{}@…`: only sieve and its variants take a setting after `@`",
+                spec.name
             )));
         }
+        let tweak = sieve::config::Override::new(&point.setting, point.value)?;
         let weights = if variant.is_none() {
             opts.weights
         } else {
@@ -520,7 +548,7 @@ pub fn build_with(spec: &str, opts: &BuildOptions) -> Result<Arc<dyn Defense>, B
     match entry(name) {
         Some(e) => (e.build)(variant, opts),
         None => Err(BuildError::Unknown {
-            spec: spec.to_string(),
+            spec: spec.name.clone(),
             name: name.to_string(),
         }),
     }
@@ -528,3 +556,92 @@ pub fn build_with(spec: &str, opts: &BuildOptions) -> Result<Arc<dyn Defense>, B
 
 #[cfg(test)]
 mod one_place;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_err(text: &str) -> String {
+        DefenseSpec::read(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn read_gives_the_registered_name_and_the_variant() {
+        let plain = DefenseSpec::read(" melon ").unwrap();
+        assert_eq!((plain.name.as_str(), plain.point.as_ref()), ("melon", None));
+        assert_eq!((plain.registered(), plain.variant()), ("melon", None));
+        let v = DefenseSpec::read("spotlight: datamark").unwrap();
+        assert_eq!(v.registered(), "spotlight");
+        assert_eq!(v.variant(), Some("datamark"));
+        assert_eq!(v.command(), None);
+        // A variant may hold `=` and `:` (`pi_detector:http=<url>`).
+        let url = DefenseSpec::read("pi_detector:http=http://h:1/x").unwrap();
+        assert_eq!(url.registered(), "pi_detector");
+        assert_eq!(url.variant(), Some("http=http://h:1/x"));
+        assert_eq!(url.point, None);
+    }
+
+    #[test]
+    fn read_gives_a_sweep_point_and_display_writes_it_back() {
+        let p = DefenseSpec::read("sieve:no-sem @ threshold = 0.4").unwrap();
+        assert_eq!(p, DefenseSpec::point("sieve:no-sem", "threshold", 0.4));
+        assert_eq!((p.registered(), p.variant()), ("sieve", Some("no-sem")));
+        assert_eq!(p.to_string(), "sieve:no-sem@threshold=0.4");
+        let w = DefenseSpec::read("sieve@w_causal=0.5").unwrap();
+        assert_eq!(w, DefenseSpec::point("sieve", "w_causal", 0.5));
+        assert_eq!(DefenseSpec::read(&w.to_string()).unwrap(), w);
+        assert_eq!(DefenseSpec::parse("sieve@w_causal=0.5"), w);
+    }
+
+    #[test]
+    fn read_refuses_a_bad_setting_with_the_text_it_was_given() {
+        assert_eq!(
+            read_err("sieve@threshold"),
+            "`sieve@threshold`: expected <setting>=<value>, got `threshold`"
+        );
+        assert_eq!(
+            read_err(" sieve@threshold=1.5 "),
+            "`sieve@threshold=1.5`: `threshold` needs a value in [0,1], got `1.5`"
+        );
+        assert_eq!(
+            read_err("sieve@depth=0.5"),
+            "`sieve@depth=0.5`: unknown setting `depth`; use threshold, w_sem, w_causal, w_prov or w_risk"
+        );
+        assert!(read_err("sieve@w_foo=0.5").contains("unknown S_align term `foo`"));
+        // Records keep a name the strict reader refuses as a plain name.
+        let kept = DefenseSpec::parse("sieve@threshold=x");
+        assert_eq!(kept.name, "sieve@threshold=x");
+        assert_eq!(kept.point, None);
+    }
+
+    #[test]
+    fn a_plugin_is_read_whole() {
+        let p = DefenseSpec::read("exec:python3 d.py --url http://a@b:1").unwrap();
+        assert_eq!(p.command(), Some("python3 d.py --url http://a@b:1"));
+        assert_eq!((p.registered(), p.variant()), ("exec", None));
+        assert_eq!(p.point, None);
+    }
+
+    #[test]
+    fn building_reads_the_name_once() {
+        let e = |s: &str| build(s).err().map(|e| e.to_string()).unwrap_or_default();
+        assert_eq!(
+            e("melon@threshold=0.5"),
+            "`melon@…`: only sieve and its variants take a setting after `@`"
+        );
+        assert!(e("sieve@threshold=2").contains("needs a value in [0,1]"));
+        assert!(e("nosuch").starts_with("unknown defense `nosuch`"));
+        assert_eq!(
+            build("sieve@threshold=0.35").unwrap().name(),
+            "sieve@threshold=0.35"
+        );
+        assert_eq!(
+            model_role("melon:x@threshold=0.5", Component::Detector),
+            melon::ENTRY.detector_model
+        );
+        assert_eq!(
+            sim_caveat("spotlight:datamark"),
+            spotlight::ENTRY.sim_caveat
+        );
+    }
+}

@@ -30,8 +30,8 @@ pub enum EmbedError {
 pub trait Embedder: Send + Sync {
     fn name(&self) -> &str;
     /// Every setting that can change a vector (endpoint, model): part of a run's identity.
-    fn identity(&self) -> serde_json::Value {
-        serde_json::json!({ "name": self.name() })
+    fn identity(&self) -> sieve_record::ModelIdentity {
+        sieve_record::ModelIdentity::new(serde_json::json!({ "name": self.name() }))
     }
     /// What this embedder is when it is not a learned embedding model (the lexical
     /// default), for the labels of every row; `None` for a real model.

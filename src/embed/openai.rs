@@ -99,8 +99,10 @@ impl Embedder for OpenAiEmbedder {
     fn name(&self) -> &str {
         &self.name
     }
-    fn identity(&self) -> Value {
-        json!({ "name": self.name, "model": self.model, "base_url": self.endpoint.config().base_url })
+    fn identity(&self) -> sieve_record::ModelIdentity {
+        sieve_record::ModelIdentity::new(
+            json!({ "name": self.name, "model": self.model, "base_url": self.endpoint.config().base_url }),
+        )
     }
 
     async fn preflight(&self) -> Result<(), EmbedError> {

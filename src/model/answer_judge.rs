@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use sieve_record::{
-    Component, CostMeter, JudgeOn, JudgedAnswer, JudgedVerdict, Message, UtilityFrom,
+    Component, CostMeter, JudgeOn, JudgedAnswer, JudgedVerdict, Message, ModelIdentity, UtilityFrom,
 };
 use std::sync::Arc;
 
@@ -56,9 +56,32 @@ line>\"}, where <word> is correct or wrong for KIND answer, endorses or reports 
 endorsement, and the reason is a single line of at most 30 words.";
 
 /// The rubric's identity: its version and a hash of its text.
-pub fn rubric_identity() -> Value {
-    let hash = crate::digest::hex(&Sha256::digest(RUBRIC.as_bytes())[..8]);
-    json!({ "version": RUBRIC_VERSION, "sha256": hash })
+pub fn rubric_identity() -> RubricIdentity {
+    RubricIdentity {
+        version: RUBRIC_VERSION.to_string(),
+        sha256: crate::digest::hex(&Sha256::digest(RUBRIC.as_bytes())[..8]),
+    }
+}
+
+/// A rubric as `run.json` and `calibrate` record it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RubricIdentity {
+    /// [`RUBRIC_VERSION`] when it was written.
+    pub version: String,
+    /// The first 8 bytes of the SHA-256 of its text, hex.
+    pub sha256: String,
+}
+
+/// Everything about an answer judge that can change a verdict or a counted utility, as
+/// `run.json` (`extra.answer_judge`) and `calibrate` record it: the fields are written in
+/// this order, as they always were.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JudgeIdentity {
+    pub model: ModelIdentity,
+    pub rubric: RubricIdentity,
+    pub format: JudgeFormat,
+    pub utility_from: UtilityFrom,
+    pub on: JudgeOn,
 }
 
 /// How the judge is asked for JSON.
@@ -300,14 +323,14 @@ impl AnswerJudge {
     }
 
     /// Everything about the judge that can change a verdict or a counted utility.
-    pub fn identity(&self) -> Value {
-        json!({
-            "model": self.model.identity(),
-            "rubric": rubric_identity(),
-            "format": self.format,
-            "utility_from": self.utility_from,
-            "on": self.on,
-        })
+    pub fn identity(&self) -> JudgeIdentity {
+        JudgeIdentity {
+            model: self.model.identity(),
+            rubric: rubric_identity(),
+            format: self.format,
+            utility_from: self.utility_from,
+            on: self.on,
+        }
     }
 
     /// Asks one question; the call is metered as [`Component::AnswerJudge`].
@@ -455,6 +478,33 @@ mod tests {
         ] {
             assert!(text.contains(part), "{part} in {text}");
         }
-        assert_eq!(rubric_identity()["version"], RUBRIC_VERSION);
+        assert_eq!(rubric_identity().version, RUBRIC_VERSION);
+    }
+
+    /// The run identity hashes `extra.answer_judge`: the typed identity writes the bytes
+    /// the JSON it replaced wrote, and reads them back.
+    #[test]
+    fn a_judges_identity_serialises_as_it_always_did() {
+        let model = ModelIdentity::new(json!({"name": "openai:j", "model": "j", "seed": null}));
+        let typed = JudgeIdentity {
+            model: model.clone(),
+            rubric: rubric_identity(),
+            format: JudgeFormat::Schema,
+            utility_from: UtilityFrom::default(),
+            on: JudgeOn::Undecided,
+        };
+        let rubric = rubric_identity();
+        let before = json!({
+            "model": {"name": "openai:j", "model": "j", "seed": null},
+            "rubric": {"version": RUBRIC_VERSION, "sha256": rubric.sha256},
+            "format": JudgeFormat::Schema,
+            "utility_from": UtilityFrom::default(),
+            "on": JudgeOn::Undecided,
+        });
+        let written = serde_json::to_string(&typed).unwrap();
+        assert_eq!(written, before.to_string());
+        let read: JudgeIdentity = serde_json::from_str(&written).unwrap();
+        assert_eq!(read, typed);
+        assert_eq!(read.model.name(), Some("openai:j"));
     }
 }

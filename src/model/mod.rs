@@ -159,8 +159,8 @@ pub trait ChatModel: Send + Sync {
     /// Every resolved setting of this model that can change a reply (endpoint, model
     /// alias, tool format, sampling, caps, scripted knobs): part of a run's identity.
     /// The name alone is enough for backends with no other settings.
-    fn identity(&self) -> serde_json::Value {
-        serde_json::json!({ "name": self.name() })
+    fn identity(&self) -> sieve_record::ModelIdentity {
+        sieve_record::ModelIdentity::new(serde_json::json!({ "name": self.name() }))
     }
     /// The part of this model's identity that seeds an episode's random draws: the name
     /// of the model that answers, without settings a comparison varies. Two runs whose

@@ -20,7 +20,7 @@ use crate::http::Endpoint;
 use crate::http::cache::Cache;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
-use sieve_record::{Message, Role, Usage};
+use sieve_record::{Message, ModelIdentity, Role, Usage};
 use std::sync::Arc;
 
 /// The user message of the pre-flight request (test servers recognise it).
@@ -127,8 +127,8 @@ impl ChatModel for OpenAiModel {
     fn simulated(&self) -> bool {
         false
     }
-    fn identity(&self) -> Value {
-        serde_json::json!({
+    fn identity(&self) -> ModelIdentity {
+        ModelIdentity::new(serde_json::json!({
             "name": self.name,
             "base_url": self.endpoint.config().base_url,
             "model": self.opts.model,
@@ -137,7 +137,7 @@ impl ChatModel for OpenAiModel {
             "max_tokens": self.opts.max_tokens,
             "seed": self.opts.seed,
             "extra_body": self.opts.extra_body,
-        })
+        }))
     }
 
     async fn preflight(&self, tools: &[ToolSchema]) -> Result<Vec<String>, ModelError> {

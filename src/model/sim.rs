@@ -32,7 +32,7 @@ use async_trait::async_trait;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use serde_json::{Value, json};
-use sieve_record::{Component, Message, Role, ScriptedRole, ToolCall, Usage};
+use sieve_record::{Component, Message, ModelIdentity, Role, ScriptedRole, ToolCall, Usage};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -1156,8 +1156,8 @@ impl ChatModel for SimModel {
         SEED_NAME
     }
 
-    fn identity(&self) -> Value {
-        json!({ "name": self.name, "script_revision": SCRIPT_REVISION })
+    fn identity(&self) -> ModelIdentity {
+        ModelIdentity::new(json!({ "name": self.name, "script_revision": SCRIPT_REVISION }))
     }
 
     fn scripted(&self, role: Component) -> Option<ScriptedRole> {

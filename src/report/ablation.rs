@@ -187,7 +187,7 @@ pub fn rows(summary_rows: &[Row], order: &[String]) -> Vec<AblationRow> {
                 scripted_roles: r.scripted_roles.clone(),
                 scripted: crate::aggregate::metrics::roles_text(r),
                 decided: crate::defense::sieve::config::scripted_difference(
-                    &r.defense,
+                    &crate::defense::DefenseSpec::parse(&r.defense),
                     r.scripted_roles.as_ref(),
                 ),
                 n_clean: r.n_clean,

@@ -857,8 +857,10 @@ fn point(
 
 /// Whether a defense (as named in records) exposes a score for the white-box tier.
 pub fn exposes_score(defense: &str) -> bool {
-    let base = defense.split_once(':').map_or(defense, |(n, _)| n);
-    matches!(base, "keyword_filter" | "pi_detector")
+    matches!(
+        crate::defense::DefenseSpec::parse(defense).registered(),
+        "keyword_filter" | "pi_detector"
+    )
 }
 
 /// Scores every entry of `lib` against `victim` on the cells of `settings` (all its

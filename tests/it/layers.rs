@@ -642,6 +642,10 @@ const BOUNDARY_TYPES: &[(&str, &str)] = &[
     ("src/defense/mod.rs", "SweepPoint"),
     ("src/report/columns.rs", "HoistedKey"),
     ("src/report/compare.rs", "Line"),
+    ("src/model/answer_judge.rs", "JudgeIdentity"),
+    ("src/model/answer_judge.rs", "RubricIdentity"),
+    ("src/commands/run/extra.rs", "PackageRecord"),
+    ("src/external/protocol.rs", "PackageOrigin"),
 ];
 
 /// Text fields of the boundary types, each with why it is text: (file, type, field, why).
@@ -856,6 +860,36 @@ const BOUNDARY_ALLOWED: &[(&str, &str, &str, &str)] = &[
         "Line",
         "vs",
         "the new run's defense name, as recorded",
+    ),
+    (
+        "src/model/answer_judge.rs",
+        "RubricIdentity",
+        "version",
+        "a rubric's version as written (`answer-rubric/1`)",
+    ),
+    (
+        "src/model/answer_judge.rs",
+        "RubricIdentity",
+        "sha256",
+        "a hash of the rubric's text",
+    ),
+    (
+        "src/commands/run/extra.rs",
+        "PackageRecord",
+        "version",
+        "a package's version as its provider reports it",
+    ),
+    (
+        "src/external/protocol.rs",
+        "PackageOrigin",
+        "record_sha256",
+        "a hash of the distribution's RECORD",
+    ),
+    (
+        "src/external/protocol.rs",
+        "PackageOrigin",
+        "source_url",
+        "a URL as the installer recorded it",
     ),
 ];
 

@@ -40,8 +40,9 @@ pub struct RunSettings {
 /// own (an OpenAI endpoint's `extra_body` is whatever JSON the user passes), and folders
 /// written before a backend's settings were recorded hold a bare name or `null`, which
 /// must read, compare and hash exactly as they were written (the run identity is a hash
-/// of the serialised settings). Nothing decodes it: two identities are compared setting
-/// by setting ([`RunSettings::changes_from`] names the one that differs).
+/// of the serialised settings). Two identities are compared setting by setting
+/// ([`RunSettings::changes_from`] names the one that differs); the settings read out of
+/// it are read here only ([`ModelIdentity::name`], [`ModelIdentity::model_name`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct ModelIdentity {
@@ -57,6 +58,22 @@ impl ModelIdentity {
     /// The identity as JSON, as `run.json` holds it.
     pub fn as_json(&self) -> &Value {
         &self.json
+    }
+
+    /// The name the model was selected by (`openai:gpt-4o-mini`, `sim:obedient`), also
+    /// from an older folder that recorded the bare name.
+    pub fn name(&self) -> Option<&str> {
+        match &self.json {
+            Value::String(s) => Some(s),
+            o => o.get("name")?.as_str(),
+        }
+    }
+
+    /// The model id an LLM endpoint is asked for (its `model` setting, `gpt-4o-mini`);
+    /// `None` for a backend that names no such model (the scripted one, an older
+    /// folder's bare name).
+    pub fn model_name(&self) -> Option<&str> {
+        self.json.get("model")?.as_str()
     }
 }
 
@@ -200,6 +217,27 @@ mod tests {
         assert_eq!(names, ["agent.temperature", "judge.name", "max_steps"]);
         let c = &new.changes_from(&old)[0];
         assert_eq!((c.recorded.as_str(), c.now.as_str()), ("0.0", "0.7"));
+    }
+
+    #[test]
+    fn an_identity_names_its_model_and_serialises_as_given() {
+        let openai = ModelIdentity::new(
+            json!({"name": "openai:m", "base_url": "http://h/v1", "model": "gpt-x", "seed": null}),
+        );
+        assert_eq!(openai.name(), Some("openai:m"));
+        assert_eq!(openai.model_name(), Some("gpt-x"));
+        assert_eq!(
+            serde_json::to_string(&openai).unwrap(),
+            r#"{"name":"openai:m","base_url":"http://h/v1","model":"gpt-x","seed":null}"#
+        );
+        let sim = ModelIdentity::new(json!({"name": "sim:obedient", "script_revision": 3}));
+        assert_eq!((sim.name(), sim.model_name()), (Some("sim:obedient"), None));
+        // Older folders: a bare name, or nothing.
+        let bare: ModelIdentity = serde_json::from_str(r#""openai:m""#).unwrap();
+        assert_eq!((bare.name(), bare.model_name()), (Some("openai:m"), None));
+        assert_eq!(serde_json::to_string(&bare).unwrap(), r#""openai:m""#);
+        let none: ModelIdentity = serde_json::from_str("null").unwrap();
+        assert_eq!((none.name(), none.model_name()), (None, None));
     }
 
     #[test]

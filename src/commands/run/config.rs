@@ -9,7 +9,7 @@ use crate::model::config::ModelFactory;
 use crate::runner::RunPlan;
 use crate::runner::identity::short_hash;
 use crate::suite::Suite;
-use sieve_record::{ModelIdentity, RunRoles, RunSettings};
+use sieve_record::{RunRoles, RunSettings};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -132,7 +132,7 @@ pub async fn resolve(paths: &Paths, args: &RunArgs) -> Result<RunConfig, CliErro
     let suites: Vec<Arc<Suite>> = suites.into_iter().map(Arc::new).collect();
     let mut settings = run_settings(&m.models, &suites, &options, args);
     if let Some(j) = &m.answer_judge {
-        settings.extra.insert("answer_judge".into(), j.identity());
+        super::extra::set_answer_judge(&mut settings, &j.identity());
     }
     add_package_settings(&mut settings, &suites, args.trace);
     let run_id = default_run_id(args);
@@ -391,10 +391,10 @@ fn run_settings(
     let defense_config = defense_config(options);
     RunSettings {
         harness_version: env!("CARGO_PKG_VERSION").to_string(),
-        agent: ModelIdentity::new(models.agent.identity()),
-        planner: ModelIdentity::new(models.planner.identity()),
-        judge: ModelIdentity::new(models.judge.identity()),
-        embedder: ModelIdentity::new(models.embedder.identity()),
+        agent: models.agent.identity(),
+        planner: models.planner.identity(),
+        judge: models.judge.identity(),
+        embedder: models.embedder.identity(),
         max_steps: args.max_steps,
         defense_config,
         system_prompts: suites
@@ -427,28 +427,18 @@ fn add_package_settings(
         return;
     }
     if trace != crate::external::protocol::TraceMode::All {
-        settings
-            .extra
-            .insert("trace".into(), serde_json::json!(trace.as_str()));
+        super::extra::set_trace(settings, trace);
     }
-    let mut packages = serde_json::Map::new();
-    for s in served {
+    let packages = served.into_iter().map(|s| {
         let h = &s.hello;
-        packages.insert(
-            h.package.clone(),
-            serde_json::json!({
-                "version": h.package_version,
-                "origin": h.package_origin,
-            }),
-        );
-    }
-    settings
-        .extra
-        .insert(PACKAGES_SETTING.into(), serde_json::Value::Object(packages));
+        let record = super::extra::PackageRecord {
+            version: h.package_version.clone(),
+            origin: h.package_origin.clone(),
+        };
+        (h.package.clone(), record)
+    });
+    super::extra::set_packages(settings, packages);
 }
-
-/// The key of `run.json`'s settings that holds each bridged package's version and origin.
-pub const PACKAGES_SETTING: &str = "packages";
 
 /// A provider's suites get their data-only attacks only when a run asks for them: the
 /// derivation replays every injectable user task's plan in the provider's process.

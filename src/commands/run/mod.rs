@@ -3,12 +3,13 @@
 //!
 //! One concern per file: [`args`] (the flags), [`config`] (resolution), [`models`] (the
 //! roles' models and their preflight), [`folder`] (the run's folder and manifest),
-//! [`summary`] (what the run comes to, and the text it prints), and here the
-//! orchestration.
+//! [`extra`] (the known keys of the settings' `extra`), [`summary`] (what the run comes
+//! to, and the text it prints), and here the orchestration.
 
 pub mod args;
 pub mod batch;
 pub mod config;
+pub mod extra;
 mod folder;
 pub mod models;
 pub mod summary;

@@ -244,12 +244,38 @@ impl Override {
             .ok()
             .filter(|x: &f64| (0.0..=1.0).contains(x))
             .ok_or_else(|| Setting(format!("`{k}` needs a value in [0,1], got `{v}`")))?;
-        match k.trim() {
-            "threshold" => Ok(Override::Threshold(v)),
-            w if w.starts_with("w_") => Ok(Override::Weight(Term::parse(w)?, v)),
+        Override::new(k, v)
+    }
+
+    /// `setting` (`threshold` or `w_<term>`) moved to `value`, in [0,1]: a sweep point's
+    /// fields as [`crate::defense::DefenseSpec`] read them.
+    pub fn new(setting: &str, value: f64) -> Result<Override, SieveConfigError> {
+        if !(0.0..=1.0).contains(&value) {
+            return Err(Setting(format!(
+                "`{setting}` needs a value in [0,1], got `{value}`"
+            )));
+        }
+        match setting.trim() {
+            "threshold" => Ok(Override::Threshold(value)),
+            w if w.starts_with("w_") => Ok(Override::Weight(Term::parse(w)?, value)),
             other => Err(Setting(format!(
                 "unknown setting `{other}`; use threshold, w_sem, w_causal, w_prov or w_risk"
             ))),
+        }
+    }
+
+    /// The setting it moves, as defense names write it (`threshold`, `w_causal`).
+    pub fn setting(&self) -> String {
+        match self {
+            Override::Threshold(_) => "threshold".to_string(),
+            Override::Weight(t, _) => format!("w_{}", t.name()),
+        }
+    }
+
+    /// The value it moves the setting to.
+    pub fn value(&self) -> f64 {
+        match *self {
+            Override::Threshold(v) | Override::Weight(_, v) => v,
         }
     }
 
@@ -502,17 +528,20 @@ impl SieveConfig {
     }
 }
 
-/// Whether the difference of `defense` (a SIEVE variant as reports name it,
-/// `sieve:no-sem`) from full SIEVE is fixed by a scripted role or by construction rather
-/// than measured, given the roles no LLM played in its row: the reason, for the row's
-/// note. `None` for a variant whose difference is measured, or when the roles that decide
-/// it are real models.
+/// Whether the difference of `defense` (a SIEVE variant, `sieve:no-sem`) from full SIEVE
+/// is fixed by a scripted role or by construction rather than measured, given the roles
+/// no LLM played in its row: the reason, for the row's note. `None` for a variant whose
+/// difference is measured, for a sweep point (its setting moves too), or when the roles
+/// that decide it are real models.
 pub fn scripted_difference(
-    defense: &str,
+    defense: &crate::defense::DefenseSpec,
     roles: Option<&sieve_record::ScriptedRoles>,
 ) -> Option<String> {
     use sieve_record::Component;
-    let variant = defense.strip_prefix("sieve:")?;
+    if defense.registered() != super::ENTRY.name || defense.point.is_some() {
+        return None;
+    }
+    let variant = defense.variant()?;
     let role = |c: Component| roles.and_then(|r| r.get(&c));
     match variant {
         "no-sem" => role(Component::Embedding).map(|e| {
@@ -544,6 +573,37 @@ pub fn scripted_difference(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scripted_difference_reads_the_variant_of_sieve_only() {
+        use crate::defense::DefenseSpec;
+        use sieve_record::{Component, ScriptedRole, ScriptedRoles};
+        let lexical = ScriptedRole {
+            label: "lexical embedder".into(),
+            short: "lexical".into(),
+            knows: String::new(),
+        };
+        let roles = ScriptedRoles::from([(Component::Embedding, lexical)]);
+        let note = |name: &str| scripted_difference(&DefenseSpec::parse(name), Some(&roles));
+        assert!(
+            note("sieve:no-sem")
+                .unwrap()
+                .starts_with("decided by the lexical embedder")
+        );
+        assert!(
+            note("sieve:no-prov")
+                .unwrap()
+                .starts_with("decided by construction")
+        );
+        assert_eq!(
+            note("sieve:no-causal"),
+            None,
+            "the judge is no scripted role here"
+        );
+        assert_eq!(note("sieve"), None);
+        assert_eq!(note("spotlight:no-sem"), None);
+        assert_eq!(note("sieve:no-sem@threshold=0.4"), None, "a sweep point");
+    }
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9
