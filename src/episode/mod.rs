@@ -141,6 +141,9 @@ struct Sighting {
     instructions: Vec<crate::readable::Instruction>,
     /// The turn it was first seen at.
     at: Option<usize>,
+    /// Tool outputs already read, without the instruction: a conversation repeats every
+    /// earlier message at each turn, and a text reads the same each time.
+    unseen: std::collections::HashSet<String>,
 }
 
 impl Sighting {
@@ -156,6 +159,7 @@ impl Sighting {
         Sighting {
             instructions,
             at: None,
+            unseen: std::collections::HashSet::new(),
         }
     }
 
@@ -164,12 +168,15 @@ impl Sighting {
         if self.at.is_some() || self.instructions.is_empty() {
             return;
         }
-        let seen = given
-            .iter()
-            .filter(|m| m.role == sieve_record::Role::Tool)
-            .any(|m| self.instructions.iter().any(|i| i.readable_in(&m.content)));
-        if seen {
-            self.at = Some(step);
+        for m in given.iter().filter(|m| m.role == sieve_record::Role::Tool) {
+            if self.unseen.contains(&m.content) {
+                continue;
+            }
+            if self.instructions.iter().any(|i| i.readable_in(&m.content)) {
+                self.at = Some(step);
+                return;
+            }
+            self.unseen.insert(m.content.clone());
         }
     }
 }
