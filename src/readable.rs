@@ -92,7 +92,12 @@ pub fn is_invisible(c: char) -> bool {
 /// word, [`legible_joined`] reads the other way.
 pub fn legible(text: &str) -> String {
     use unicode_normalization::UnicodeNormalization;
-    let folded: String = text.chars().filter(|&c| !is_invisible(c)).nfkc().collect();
+    // ASCII text has no invisible character and is its own compatibility form.
+    let folded: String = if text.is_ascii() {
+        text.to_string()
+    } else {
+        text.chars().filter(|&c| !is_invisible(c)).nfkc().collect()
+    };
     let mut out = String::with_capacity(folded.len());
     let chars: Vec<char> = folded.chars().collect();
     let mut i = 0;
@@ -125,7 +130,11 @@ pub fn legible(text: &str) -> String {
 /// re-wrapped at a fixed width, where a break may fall inside a word or a code, read as
 /// the unbroken line it was.
 pub fn legible_joined(text: &str) -> String {
-    let l = legible(text);
+    joined(&legible(text))
+}
+
+/// `l` (a [`legible`] text) with every line break and the indentation after it removed.
+fn joined(l: &str) -> String {
     let mut out = String::with_capacity(l.len());
     let mut lines = l.split('\n');
     if let Some(first) = lines.next() {
@@ -167,8 +176,9 @@ pub fn as_read(text: &str) -> String {
     };
     let once = plain(text);
     let mut out = legible(&once);
+    let unbroken = joined(&out);
     out.push('\n');
-    out.push_str(&legible_joined(&once));
+    out.push_str(&unbroken);
     let is_b64 = |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '-' | '_' | '=');
     for run in text.split(|c: char| !is_b64(c)) {
         if run.len() >= MIN_BASE64
