@@ -610,6 +610,14 @@ mod tests {
     }
 
     proptest! {
+        /// ASCII text skips the compatibility fold: it is the text the fold gives.
+        #[test]
+        fn ascii_text_is_legible_as_the_fold_reads_it(text in "[ -~\t\n\r]{0,80}") {
+            use unicode_normalization::UnicodeNormalization;
+            let folded: String = text.nfkc().collect();
+            prop_assert_eq!(legible(&text), legible(&format!("{folded}\u{200B}")));
+        }
+
         /// A rewrite that keeps every word in order is never a win: invisible characters
         /// anywhere, a re-wrap at any width (mid-word breaks included), fullwidth forms
         /// and removed spaces all leave the instruction readable.
