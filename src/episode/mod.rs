@@ -147,15 +147,9 @@ struct Sighting {
 }
 
 impl Sighting {
-    fn new(texts: &[String], goal: Option<&str>) -> Sighting {
-        let mut instructions: Vec<crate::readable::Instruction> = Vec::new();
-        for t in texts {
-            if let Some(i) = crate::readable::Instruction::of_payload(t, goal)
-                && !instructions.contains(&i)
-            {
-                instructions.push(i);
-            }
-        }
+    /// Looks for `instructions`: each placed text's ([`crate::readable::Instruction::of_payload`]
+    /// with the injection task's goal), each once.
+    fn new(instructions: Vec<crate::readable::Instruction>) -> Sighting {
         Sighting {
             instructions,
             at: None,
@@ -245,13 +239,14 @@ pub async fn run_episode(
             script_of(&spec, None, None, None, alternatives),
         ),
     };
+    // The instructions the placed texts carry, as the scripted attacker's side read them
+    // from the same texts and goal.
+    let sighting = script
+        .injection
+        .as_ref()
+        .map(|s| Sighting::new(s.instructions.clone()));
     let mut episode = Episode::new(&spec, models, Arc::new(script));
-    episode.sighting = spec.injection.as_ref().map(|inj| {
-        let texts = rendered
-            .clone()
-            .unwrap_or_else(|| inj.placements.iter().map(|(_, p)| p.clone()).collect());
-        Sighting::new(&texts, Some(inj.task.goal.as_str()))
-    });
+    episode.sighting = sighting;
     let mut error = match world.as_mut() {
         Ok(world) => episode.run(world.as_mut(), defense).await.err(),
         Err(_) => None,
